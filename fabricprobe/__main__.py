@@ -1,0 +1,3 @@
+from fabricprobe.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The fabricprobe command line."""

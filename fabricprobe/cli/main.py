@@ -1,0 +1,61 @@
+"""`fabricprobe` and `python -m fabricprobe`: subcommands and the error policy.
+
+Bad input: one line on rank 0, exit status 2, nothing written. Interrupted: exit 130.
+Anything else is a bug: it is reported with its traceback and, under MPI, aborts the job
+so no rank is left waiting.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+from fabricprobe import __version__
+from fabricprobe.cli import info_cmd, report_cmd, sweep_cmd
+from fabricprobe.cli.output import error_line
+from fabricprobe.cli.parser import HelpFormatter, Parser
+from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="fabricprobe", formatter_class=HelpFormatter,
+                    description="Measure an HPC fabric and tune MPI collectives.",
+                    epilog="Run `fabricprobe SUBCOMMAND --help` for a subcommand's options. "
+                           "Under MPI: mpiexec -n N fabricprobe sweep ...")
+    parser.add_argument("--version", action="version", version=f"fabricprobe {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
+    sub.required = True
+    for module in (sweep_cmd, report_cmd, info_cmd):
+        module.add_parser(sub)
+    return parser
+
+
+def _abort_mpi(code: int) -> None:
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.size > 1:
+        mpi.COMM_WORLD.Abort(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.handler(args) or 0)
+    except UsageError as exc:
+        error_line(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        error_line("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: say so loudly, never leave other ranks hanging
+        print(f"fabricprobe: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        traceback.print_exc()
+        sys.stderr.flush()
+        _abort_mpi(1)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,24 @@
+"""argparse, made MPI-friendly: errors raise UsageError (one line, exit 2) and help or version
+text is printed by rank 0 only, however many ranks parse the same command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO
+
+from fabricprobe.cli.output import is_root
+from fabricprobe.errors import UsageError
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        if message and is_root():
+            (file or sys.stdout).write(message)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass

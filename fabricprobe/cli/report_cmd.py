@@ -1,0 +1,71 @@
+"""`fabricprobe report FILE`: tables per run and collective, or JSON / CSV / OMB-style exports."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from fabricprobe.cli.options import choice_list
+from fabricprobe.cli.parser import HelpFormatter
+from fabricprobe.config import GROUPS
+from fabricprobe.errors import UsageError
+
+FORMATS = ("table", "json", "csv", "osu")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("report", formatter_class=HelpFormatter, help="show or export the results in a file",
+                       description="Print every run in a results file as tables (one per collective series), or "
+                                   "export it. JSON: {runs: [{provenance, config, points: [...]}]}; CSV: one row per "
+                                   "point; osu: the numbers OMB would print. Fields: docs/schema.md.")
+    p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
+    p.add_argument("--run", metavar="ID", help="only this run (id, or -1 for the last)")
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    p.add_argument("--collectives", metavar="LIST", help="only these collectives (comma-separated)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the export to FILE instead of stdout")
+    p.set_defaults(handler=run)
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Exports are written whole or not at all."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+        raise UsageError(f"cannot write {path}: directory {directory} is missing or not writable")
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from fabricprobe.report import export
+    from fabricprobe.store import load_runs, select_run
+
+    runs = load_runs(args.file)
+    if args.run is not None:
+        runs = [select_run(runs, args.run, args.file)]
+    elif not runs:
+        raise UsageError(f"{args.file} holds no runs")
+    colls = choice_list(args.collectives, GROUPS["all"], "collective", GROUPS) if args.collectives else None
+    if args.format == "table":
+        from fabricprobe.report.tables import make_console, render_run
+
+        if args.output:
+            raise UsageError("-o/--output is for exports; choose --format json, csv or osu")
+        console = make_console()
+        for run in runs:
+            render_run(run, console, colls)
+        return 0
+    text = {"json": export.to_json, "csv": export.to_csv, "osu": export.to_osu}[args.format](runs, colls)
+    if args.output:
+        _write_atomically(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0

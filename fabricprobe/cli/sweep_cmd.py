@@ -1,0 +1,250 @@
+"""`fabricprobe sweep`: measure the MPI library's collectives and point-to-point tests."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Any
+
+from fabricprobe import collectives
+from fabricprobe.cli.options import choice_list
+from fabricprobe.cli.output import set_rank, warn_line
+from fabricprobe.cli.parser import HelpFormatter
+from fabricprobe.config import FULL, GROUPS, QUICK, SweepConfig, differing_fields
+from fabricprobe.datatypes import DTYPES, OPS
+from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
+from fabricprobe.launch import launched_by_mpiexec
+from fabricprobe.loops import MODES
+from fabricprobe.mpi_setup import THREAD_LEVELS, init_mpi
+from fabricprobe.sizes import size_list, size_range
+
+DEFAULT_OUTPUT = "fabricprobe.h5"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "sweep", formatter_class=HelpFormatter, help="measure collectives and point-to-point tests (under mpiexec)",
+        description="Measure the MPI library's collectives and point-to-point latency/bandwidth over a range of "
+                    "message sizes, validate every result, and append a run to an HDF5 results file.\n\n"
+                    "  mpiexec -n 4 fabricprobe sweep -b 8 -e 4M -f 2 --collectives allreduce,bcast\n"
+                    "  mpiexec -n 2 fabricprobe sweep --quick")
+    p.add_argument("-o", "--output", metavar="FILE", help=f"results file; runs are appended (default: {DEFAULT_OUTPUT})")
+    p.add_argument("--resume", metavar="FILE", help="finish an interrupted run in FILE, skipping completed points "
+                   "(the run's stored options are used)")
+    p.add_argument("--run", metavar="ID", help="with --resume: the run to finish (default: the last one)")
+    p.add_argument("--quick", action="store_true", help="short sweep: 8 B to 4 MiB by ×4, fewer iterations, 0.3 s per point")
+
+    g = p.add_argument_group("what to measure")
+    g.add_argument("--collectives", default="all", metavar="LIST",
+                   help=f"comma-separated: {', '.join(GROUPS['all'])}, or groups all, collectives, pt2pt")
+    g.add_argument("--algorithms", default="library", metavar="LIST",
+                   help="comma-separated algorithms, or all (library = the MPI library's own)")
+    g.add_argument("-d", "--dtypes", default="float32", metavar="LIST", help=f"comma-separated: {', '.join(DTYPES)}")
+    g.add_argument("--ops", default="sum", metavar="LIST", help=f"reduction ops, comma-separated: {', '.join(OPS)}")
+    g.add_argument("--in-place", choices=("no", "yes", "both"), default="no", help="use MPI_IN_PLACE")
+    g.add_argument("--root", type=int, default=0, help="root rank of reduce and bcast")
+
+    s = p.add_argument_group("message sizes (nccl-tests style; K, M, G are binary)")
+    s.add_argument("-b", "--minbytes", metavar="SIZE", help="smallest size (default 8)")
+    s.add_argument("-e", "--maxbytes", metavar="SIZE", help="largest size (default 4M)")
+    s.add_argument("-f", "--stepfactor", metavar="N", help="multiply the size by N each step (default 2)")
+    s.add_argument("-i", "--stepbytes", metavar="SIZE", help="add SIZE each step instead")
+    s.add_argument("--sizes", metavar="LIST", help="explicit comma-separated sizes instead of a range")
+
+    t = p.add_argument_group("timing")
+    t.add_argument("--mode", default="barrier", metavar="LIST",
+                   help="barrier: untimed barrier between calls (OMB/IMB comparable); loop: back-to-back calls "
+                        "(nccl-tests comparable); or barrier,loop")
+    t.add_argument("--iters", type=int, metavar="N",
+                   help=f"first batch of timed iterations (default {FULL['iterations_small']} up to 8 KiB, "
+                        f"{FULL['iterations_large']} above; OMB's defaults)")
+    t.add_argument("--warmup", type=int, metavar="N", help=f"warm-up iterations (default {FULL['warmup_small']} / "
+                   f"{FULL['warmup_large']})")
+    t.add_argument("--max-time", type=float, metavar="SECONDS",
+                   help=f"time budget per point for repeating noisy points (default {FULL['max_time']:g})")
+    t.add_argument("--ci-target", type=float, metavar="FRACTION",
+                   help=f"repeat until the median's 95%% CI is within ± this fraction (default {FULL['ci_target']:g}; "
+                        "0 = exactly --iters iterations)")
+    t.add_argument("--min-iters", type=int, default=10, metavar="N", help="fewest timed iterations per point")
+    t.add_argument("--timer", choices=("auto", "native", "python"), default="auto",
+                   help="native: C calls from a compiled loop (what C benchmarks time); python: mpi4py calls")
+    t.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
+    t.add_argument("--window", type=int, default=64, metavar="N", help="messages per window in bw/bibw (OMB: 64)")
+    t.add_argument("--pairs", choices=("single", "all"), default="single",
+                   help="point-to-point pairs: rank 0 and one partner (on another node when there is one), "
+                        "or all ranks r and r+n/2 at once")
+    t.add_argument("--point-timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="watchdog: abort the job when one point runs longer (0 = off)")
+
+    v = p.add_argument_group("validation and output")
+    v.add_argument("--no-validate", action="store_true", help="skip result validation (it runs outside the timed region)")
+    v.add_argument("--check-iters", type=int, default=1, metavar="N", help="validated calls per point")
+    v.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default="auto",
+                   help="rank 0's progress display on stderr (plain = one line per point)")
+    v.add_argument("--quiet", action="store_true", help="do not print the report after the sweep")
+    p.set_defaults(handler=run)
+
+
+def _sizes(args: argparse.Namespace, quick: bool) -> list[int]:
+    ranged = any(x is not None for x in (args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes))
+    if args.sizes is not None:
+        if ranged:
+            raise UsageError("give either --sizes or a range (-b/-e/-f/-i), not both")
+        return size_list(args.sizes)
+    if not ranged:
+        return list((QUICK if quick else FULL)["sizes"])
+    return size_range(args.minbytes or "8", args.maxbytes or "4M", args.stepfactor, args.stepbytes)
+
+
+def _positive(name: str, value: float | None, minimum: float = 1) -> None:
+    if value is not None and value < minimum:
+        raise UsageError(f"{name} must be at least {minimum:g} (got {value:g})")
+
+
+def build_config(args: argparse.Namespace) -> SweepConfig:
+    """The sweep configuration from the command line; raises UsageError on bad input."""
+    base = QUICK if args.quick else FULL
+    _positive("--iters", args.iters)
+    _positive("--warmup", args.warmup, 0)
+    _positive("--min-iters", args.min_iters)
+    _positive("--check-iters", args.check_iters)
+    _positive("--window", args.window)
+    _positive("--point-timeout", args.point_timeout, 0)
+    if args.max_time is not None and not args.max_time > 0:
+        raise UsageError(f"--max-time must be positive (got {args.max_time:g})")
+    if args.ci_target is not None and not 0 <= args.ci_target < 1:
+        raise UsageError(f"--ci-target must be a fraction in [0, 1) (got {args.ci_target:g})")
+    if args.root < 0:
+        raise UsageError(f"--root must be a rank (got {args.root})")
+    algorithm_names = collectives.all_names()
+    algorithms = choice_list(args.algorithms, algorithm_names, "algorithm", {"all": algorithm_names})
+    return SweepConfig(
+        collectives=choice_list(args.collectives, GROUPS["all"], "collective", GROUPS),
+        algorithms=algorithms,
+        sizes=_sizes(args, args.quick),
+        dtypes=choice_list(args.dtypes, DTYPES, "datatype"),
+        ops=choice_list(args.ops, OPS, "op"),
+        modes=choice_list(args.mode, MODES, "mode"),
+        in_place={"no": [False], "yes": [True], "both": [False, True]}[args.in_place],
+        iterations_small=args.iters or base["iterations_small"],
+        iterations_large=args.iters or base["iterations_large"],
+        warmup_small=base["warmup_small"] if args.warmup is None else args.warmup,
+        warmup_large=base["warmup_large"] if args.warmup is None else args.warmup,
+        max_time=args.max_time if args.max_time is not None else base["max_time"],
+        ci_target=args.ci_target if args.ci_target is not None else base["ci_target"],
+        min_iterations=args.min_iters,
+        validate=not args.no_validate,
+        check_iters=args.check_iters,
+        timer=args.timer,
+        thread_level=args.thread_level,
+        window=args.window,
+        pairs=args.pairs,
+        root=args.root,
+        point_timeout=args.point_timeout,
+        quick=args.quick,
+    )
+
+
+def _root_decides(comm: Any, decide) -> Any:
+    """Run decide() on rank 0 only; its UsageError (or result) reaches every rank."""
+    outcome: tuple[str | None, Any] = (None, None)
+    if comm.rank == 0:
+        try:
+            outcome = (None, decide())
+        except UsageError as exc:
+            outcome = (str(exc), None)
+    message, value = comm.bcast(outcome, root=0)
+    if message is not None:
+        raise UsageError(message)
+    return value
+
+
+def _same_everywhere(comm: Any, what: dict[str, Any]) -> None:
+    views = comm.allgather(what)
+    for rank, view in enumerate(views):
+        diff = differing_fields(views[0], view)
+        if diff:
+            raise UsageError(f"options differ between ranks: rank {rank} has different {', '.join(diff)} than rank 0; "
+                             "start every rank with the same command line")
+
+
+def _load_resume(path: str, run_id: str | None, nranks: int):
+    from fabricprobe.store import load_runs, select_run
+
+    run = select_run(load_runs(path), run_id, path)
+    if run.status == "complete":
+        raise UsageError(f"run {run.id} in {path} is complete; nothing to resume")
+    if int(run.attrs.get("nranks", -1)) != nranks:
+        raise UsageError(f"run {run.id} in {path} was measured with {run.attrs.get('nranks')} ranks; "
+                         f"resume it with mpiexec -n {run.attrs.get('nranks')}")
+    config = SweepConfig.from_dict(run.config)
+    done = [p["key"] for p in run.points]
+    return run.id, config, done, list(run.attrs.get("resumed_at") or [])
+
+
+def run(args: argparse.Namespace) -> int:
+    from fabricprobe import provenance, topology
+    from fabricprobe.report.tables import make_console, render_run
+    from fabricprobe.store import ResultsWriter, check_output_path, load_runs, select_run
+    from fabricprobe.store.schema import STATUS_COMPLETE, STATUS_INTERRUPTED
+    from fabricprobe.sweep import execute
+
+    if args.resume and args.output:
+        raise UsageError("--resume continues a run in its own file; do not combine it with -o/--output")
+    if args.run and not args.resume:
+        raise UsageError("--run selects the run to resume; it needs --resume FILE")
+    config = build_config(args)
+    path = args.resume or args.output or DEFAULT_OUTPUT
+
+    MPI = init_mpi(args.thread_level)
+    comm = MPI.COMM_WORLD
+    set_rank(comm.rank)
+    _same_everywhere(comm, {"config": config.to_json(), "output": path, "resume_run": args.run})
+    run_id = None
+    done: list[str] = []
+    resumed_at: list[str] = []
+    if args.resume:
+        run_id, config, done, resumed_at = _root_decides(comm, lambda: _load_resume(path, args.run, comm.size))
+        if config.thread_level != args.thread_level:
+            raise UsageError(f"the run used --thread-level {config.thread_level}; resume it with the same level")
+        warn_line(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
+    else:
+        _root_decides(comm, lambda: check_output_path(path))
+    if config.root >= comm.size:
+        raise UsageError(f"--root {config.root} is not a rank of this {comm.size}-rank job")
+    if comm.size == 1 and not launched_by_mpiexec():
+        warn_line("running as one process (no mpiexec): collectives run at n=1 and point-to-point tests are "
+                  "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric")
+
+    topo = topology.detect(comm)
+    prov = provenance.collect(MPI, comm, topo, args.thread_level)
+    writer = ResultsWriter(path) if comm.rank == 0 else None
+    if writer is not None:
+        if run_id is None:
+            run_id = writer.start_run({**prov, "config": config.to_dict(), "started": provenance.utc_now(),
+                                       "command": "sweep", "status_reason": "", "notes": [], "resumed_at": []})
+        else:
+            writer.attach(run_id)
+            writer.update_run({"status": "running", "resumed_at": resumed_at + [provenance.utc_now()],
+                               "status_reason": ""})
+        if prov["oversubscribed"]:
+            warn_line(f"oversubscribed: {max(topo.ranks_per_node)} ranks on {min(topo.cores_per_node)} cores; "
+                      "times will include scheduler waits")
+        if prov["thread_level_provided"] != args.thread_level:
+            warn_line(f"requested thread level {args.thread_level}, the library provided {prov['thread_level_provided']}")
+    try:
+        outcome = execute(config, MPI, comm, topo, writer, set(done), args.progress)
+    except KeyboardInterrupt:
+        if writer is not None:
+            writer.update_run({"status": STATUS_INTERRUPTED, "status_reason": "interrupted by a signal",
+                               "ended": provenance.utc_now()})
+        return EXIT_INTERRUPTED
+    if writer is not None:
+        writer.update_run({"status": STATUS_COMPLETE, "ended": provenance.utc_now(), "notes": outcome.notes})
+        if not args.quiet:
+            render_run(select_run(load_runs(path), run_id, path), make_console())
+        if outcome.failed:
+            warn_line(f"{outcome.failed} point(s) failed validation or raised errors; exit status 1")
+        print(f"fabricprobe: results in {path} (run {run_id})", file=sys.stderr, flush=True)
+    return outcome.exit_code

@@ -1,0 +1,84 @@
+"""The algorithm registry: every implementation of a collective, the library's own included.
+
+An algorithm is bound to one point's Case and returns a Batch: a callable that runs the
+collective once per element of `out`, writing each iteration's time there. The harness only
+ever sees Batches, so it times, checks and stores an algorithm without knowing which it holds.
+
+Hand-written algorithms are plain functions with one signature,
+    run(comm, sendbuf, recvbuf, op, root) -> None
+where sendbuf is None for an in-place call and op is a name from fabricprobe.datatypes.OPS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from fabricprobe import loops
+from fabricprobe.specs.base import Case
+
+Batch = Callable[[np.ndarray, int], None]
+RunFn = Callable[[Any, Optional[np.ndarray], np.ndarray, str, int], None]
+
+LIBRARY = "library"
+
+
+class TimerUnavailable(Exception):
+    """The requested timer cannot time this algorithm (e.g. native for a Python algorithm)."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    collective: str
+    summary: str
+    run: RunFn | None = None  # hand-written algorithms
+    binder: Callable[[Case, str], Batch] | None = None  # algorithms with their own timing paths
+    native: bool = False  # whether bind() can give the native timer
+
+    def bind(self, case: Case, timer: str) -> Batch:
+        """A Batch for this case; timer is "native" or "python"."""
+        if self.binder is not None:
+            return self.binder(case, timer)
+        if timer == "native":
+            raise TimerUnavailable(f"{self.collective}/{self.name} is written in Python; it has no native timer")
+        return python_batch(partial(self.run, case.comm, case.send, case.recv, case.op, case.root), case.comm)
+
+
+def python_batch(call: Callable[[], object], comm: Any) -> Batch:
+    from mpi4py import MPI
+
+    barrier, wtime = comm.Barrier, MPI.Wtime
+
+    def batch(out: np.ndarray, mode: int) -> None:
+        loops.python_timed_calls(call, barrier, wtime, mode, out)
+
+    return batch
+
+
+_REGISTRY: dict[tuple[str, str], Algorithm] = {}
+
+
+def register(algorithm: Algorithm) -> Algorithm:
+    key = (algorithm.collective, algorithm.name)
+    if key in _REGISTRY:
+        raise ValueError(f"algorithm {key} registered twice")
+    _REGISTRY[key] = algorithm
+    return algorithm
+
+
+def get(collective: str, name: str) -> Algorithm | None:
+    return _REGISTRY.get((collective, name))
+
+
+def names_for(collective: str) -> list[str]:
+    """Algorithm names available for a collective, the library's first."""
+    names = [name for (coll, name) in _REGISTRY if coll == collective]
+    return sorted(names, key=lambda n: (n != LIBRARY, n))
+
+
+def all_names() -> list[str]:
+    return sorted({name for (_, name) in _REGISTRY}, key=lambda n: (n != LIBRARY, n))

@@ -1,0 +1,13 @@
+"""Exit statuses and the one exception type that turns into "one clear line, exit 2"."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_WRONG = 1  # a measured point failed validation
+EXIT_USAGE = 2  # bad input: one line on rank 0, nothing written
+EXIT_WATCHDOG = 3  # a point exceeded its time limit; the job was aborted
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad input. The message is printed as one line on rank 0 and every rank exits 2."""

@@ -1,0 +1,98 @@
+"""Time one point: warm-up, then batches of timed iterations until the median is known well
+enough (its 95% confidence interval within ci_target) or a cap is hit, as SKaMPI and IMB do.
+
+All ranks run the same number of iterations; rank 0 collects every rank's samples after each
+batch, decides, and tells the others. Samples never leave the timed loop mid-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fabricprobe.collectives import Batch
+from fabricprobe.stats import summarize
+
+STOP_CONVERGED = "converged"  # the median's CI became narrower than the target
+STOP_TIME_CAP = "time_cap"  # the per-point time budget ran out first
+STOP_ITERATION_CAP = "iteration_cap"
+STOP_FIXED = "fixed"  # adaptivity off (ci_target 0): exactly the requested iterations
+
+
+@dataclass(frozen=True)
+class Budget:
+    iterations: int  # size of the first timed batch
+    warmup: int
+    max_time: float  # seconds of timed iterations per point before giving up on the target
+    ci_target: float  # relative half-width of the median's 95% CI; 0 disables adaptivity
+    min_iterations: int = 10
+    max_iterations: int = 1_000_000
+
+
+@dataclass
+class Measurement:
+    samples: np.ndarray | None  # (iterations × ranks) on rank 0, None elsewhere
+    stop_reason: str
+    batches: int
+    iterations: int
+
+
+def _first_batch(budget: Budget, per_call: float) -> int:
+    if budget.ci_target <= 0:
+        return budget.iterations
+    if per_call > 0 and per_call * budget.iterations > budget.max_time:
+        return max(budget.min_iterations, int(budget.max_time / per_call))
+    return budget.iterations
+
+
+def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
+    """Run warm-up and timed batches of `batch` on every rank of `comm`."""
+    from mpi4py import MPI
+
+    wtime = MPI.Wtime
+    t0 = wtime()
+    if budget.warmup > 0:
+        batch(np.empty(budget.warmup), mode)
+    per_call = (wtime() - t0) / max(budget.warmup, 1)
+    # Every rank must size the batches the same way: agree on the slowest estimate.
+    per_call = comm.allreduce(per_call if budget.warmup > 0 else 0.0, op=MPI.MAX)
+
+    n = _first_batch(budget, per_call)
+    root = comm.rank == 0
+    chunks: list[np.ndarray] = []
+    total = batches = 0
+    started = wtime()
+    reason = STOP_FIXED
+    while n > 0:
+        local = np.full(n, np.nan)  # a slot a loop does not write reads as "not timed", never as stale memory
+        batch(local, mode)
+        gathered = np.empty((comm.size, n)) if root else None
+        comm.Gather(local, gathered, root=0)
+        total += n
+        batches += 1
+        next_n = 0
+        if root:
+            chunks.append(gathered.T)
+            next_n, reason = _decide(np.concatenate(chunks), budget, total, wtime() - started)
+        n, reason = comm.bcast((next_n, reason), root=0)
+    samples = np.ascontiguousarray(np.concatenate(chunks)) if root else None
+    return Measurement(samples=samples, stop_reason=reason, batches=batches, iterations=total)
+
+
+def _decide(samples: np.ndarray, budget: Budget, total: int, elapsed: float) -> tuple[int, str]:
+    """(size of the next batch, reason): 0 means stop for that reason."""
+    if budget.ci_target <= 0:
+        return 0, STOP_FIXED
+    if summarize(samples).ci_rel_halfwidth <= budget.ci_target:
+        return 0, STOP_CONVERGED
+    if elapsed >= budget.max_time:
+        return 0, STOP_TIME_CAP
+    if total >= budget.max_iterations:
+        return 0, STOP_ITERATION_CAP
+    per_iteration = elapsed / total
+    fits = int((budget.max_time - elapsed) / per_iteration) if per_iteration > 0 else total
+    # Double the sample while time allows; never schedule a batch that overruns the budget by much.
+    n = min(total, budget.max_iterations - total, max(fits, budget.min_iterations))
+    return (n, STOP_TIME_CAP) if n > 0 else (0, STOP_TIME_CAP)

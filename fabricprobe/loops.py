@@ -1,0 +1,151 @@
+"""Timing loops: Numba-compiled ones that call the MPI C API, and their Python twins.
+
+Every loop fills `out` with one duration per iteration on this rank, in seconds:
+- BARRIER mode: untimed MPI_Barrier, then one timed call (OMB/IMB comparable);
+- LOOP mode: one barrier, then back-to-back calls, each iteration timed from the previous
+  one's end (nccl-tests / OMB-Py comparable).
+Native loops return 0 or the first non-zero MPI error code; the Python ones raise.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+BARRIER = 0
+LOOP = 1
+MODES = {"barrier": BARRIER, "loop": LOOP}
+
+_TAG_DATA = 17
+_TAG_ACK = 18
+
+
+@njit(cache=True, nogil=True)
+def native_timed_calls(wtime, barrier, comm, call, args, mode, out):  # pragma: no cover - compiled
+    """Time `call(*args)` out.size times; `call` is any typed MPI C function."""
+    n = out.size
+    if mode == BARRIER:
+        for i in range(n):
+            rc = barrier(comm)
+            if rc != 0:
+                return rc
+            t0 = wtime()
+            rc = call(*args)
+            out[i] = wtime() - t0
+            if rc != 0:
+                return rc
+    else:
+        rc = barrier(comm)
+        if rc != 0:
+            return rc
+        prev = wtime()
+        for i in range(n):
+            rc = call(*args)
+            now = wtime()
+            out[i] = now - prev
+            prev = now
+            if rc != 0:
+                return rc
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def native_empty(wtime, barrier, comm, mode, out):  # pragma: no cover - compiled
+    """The harness floor: a timed region with nothing in it."""
+    if mode == LOOP:
+        barrier(comm)
+    for i in range(out.size):
+        if mode == BARRIER:
+            barrier(comm)
+        t0 = wtime()
+        out[i] = wtime() - t0
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def native_pingpong(wtime, send, recv, sbuf, rbuf, count, dtype, peer, comm, status, initiator, out):  # pragma: no cover
+    """OMB osu_latency: blocking send/recv round trips; the initiator records half of each."""
+    for i in range(out.size):
+        if initiator:
+            t0 = wtime()
+            rc = send(sbuf, count, dtype, peer, _TAG_DATA, comm)
+            if rc != 0:
+                return rc
+            rc = recv(rbuf, count, dtype, peer, _TAG_DATA, comm, status)
+            out[i] = (wtime() - t0) / 2.0
+        else:
+            rc = recv(rbuf, count, dtype, peer, _TAG_DATA, comm, status)
+            if rc != 0:
+                return rc
+            rc = send(sbuf, count, dtype, peer, _TAG_DATA, comm)
+            out[i] = np.nan  # the responder does not time: its samples must not count
+        if rc != 0:
+            return rc
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def native_window(wtime, isend, irecv, waitall, send, recv, sbuf, rbuf, count, dtype, peer, comm,
+                  reqs, req_size, statuses, status, ack, ack_type, window, role, out):  # pragma: no cover
+    """OMB osu_bw (role 0 sender, 1 receiver) and osu_bibw (role 2, both directions).
+
+    Each iteration is one window of `window` non-blocking messages; the recorded time is the
+    window's time divided by the window, i.e. time per message.
+    """
+    for i in range(out.size):
+        t0 = wtime()
+        nreq = 0
+        if role != 0:
+            for j in range(window):
+                rc = irecv(rbuf, count, dtype, peer, _TAG_DATA, comm, reqs + nreq * req_size)
+                if rc != 0:
+                    return rc
+                nreq += 1
+        if role != 1:
+            for j in range(window):
+                rc = isend(sbuf, count, dtype, peer, _TAG_DATA, comm, reqs + nreq * req_size)
+                if rc != 0:
+                    return rc
+                nreq += 1
+        rc = waitall(nreq, reqs, statuses)
+        if rc != 0:
+            return rc
+        if role == 0:
+            rc = recv(ack, 4, ack_type, peer, _TAG_ACK, comm, status)
+        elif role == 1:
+            rc = send(ack, 4, ack_type, peer, _TAG_ACK, comm)
+        if rc != 0:
+            return rc
+        out[i] = (wtime() - t0) / window
+    return 0
+
+
+def python_timed_calls(call: Callable[[], object], barrier: Callable[[], object],
+                       wtime: Callable[[], float], mode: int, out: np.ndarray) -> None:
+    """The Python twin of native_timed_calls, for algorithms written in Python."""
+    n = len(out)
+    if mode == BARRIER:
+        for i in range(n):
+            barrier()
+            t0 = wtime()
+            call()
+            out[i] = wtime() - t0
+    else:
+        barrier()
+        prev = wtime()
+        for i in range(n):
+            call()
+            now = wtime()
+            out[i] = now - prev
+            prev = now
+
+
+def python_empty(barrier: Callable[[], object], wtime: Callable[[], float], mode: int,
+                 out: np.ndarray) -> None:
+    """The Python timer's floor: a timed region around a call that does nothing."""
+    def nothing() -> None:
+        return None
+
+    python_timed_calls(nothing, barrier, wtime, mode, out)

@@ -1,0 +1,145 @@
+"""Measure one point on every rank: buffers, validation (outside the timed region), timing."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fabricprobe import collectives, faults, harness, loops, native
+from fabricprobe.config import SweepConfig
+from fabricprobe.datatypes import numpy_dtype
+from fabricprobe.plan import EMPTY, PointSpec
+from fabricprobe.specs import SPECS, pt2pt
+from fabricprobe.specs.base import Case
+from fabricprobe.stats import bandwidths, summarize
+from fabricprobe.store.schema import POINT_ERROR, POINT_OK, POINT_WRONG
+from fabricprobe.topology import Topology
+
+
+@dataclass
+class PointResult:
+    row: dict[str, Any] | None  # rank 0 only
+    samples: np.ndarray | None  # rank 0 only
+    failed: bool  # wrong elements or an error, on any rank
+
+
+def resolve_timer(requested: str, algorithm: collectives.Algorithm, MPI: Any) -> str:
+    if requested == "python":
+        return "python"
+    if algorithm.native and native.load(MPI) is not None:
+        return "native"
+    if requested == "native" and not algorithm.native:
+        raise collectives.TimerUnavailable(f"{algorithm.collective}/{algorithm.name} has no native timer")
+    return "python"
+
+
+def pair_of(rank: int, nranks: int, pairs: str, topo: Topology) -> tuple[int, bool] | None:
+    """(peer, first-of-pair) for a point-to-point test, None when this rank sits it out.
+
+    "single": rank 0 and its partner, the first rank on another node when there is one (so the
+    pair crosses the fabric), else rank 1. "all": ranks r and r + n/2 concurrently.
+    """
+    if pairs == "all":
+        half = nranks // 2
+        if rank < half:
+            return rank + half, True
+        if rank < 2 * half:
+            return rank - half, False
+        return None
+    others = [r for r in range(1, nranks) if topo.node_of[r] != topo.node_of[0]]
+    partner = others[0] if others else 1
+    if rank == 0:
+        return partner, True
+    if rank == partner:
+        return 0, False
+    return None
+
+
+def _empty_batch(timer: str, comm: Any, MPI: Any):
+    if timer == "native":
+        nat = native.load(MPI)
+        handle = nat.handle(comm)
+        return lambda out, mode: loops.native_empty(nat.wtime, nat.barrier, handle, mode, out)
+    return lambda out, mode: loops.python_empty(comm.Barrier, MPI.Wtime, mode, out)
+
+
+def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: Topology) -> PointResult:
+    started = time.time()
+    mode = loops.MODES[point.mode]
+    budget = harness.Budget(
+        iterations=config.iterations_for(point.layout.nbytes), warmup=config.warmup_for(point.layout.nbytes),
+        max_time=config.max_time, ci_target=config.ci_target, min_iterations=config.min_iterations,
+    )
+    wrong = checked = 0
+    note = ""
+    error = ""
+    factor = 0.0
+    try:
+        if point.collective == EMPTY:
+            timer = point.algorithm
+            batch = _empty_batch(timer, comm, MPI)
+            validated = False
+        else:
+            spec = SPECS[point.collective]
+            algorithm = collectives.get(point.collective, point.algorithm)
+            timer = resolve_timer(config.timer, algorithm, MPI)
+            case = Case(collective=point.collective, comm=comm, rank=comm.rank, nranks=comm.size,
+                        dtype_name=point.dtype, dtype=numpy_dtype(point.dtype), op=point.op, root=config.root,
+                        in_place=point.in_place, layout=point.layout, window=config.window)
+            if spec.pt2pt:
+                pairing = pair_of(comm.rank, comm.size, config.pairs, topo)
+                if pairing is not None:
+                    case.peer, first = pairing
+                    case.role = spec.roles(first)
+            spec.allocate(case)
+            factor = spec.busbw_factor(comm.size)
+            batch = algorithm.bind(case, timer)
+            faults.hang_if_asked(point.collective, comm.rank)
+            validated = config.validate
+            if validated:
+                for _ in range(config.check_iters):
+                    spec.prepare(case)
+                    batch(np.empty(1), loops.BARRIER)
+                    faults.corrupt_result(point.collective, comm.rank, case.recv)
+                    wrong += spec.check(case)
+                    checked += spec.checked_elements(case)
+            else:
+                spec.prepare(case)
+        measurement = harness.measure(batch, comm, budget, mode)
+    except (collectives.TimerUnavailable, MPI.Exception, RuntimeError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        measurement = None
+        timer = config.timer
+        validated = False
+
+    errors = comm.gather(error, root=0)
+    totals = comm.reduce(np.array([wrong, checked], dtype=np.int64), op=MPI.SUM, root=0)
+    any_failed = comm.bcast(bool(any(errors) or totals[0] > 0) if comm.rank == 0 else None, root=0)
+    if comm.rank != 0:
+        return PointResult(None, None, any_failed)
+
+    first_error = next((f"rank {r}: {e}" for r, e in enumerate(errors) if e), "")
+    row: dict[str, Any] = dict(
+        index=point.index, key=point.key, collective=point.collective, algorithm=point.algorithm, dtype=point.dtype,
+        op=point.op, in_place=point.in_place, root=config.root, mode=point.mode, timer=timer, nranks=comm.size,
+        requested_bytes=point.requested_bytes, bytes=point.layout.nbytes, count=point.layout.count,
+        warmup=budget.warmup, busbw_factor=factor, wrong=int(totals[0]) if validated else -1,
+        checked=int(totals[1]), started_unix=started,
+    )
+    samples = None
+    if first_error:
+        row.update(status=POINT_ERROR, note=first_error[:200])
+    else:
+        samples = measurement.samples
+        summary = summarize(samples)
+        algbw, busbw = bandwidths(point.layout.nbytes, summary.median_s, factor)
+        row.update(summary.as_dict())
+        row.pop("n")
+        row.update(iterations=measurement.iterations, batches=measurement.batches,
+                   stop_reason=measurement.stop_reason, algbw_gbps=algbw, busbw_gbps=busbw,
+                   status=POINT_WRONG if totals[0] > 0 else POINT_OK, note=note)
+    row["duration_s"] = time.time() - started
+    return PointResult(row, samples, any_failed)

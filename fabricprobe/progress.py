@@ -1,0 +1,64 @@
+"""What rank 0 shows while a sweep runs: a rich progress bar on a terminal, one line per point
+otherwise (logs go to stderr so stdout stays parseable)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+def _brief(row: dict[str, Any]) -> str:
+    median = row.get("median_s", math.nan)
+    if row.get("status") != "ok":
+        return f"{row.get('status')}: {row.get('note', '')}"
+    return f"median {median * 1e6:.2f} µs ({row.get('stop_reason')}, {row.get('iterations')} it)"
+
+
+class SweepProgress:
+    def __init__(self, style: str, total: int) -> None:
+        if style == "auto":
+            style = "rich" if sys.stderr.isatty() else "plain"
+        self.style = style
+        self.total = total
+        self.done = 0
+        self.console = Console(stderr=True, highlight=False)
+        self._bar: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> "SweepProgress":
+        if self.style == "rich":
+            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=self.console, transient=False)
+            self._bar.__enter__()
+            self._task = self._bar.add_task("starting", total=self.total)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+    def skip(self, count: int) -> None:
+        """Points already measured (resume)."""
+        self.done += count
+        if self._bar is not None:
+            self._bar.update(self._task, advance=count)
+
+    def starting(self, label: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=label)
+
+    def finished(self, label: str, row: dict[str, Any] | None) -> None:
+        self.done += 1
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1)
+        if self.style == "plain" and row is not None:
+            width = len(str(self.total))
+            print(f"[{self.done:>{width}}/{self.total}] {label}: {_brief(row)}", file=sys.stderr, flush=True)
+
+    def note(self, text: str) -> None:
+        if self.style != "none":
+            self.console.print(f"[yellow]note:[/] {text}")

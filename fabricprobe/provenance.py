@@ -1,0 +1,83 @@
+"""What every run records about where and how it ran (the `info` command prints the same)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+from fabricprobe import __version__, native
+from fabricprobe.mpi_setup import library_info, provided_thread_level
+from fabricprobe.topology import Topology
+
+ENV_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "PMIX_MCA_", "MPIR_CVAR_", "MPICH_", "I_MPI_", "UCX_", "FI_",
+                "NCCL_", "HYDRA_", "MPI4PY_", "FABRICPROBE_")
+_ENV_SKIP = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def mpi_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """MPI, fabric and NCCL settings from the environment (they change what is measured)."""
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) and k not in _ENV_SKIP}
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: list[str] | None = None) -> dict[str, Any]:
+    """The provenance of a run on `comm` (call on every rank; values are rank 0's view)."""
+    lib = library_info(MPI)
+    nat = native.load(MPI)
+    rpn = topo.ranks_per_node
+    return {
+        "fabricprobe_version": __version__,
+        "mpi_vendor": lib.vendor,
+        "mpi_version": lib.version,
+        "mpi_library_version": lib.version_string,
+        "mpi_standard": lib.mpi_standard,
+        "mpi4py_version": _version("mpi4py"),
+        "numpy_version": _version("numpy"),
+        "numba_version": _version("numba"),
+        "h5py_version": _version("h5py"),
+        "python_version": platform.python_version(),
+        "thread_level_requested": thread_requested,
+        "thread_level_provided": provided_thread_level(MPI),
+        "nranks": comm.size,
+        "nnodes": topo.nnodes,
+        "hosts": list(topo.hosts),
+        "rank_cpus": list(topo.cpus),
+        "ranks_per_node": rpn,
+        "cores_per_node": list(topo.cores_per_node),
+        "oversubscribed": topo.oversubscribed,
+        "topology": topo.describe(),
+        "wtick_s": MPI.Wtick(),
+        "wtime_is_global": bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL) or False),
+        "native_timer": nat is not None,
+        "native_timer_unavailable": native.unavailable_reason() or "",
+        "command_line": " ".join(argv if argv is not None else sys.argv),
+        "cpu_model": cpu_model(),
+        "os": platform.platform(),
+        "environment": mpi_environment(),
+    }

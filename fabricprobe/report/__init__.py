@@ -1,0 +1,1 @@
+"""Read-only consumers of results files: terminal tables and exports."""

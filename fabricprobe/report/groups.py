@@ -1,0 +1,29 @@
+"""Grouping points into series: one table (or one plotted line) per series."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+SERIES_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode")
+
+
+def series_key(point: dict[str, Any]) -> tuple:
+    return tuple(point[f] for f in SERIES_FIELDS)
+
+
+def group_series(points: list[dict[str, Any]]) -> "OrderedDict[tuple, list[dict[str, Any]]]":
+    """Points grouped by series, in first-seen order, each series sorted by size."""
+    groups: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()
+    for point in points:
+        groups.setdefault(series_key(point), []).append(point)
+    for rows in groups.values():
+        rows.sort(key=lambda p: p["bytes"])
+    return groups
+
+
+def ci_rel(point: dict[str, Any]) -> float:
+    median = point.get("median_s", 0.0)
+    if not median or median <= 0:
+        return float("nan")
+    return (point["ci_high_s"] - point["ci_low_s"]) / (2 * median)

@@ -1,0 +1,110 @@
+"""Rich terminal tables: one header per run, one table per series (collective, algorithm,
+datatype, op, in-place, mode), shaped like nccl-tests/OMB output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from fabricprobe.datatypes import BYTE, NO_OP
+from fabricprobe.plan import EMPTY
+from fabricprobe.report.groups import ci_rel, group_series
+from fabricprobe.report.units import gbps, percent, usec
+from fabricprobe.report.warnings import run_warnings
+from fabricprobe.sizes import format_size
+from fabricprobe.specs import SPECS
+from fabricprobe.store import Run
+
+
+def make_console() -> Console:
+    """A console for reports: the terminal's width, or a width that fits the tables when piped."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def run_header(run: Run) -> Panel:
+    a = run.attrs
+    lines = [
+        f"[bold]run {run.id}[/] of {run.path}  status [bold]{run.status}[/]  started {a.get('started', '?')}",
+        f"MPI: {a.get('mpi_vendor', '?')} {a.get('mpi_version', '')}   mpi4py {a.get('mpi4py_version', '?')}   "
+        f"thread level {a.get('thread_level_requested', '?')} → provided {a.get('thread_level_provided', '?')}",
+        f"ranks: {a.get('nranks', '?')} on {a.get('topology', '?')}   hosts: {', '.join(sorted(set(a.get('hosts') or [])))}",
+    ]
+    floors = [p for p in run.points if p["collective"] == EMPTY and p["status"] == "ok"]
+    if floors:
+        text = ", ".join(f"{p['algorithm']} {usec(p['median_s'])} µs" + (f" ({p['mode']})" if p["mode"] != "barrier" else "")
+                         for p in floors)
+        lines.append(f"harness floor (empty timed region, median): {text}")
+    body: list[Any] = [Text.from_markup(line) for line in lines]
+    for warning in run_warnings(run):
+        body.append(Text.from_markup(f"[bold yellow]warning:[/] {warning}"))
+    return Panel(Group(*body), title="fabricprobe results", expand=False)
+
+
+def _title(key: tuple) -> str:
+    collective, algorithm, dtype, op, in_place, mode = key
+    parts = [f"[bold]{collective}[/]", algorithm]
+    if dtype != BYTE:
+        parts.append(dtype)
+    if op != NO_OP:
+        parts.append(op)
+    if in_place:
+        parts.append("in-place")
+    parts.append(f"{mode} mode")
+    return " · ".join(parts)
+
+
+def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int) -> Table:
+    collective = key[0]
+    spec = SPECS.get(collective)
+    table = Table(title=_title(key), title_justify="left", show_edge=False, pad_edge=False)
+    sized = spec is None or spec.sized
+    if sized:
+        table.add_column("size", justify="right")
+        table.add_column("count", justify="right")
+    for name in ("min", "median", "mean", "p99", "max"):
+        table.add_column(f"{name} µs", justify="right")
+    table.add_column("±CI", justify="right")
+    if sized:
+        table.add_column("algbw GB/s", justify="right")
+        table.add_column("busbw GB/s", justify="right")
+    table.add_column("#wrong", justify="right")
+    table.add_column("iters", justify="right")
+    for p in rows:
+        cells = []
+        if sized:
+            cells += [format_size(p["bytes"]), str(p["count"])]
+        if p["status"] == "error":
+            cells += ["[red]error[/]"] + [""] * 5
+        else:
+            cells += [usec(p[f]) for f in ("min_s", "median_s", "mean_s", "p99_s", "max_s")]
+            cells.append(percent(ci_rel(p)))
+        if sized:
+            cells += [gbps(p["algbw_gbps"]), gbps(p["busbw_gbps"])]
+        wrong = p["wrong"]
+        cells.append("n/a" if wrong < 0 else (f"[bold red]{wrong}[/]" if wrong else "0"))
+        stop = "" if p["stop_reason"] in ("converged", "fixed") else "*"
+        cells.append(f"{p['iterations']}{stop}")
+        table.add_row(*cells)
+    if spec is not None and sized:
+        factor = spec.busbw_factor(nranks)
+        table.caption = (f"busbw = algbw × {spec.busbw_formula} = algbw × {factor:.3g} (n={nranks}); "
+                         "algbw = size / median; iteration time = slowest rank; * = time cap before CI target")
+        table.caption_justify = "left"
+    return table
+
+
+def render_run(run: Run, console: Console, collectives: list[str] | None = None) -> None:
+    console.print(run_header(run))
+    nranks = int(run.attrs.get("nranks", 0) or 0)
+    points = [p for p in run.points if p["collective"] != EMPTY
+              and (collectives is None or p["collective"] in collectives)]
+    if not points:
+        console.print("(no measured points)")
+    for key, rows in group_series(points).items():
+        console.print(series_table(key, rows, nranks or rows[0]["nranks"]))
+        console.print()

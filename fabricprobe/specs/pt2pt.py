@@ -1,0 +1,70 @@
+"""Point-to-point tests between rank pairs, as OMB defines them.
+
+- latency: blocking ping-pong (osu_latency); the time is half a round trip.
+- bw: a window of non-blocking sends, one ack per window (osu_bw); time per message.
+- bibw: windows in both directions at once (osu_bibw); time per message per direction.
+Ranks that are not in a pair sit the point out (their samples are NaN).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabricprobe import patterns
+from fabricprobe.specs.base import Case, CollectiveSpec, Layout
+
+ROLE_INITIATOR = 0  # latency: pings; bw: sends
+ROLE_RESPONDER = 1  # latency: pongs; bw: receives
+ROLE_BOTH = 2  # bibw: sends and receives
+
+
+class PointToPoint(CollectiveSpec):
+    pt2pt = True
+    in_place_supported = False
+    receives_on: tuple[int, ...] = ()  # roles that receive the partner's data
+
+    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
+        count = nbytes // itemsize
+        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
+
+    def roles(self, first: bool) -> int:
+        return ROLE_INITIATOR if first else ROLE_RESPONDER
+
+    def prepare(self, case: Case) -> None:
+        if case.send is not None:
+            case.send[:] = patterns.data(case.rank, np.arange(case.count))
+        patterns.sentinel_fill(case.recv)
+
+    def results(self, case: Case):
+        if case.role not in self.receives_on:
+            return []
+        return [(case.recv, patterns.data(case.peer, np.arange(case.count)))]
+
+
+class Latency(PointToPoint):
+    name = "latency"
+    busbw_formula = "1"
+    receives_on = (ROLE_INITIATOR, ROLE_RESPONDER)
+
+
+class Bandwidth(PointToPoint):
+    name = "bw"
+    busbw_formula = "1"
+    receives_on = (ROLE_RESPONDER,)
+
+
+class BidirectionalBandwidth(PointToPoint):
+    name = "bibw"
+    busbw_formula = "2 (both directions)"
+    receives_on = (ROLE_BOTH,)
+
+    def busbw_factor(self, nranks: int) -> float:
+        return 2.0
+
+    def roles(self, first: bool) -> int:
+        return ROLE_BOTH
+
+
+LATENCY = Latency()
+BW = Bandwidth()
+BIBW = BidirectionalBandwidth()

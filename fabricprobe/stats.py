@@ -1,0 +1,110 @@
+"""Statistics of one point's raw samples (iterations × ranks, NaN where a rank does not time).
+
+An iteration's time is the slowest rank's time in it (max over ranks), as nccl-tests -I and
+ReproMPI define it; OMB's numbers (per-rank means, then avg/min/max over ranks) are derived
+from the same samples so both can be quoted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+CONFIDENCE_Z = 1.959963984540054  # 95%
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    min_s: float
+    median_s: float
+    mean_s: float
+    p90_s: float
+    p99_s: float
+    max_s: float
+    std_s: float
+    cv: float
+    ci_low_s: float  # 95% confidence interval of the median (distribution-free)
+    ci_high_s: float
+    slowest_rank: int  # the rank that was slowest in the most iterations
+    osu_avg_s: float  # OMB: mean over ranks of each rank's mean
+    osu_min_s: float  # OMB -f: min over ranks of each rank's mean
+    osu_max_s: float  # OMB -f: max over ranks of each rank's mean
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def ci_rel_halfwidth(self) -> float:
+        """Half the confidence interval's width relative to the median (0.02 = ±2%)."""
+        return _rel_halfwidth(self.ci_low_s, self.ci_high_s, self.median_s)
+
+
+def _rel_halfwidth(lo: float, hi: float, median: float) -> float:
+    if not np.isfinite(median) or median <= 0:
+        return 0.0 if lo == hi else math.inf
+    return (hi - lo) / (2.0 * median)
+
+
+def median_ci(sorted_values: np.ndarray, z: float = CONFIDENCE_Z) -> tuple[float, float]:
+    """Order-statistic confidence interval of the median (binomial, normal approximation)."""
+    n = sorted_values.size
+    if n == 0:
+        return math.nan, math.nan
+    half = z * math.sqrt(n) / 2.0
+    lo = max(int(math.floor(n / 2.0 - half)), 0)
+    hi = min(int(math.ceil(n / 2.0 + half)), n - 1)
+    return float(sorted_values[lo]), float(sorted_values[hi])
+
+
+def per_iteration(samples: np.ndarray) -> np.ndarray:
+    """The slowest timing rank's time in each iteration."""
+    timed = ~np.all(np.isnan(samples), axis=1)
+    return np.nanmax(samples[timed], axis=1) if timed.any() else np.empty(0)
+
+
+def summarize(samples: np.ndarray) -> Summary:
+    """Statistics of an (iterations × ranks) sample matrix."""
+    samples = np.asarray(samples, dtype=np.float64)
+    if samples.ndim != 2:
+        raise ValueError("samples must be a 2-D (iterations × ranks) array")
+    times = per_iteration(samples)
+    if times.size == 0:
+        nan = math.nan
+        return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, -1, nan, nan, nan)
+    ordered = np.sort(times)
+    lo, hi = median_ci(ordered)
+    mean = float(times.mean())
+    std = float(times.std(ddof=1)) if times.size > 1 else 0.0
+    timing_ranks = ~np.all(np.isnan(samples), axis=0)
+    rank_means = np.nanmean(samples[:, timing_ranks], axis=0)
+    slowest_per_iter = np.nanargmax(np.where(np.isnan(samples), -np.inf, samples), axis=1)
+    slowest = int(np.bincount(slowest_per_iter, minlength=samples.shape[1]).argmax())
+    p90, p99 = np.percentile(ordered, [90, 99])
+    return Summary(
+        n=int(times.size),
+        min_s=float(ordered[0]),
+        median_s=float(np.median(ordered)),
+        mean_s=mean,
+        p90_s=float(p90),
+        p99_s=float(p99),
+        max_s=float(ordered[-1]),
+        std_s=std,
+        cv=std / mean if mean > 0 else math.nan,
+        ci_low_s=lo,
+        ci_high_s=hi,
+        slowest_rank=slowest,
+        osu_avg_s=float(rank_means.mean()),
+        osu_min_s=float(rank_means.min()),
+        osu_max_s=float(rank_means.max()),
+    )
+
+
+def bandwidths(nbytes: int, seconds: float, factor: float) -> tuple[float, float]:
+    """(algbw, busbw) in GB/s (1e9 bytes), as nccl-tests defines them."""
+    if not np.isfinite(seconds) or seconds <= 0 or nbytes == 0:
+        return 0.0, 0.0
+    algbw = nbytes / seconds / 1e9
+    return algbw, algbw * factor

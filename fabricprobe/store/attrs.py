@@ -1,0 +1,36 @@
+"""Run attributes to and from HDF5: scalars as plain attributes, structures as JSON text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from fabricprobe.store.schema import JSON_ATTRS
+
+
+def write_attrs(obj: Any, values: dict[str, Any]) -> None:
+    for key, value in values.items():
+        if key in JSON_ATTRS or isinstance(value, (list, tuple, dict)):
+            obj.attrs[key] = json.dumps(value, sort_keys=True)
+        elif value is None:
+            obj.attrs[key] = ""
+        else:
+            obj.attrs[key] = value
+
+
+def read_attrs(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in obj.attrs.items():
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if key in JSON_ATTRS and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        elif isinstance(value, np.generic):
+            value = value.item()
+        out[key] = value
+    return out

@@ -1,0 +1,105 @@
+"""The results file's layout (schema version 1). docs/schema.md explains every field.
+
+    /                         attrs: format = "fabricprobe", schema_version
+    /runs/<id>                one run; attrs: provenance, config (JSON), status, times
+    /runs/<id>/points         compound table, one row per measured point
+    /runs/<id>/samples/<n>    float64 (iterations × ranks) raw times of point n, NaN where a
+                              rank does not time the point
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FORMAT = "fabricprobe"
+SCHEMA_VERSION = 1
+
+STATUS_RUNNING = "running"
+STATUS_COMPLETE = "complete"
+STATUS_ABORTED = "aborted"
+STATUS_INTERRUPTED = "interrupted"
+
+# Point status values.
+POINT_OK = "ok"
+POINT_WRONG = "wrong"  # validation found wrong elements
+POINT_ERROR = "error"  # the call raised an MPI error
+POINT_NOT_RUNNABLE = "not_runnable"  # cannot run in this setting (reason in `note`)
+
+POINT_FIELDS: list[tuple[str, str, str]] = [
+    ("index", "i4", "position of the point in the run, also its samples dataset name"),
+    ("key", "S120", "identity of the point, used by --resume"),
+    ("collective", "S24", "allreduce, reduce, bcast, allgather, reduce_scatter, alltoall, barrier, latency, bw, bibw, empty"),
+    ("algorithm", "S32", '"library" for the MPI library\'s own; otherwise the hand-written algorithm'),
+    ("dtype", "S12", "float32, float64, int32, int64; byte for point-to-point"),
+    ("op", "S8", "sum, max, min, prod; none for collectives that do not reduce"),
+    ("in_place", "?", "MPI_IN_PLACE was used"),
+    ("root", "i4", "root rank of rooted collectives"),
+    ("mode", "S12", "barrier (untimed barrier between calls) or loop (back-to-back calls)"),
+    ("timer", "S8", "native (C calls from a compiled loop) or python (mpi4py calls)"),
+    ("nranks", "i4", "communicator size"),
+    ("requested_bytes", "i8", "the size asked for on the command line"),
+    ("bytes", "i8", "S: size the point is reported under (nccl-tests definition), after rounding to whole elements"),
+    ("count", "i8", "count argument of the MPI call (per rank; per peer for alltoall)"),
+    ("iterations", "i4", "timed iterations"),
+    ("warmup", "i4", "untimed warm-up iterations"),
+    ("batches", "i4", "timed batches (adaptive repetition)"),
+    ("stop_reason", "S16", "converged, time_cap, iteration_cap or fixed"),
+    ("min_s", "f8", "fastest iteration (iteration time = max over ranks)"),
+    ("median_s", "f8", "median iteration"),
+    ("mean_s", "f8", "mean iteration"),
+    ("p90_s", "f8", "90th percentile iteration"),
+    ("p99_s", "f8", "99th percentile iteration"),
+    ("max_s", "f8", "slowest iteration"),
+    ("std_s", "f8", "standard deviation of iterations"),
+    ("ci_low_s", "f8", "95% confidence interval of the median, low end"),
+    ("ci_high_s", "f8", "95% confidence interval of the median, high end"),
+    ("osu_avg_s", "f8", "OMB's Avg Latency: mean over ranks of per-rank means"),
+    ("osu_min_s", "f8", "OMB -f Min: min over ranks of per-rank means"),
+    ("osu_max_s", "f8", "OMB -f Max: max over ranks of per-rank means"),
+    ("algbw_gbps", "f8", "bytes / median_s / 1e9"),
+    ("busbw_gbps", "f8", "algbw_gbps * busbw_factor"),
+    ("busbw_factor", "f8", "nccl-tests bus-bandwidth factor for this collective and nranks"),
+    ("slowest_rank", "i4", "rank slowest in the most iterations"),
+    ("wrong", "i8", "elements that failed validation, summed over ranks (-1 when not validated)"),
+    ("checked", "i8", "elements validated, summed over ranks"),
+    ("status", "S16", "ok, wrong, error, not_runnable"),
+    ("note", "S200", "why a point is not ok, or a remark"),
+    ("started_unix", "f8", "start of the point, seconds since the epoch (rank 0's clock)"),
+    ("duration_s", "f8", "wall time of the point including warm-up and validation"),
+]
+
+POINT_DTYPE = np.dtype([(name, kind) for name, kind, _ in POINT_FIELDS])
+STRING_FIELDS = tuple(name for name, kind, _ in POINT_FIELDS if kind.startswith("S"))
+
+# Run attributes stored as JSON text (everything else is a plain HDF5 scalar attribute).
+JSON_ATTRS = ("config", "hosts", "rank_cpus", "ranks_per_node", "cores_per_node", "environment", "notes",
+              "resumed_at")
+
+
+def make_row(values: dict) -> np.ndarray:
+    """One table row from a dict; missing fields are zero/empty, strings are truncated to fit."""
+    row = np.zeros(1, dtype=POINT_DTYPE)
+    for name in POINT_DTYPE.names:
+        if name not in values:
+            continue
+        value = values[name]
+        if name in STRING_FIELDS:
+            width = POINT_DTYPE[name].itemsize
+            value = str(value).encode("utf-8")[:width]
+        row[name] = value
+    return row
+
+
+def row_to_dict(row: np.void) -> dict:
+    out = {}
+    for name in POINT_DTYPE.names:
+        value = row[name]
+        if name in STRING_FIELDS:
+            out[name] = bytes(value).decode("utf-8", "replace")
+        elif isinstance(value, np.bool_):
+            out[name] = bool(value)
+        elif isinstance(value, np.integer):
+            out[name] = int(value)
+        else:
+            out[name] = float(value)
+    return out
