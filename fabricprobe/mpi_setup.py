@@ -53,7 +53,7 @@ class LibraryInfo:
 
 def identify_library(version_string: str, standard: tuple[int, int] = (0, 0)) -> LibraryInfo:
     """Name the MPI library from its MPI_Get_library_version string."""
-    text = version_string.strip()
+    text = version_string.replace("\x00", "").strip()  # Open MPI's string ends in a NUL
     patterns = (
         ("Intel MPI", r"Intel\(R\) MPI Library (?:for \S+ OS, )?Version ([\w.]+)"),
         ("Open MPI", r"Open MPI v([\w.]+)"),

@@ -9,6 +9,7 @@ class Barrier(CollectiveSpec):
     name = "barrier"
     sized = False
     in_place_supported = False
+    has_send = False
     busbw_formula = "0 (no data)"
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:

@@ -38,7 +38,7 @@ class Case:
     root: int
     in_place: bool
     layout: Layout
-    send: np.ndarray | None = None  # None for in-place calls and calls without a send buffer
+    send: np.ndarray | None = None  # None for in-place calls and calls without a send buffer (bcast)
     recv: np.ndarray = field(default_factory=lambda: np.empty(0))
     peer: int = -1  # point-to-point partner, -1 when this rank sits the point out
     role: int = -1  # point-to-point role (spec-defined), -1 when idle
@@ -78,6 +78,7 @@ class CollectiveSpec:
     sized: ClassVar[bool] = True  # False for barrier: one point, no message size
     pt2pt: ClassVar[bool] = False
     in_place_supported: ClassVar[bool] = True
+    has_send: ClassVar[bool] = True  # False when the call has only one buffer (bcast) or none
     busbw_formula: ClassVar[str] = "1"  # human-readable F in busbw = algbw * F
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
@@ -89,7 +90,7 @@ class CollectiveSpec:
     def allocate(self, case: Case) -> None:
         """Page-aligned buffers for the case's layout."""
         lay = case.layout
-        case.send = None if case.in_place or lay.send_len == 0 else aligned_empty(lay.send_len, case.dtype)
+        case.send = None if case.in_place or not self.has_send else aligned_empty(lay.send_len, case.dtype)
         case.recv = aligned_empty(lay.recv_len, case.dtype)
 
     def prepare(self, case: Case) -> None:

@@ -11,7 +11,8 @@ from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 class Bcast(CollectiveSpec):
     name = "bcast"
     rooted = True
-    in_place_supported = False  # a broadcast has one buffer
+    in_place_supported = False
+    has_send = False  # a broadcast has one buffer
     busbw_formula = "1"
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:

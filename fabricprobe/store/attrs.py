@@ -16,6 +16,8 @@ def write_attrs(obj: Any, values: dict[str, Any]) -> None:
             obj.attrs[key] = json.dumps(value, sort_keys=True)
         elif value is None:
             obj.attrs[key] = ""
+        elif isinstance(value, str):
+            obj.attrs[key] = value.replace("\x00", "")  # HDF5 strings cannot hold NUL
         else:
             obj.attrs[key] = value
 

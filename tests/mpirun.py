@@ -1,0 +1,91 @@
+"""Launching real mpiexec jobs from the tests, with the rules of the embedded MPI wheels:
+Open MPI oversubscribes (it yields when idle), MPICH busy-polls so it runs at n ≤ 2 only."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class Launcher:
+    mpiexec: str
+    vendor: str  # "Open MPI", "MPICH" or "unknown"
+
+    @property
+    def max_ranks(self) -> int:
+        return 64 if self.vendor == "Open MPI" else 2
+
+    def argv(self, n: int) -> list[str]:
+        if self.vendor == "Open MPI":
+            return [self.mpiexec, "--oversubscribe", "-n", str(n)]
+        return [self.mpiexec, "-n", str(n)]
+
+
+@functools.lru_cache(maxsize=1)
+def launcher() -> Launcher | None:
+    candidates = [BIN / "mpiexec", shutil.which("mpiexec")]
+    path = next((str(c) for c in candidates if c and os.path.exists(c)), None)
+    if path is None:
+        return None
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, env=mpi_env()).stdout
+    vendor = "Open MPI" if "Open MPI" in out else ("MPICH" if "HYDRA" in out or "MPICH" in out else "unknown")
+    return Launcher(path, vendor)
+
+
+def mpi_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONUNBUFFERED="1")
+    # Tests must not inherit a user's MPI tuning.
+    for key in list(env):
+        if key.startswith(("OMPI_MCA_coll", "MPIR_CVAR_", "FABRICPROBE_FAULT")):
+            del env[key]
+    env.update(extra or {})
+    return env
+
+
+def need_ranks(n: int) -> Launcher:
+    """The launcher, or skip the test when this MPI cannot run n ranks here."""
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec in this environment")
+    if n > found.max_ranks:
+        pytest.skip(f"{found.vendor} busy-polls: more ranks than cores only with Open MPI (n={n})")
+    return found
+
+
+def fabricprobe_argv() -> list[str]:
+    return [sys.executable, "-m", "fabricprobe"]
+
+
+def run_mpi(n: int, args: list[str], *, env: dict[str, str] | None = None, timeout: float = 300,
+            cwd: str | Path | None = None, python_args: list[str] | None = None) -> subprocess.CompletedProcess:
+    """Run `fabricprobe ARGS` (or `python PYTHON_ARGS`) under mpiexec with n ranks."""
+    found = need_ranks(n)
+    program = [sys.executable, *python_args] if python_args is not None else [*fabricprobe_argv(), *args]
+    return subprocess.run(found.argv(n) + program, capture_output=True, text=True, timeout=timeout,
+                          env=mpi_env(env), cwd=cwd)
+
+
+def run_local(args: list[str], *, env: dict[str, str] | None = None, timeout: float = 120,
+              cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """Run `fabricprobe ARGS` as a single process, without mpiexec."""
+    clean = mpi_env(env)
+    for key in list(clean):
+        if key.startswith(("OMPI_COMM_WORLD", "PMIX_", "PMI_")):
+            del clean[key]
+    return subprocess.run(fabricprobe_argv() + args, capture_output=True, text=True, timeout=timeout, env=clean,
+                          cwd=cwd)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("fabricprobe: error:")]

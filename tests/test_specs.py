@@ -1,0 +1,132 @@
+"""Each spec's patterns and checks, against a numpy simulation of the collective (no MPI):
+a correct result passes with zero wrong elements, and any single corrupted element is caught."""
+
+import numpy as np
+import pytest
+
+from fabricprobe.datatypes import DTYPES, OPS, numpy_dtype
+from fabricprobe.specs import SPECS
+from fabricprobe.specs.base import Case
+from fabricprobe.specs.pt2pt import ROLE_INITIATOR, ROLE_RESPONDER
+
+REDUCE = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}
+
+
+def make_cases(name, nranks, nbytes, dtype="float32", op="sum", in_place=False, root=0):
+    spec = SPECS[name]
+    dt = numpy_dtype("byte" if spec.pt2pt else dtype)
+    layout = spec.layout(nbytes, dt.itemsize, nranks)
+    cases = []
+    for rank in range(nranks):
+        case = Case(collective=name, comm=None, rank=rank, nranks=nranks, dtype_name=dtype, dtype=dt, op=op,
+                    root=root, in_place=in_place, layout=layout)
+        if spec.pt2pt and nranks >= 2 and rank < 2:
+            case.peer = 1 - rank
+            case.role = spec.roles(rank == 0)
+        spec.allocate(case)
+        spec.prepare(case)
+        cases.append(case)
+    return spec, cases
+
+
+def inputs(cases):
+    return [c.recv.copy() if c.send is None else c.send.copy() for c in cases]
+
+
+def simulate(name, cases):
+    """What a correct MPI would leave in every rank's receive buffer."""
+    p, c = len(cases), cases[0].count
+    if name in ("allreduce", "reduce"):
+        total = REDUCE[cases[0].op](np.stack(inputs(cases)), axis=0).astype(cases[0].dtype)
+        for case in cases:
+            if name == "allreduce" or case.rank == case.root:
+                case.recv[:] = total
+    elif name == "bcast":
+        for case in cases:
+            case.recv[:] = cases[cases[0].root].recv
+    elif name == "allgather":
+        blocks = [case.recv[r * c:(r + 1) * c].copy() if case.send is None else case.send.copy()
+                  for r, case in enumerate(cases)]
+        for case in cases:
+            case.recv[:] = np.concatenate(blocks)
+    elif name == "reduce_scatter":
+        total = REDUCE[cases[0].op](np.stack(inputs(cases)), axis=0).astype(cases[0].dtype)
+        for r, case in enumerate(cases):
+            case.recv[:c] = total[r * c:(r + 1) * c]
+    elif name == "alltoall":
+        data = inputs(cases)
+        for r, case in enumerate(cases):
+            case.recv[:] = np.concatenate([data[src][r * c:(r + 1) * c] for src in range(p)])
+    elif name in ("latency", "bw", "bibw"):
+        for case in cases:
+            receives = case.role in SPECS[name].receives_on
+            if receives:
+                case.recv[:] = cases[case.peer].send
+
+
+@pytest.mark.parametrize("name", ["allreduce", "reduce", "reduce_scatter"])
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("nranks", [1, 2, 3, 5])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_reductions(name, op, dtype, nranks, in_place):
+    for nbytes in (0, 8, 100, 4096):
+        spec, cases = make_cases(name, nranks, nbytes * nranks, dtype, op, in_place, root=nranks - 1)
+        simulate(name, cases)
+        assert sum(spec.check(c) for c in cases) == 0
+        checked = [c for c in cases if spec.checked_elements(c)]
+        if checked:
+            victim = checked[-1]
+            victim.recv.flat[0] += 1
+            assert spec.check(victim) == 1
+
+
+@pytest.mark.parametrize("name", ["bcast", "allgather", "alltoall"])
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4, 7])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_data_movement(name, nranks, in_place):
+    spec = SPECS[name]
+    if in_place and not spec.in_place_supported:
+        pytest.skip("no in-place form")
+    for nbytes in (0, 4, 64, 1000):
+        spec, cases = make_cases(name, nranks, nbytes * nranks, in_place=in_place, root=nranks // 2)
+        simulate(name, cases)
+        assert sum(spec.check(c) for c in cases) == 0, nbytes
+        if cases[-1].recv.size:
+            cases[-1].recv.flat[-1] = 0
+            assert spec.check(cases[-1]) == 1
+
+
+def test_unwritten_output_is_wrong():
+    """A collective that did nothing must fail: outputs start as sentinels, not as results."""
+    for name in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall"):
+        spec, cases = make_cases(name, 3, 3 * 64, root=0)
+        assert sum(spec.check(c) for c in cases) > 0, name
+
+
+@pytest.mark.parametrize("name", ["latency", "bw", "bibw"])
+def test_pt2pt(name):
+    spec, cases = make_cases(name, 2, 512)
+    simulate(name, cases)
+    assert sum(spec.check(c) for c in cases) == 0
+    receivers = [c for c in cases if c.role in spec.receives_on]
+    assert receivers
+    receivers[0].recv[3] = 0
+    assert spec.check(receivers[0]) == 1
+    if name == "bw":
+        assert [c.role for c in cases] == [ROLE_INITIATOR, ROLE_RESPONDER]
+
+
+@pytest.mark.parametrize("name,n,factor", [("allreduce", 4, 1.5), ("allgather", 4, 0.75), ("reduce_scatter", 2, 0.5),
+                                           ("alltoall", 8, 0.875), ("bcast", 4, 1.0), ("reduce", 4, 1.0),
+                                           ("bibw", 2, 2.0), ("barrier", 4, 0.0)])
+def test_busbw_factors_are_nccl_tests(name, n, factor):
+    assert SPECS[name].busbw_factor(n) == pytest.approx(factor)
+
+
+def test_layouts_follow_nccl_tests_sizes():
+    assert SPECS["allreduce"].layout(4096, 4, 3).count == 1024
+    lay = SPECS["allgather"].layout(4096, 4, 3)  # whole gathered buffer, rounded to whole blocks
+    assert (lay.count, lay.recv_len, lay.nbytes) == (341, 1023, 4092)
+    lay = SPECS["alltoall"].layout(64, 8, 4)
+    assert (lay.count, lay.send_len, lay.nbytes) == (2, 8, 64)

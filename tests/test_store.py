@@ -1,0 +1,125 @@
+"""The results file: schema, round trip, appends, and refusing files that are not ours."""
+
+import json
+import signal
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from fabricprobe.errors import UsageError
+from fabricprobe.store import ResultsWriter, check_output_path, load_runs, select_run
+from fabricprobe.store.safety import deferred_signals
+from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
+
+
+def _row(index, **kw):
+    return {"index": index, "key": f"k{index}", "collective": "allreduce", "algorithm": "library",
+            "dtype": "float32", "op": "sum", "bytes": 8 << index, "median_s": 1e-6 * (index + 1),
+            "status": "ok", **kw}
+
+
+def test_round_trip(results):
+    w = ResultsWriter(str(results))
+    run_id = w.start_run({"nranks": 2, "hosts": ["a", "b"], "environment": {"UCX_TLS": "shm"},
+                          "config": {"sizes": [8]}, "oversubscribed": False})
+    samples = np.arange(6.0).reshape(3, 2)
+    w.append_point(_row(0), samples)
+    w.append_point(_row(1, note="x" * 500), None)  # over-long strings are truncated, not fatal
+    w.update_run({"status": "complete"})
+    runs = load_runs(str(results))
+    assert [r.id for r in runs] == [run_id] == ["0001"]
+    run = runs[0]
+    assert run.attrs["hosts"] == ["a", "b"] and run.attrs["environment"] == {"UCX_TLS": "shm"}
+    assert run.config == {"sizes": [8]} and run.status == "complete" and run.attrs["oversubscribed"] is False
+    assert [p["key"] for p in run.points] == ["k0", "k1"]
+    assert len(run.points[1]["note"]) == POINT_DTYPE["note"].itemsize
+    np.testing.assert_array_equal(run.samples(0), samples)
+    assert run.samples(1) is None
+
+
+def test_plain_h5py_and_pandas_read_it(results):
+    w = ResultsWriter(str(results))
+    w.start_run({"nranks": 2})
+    w.append_point(_row(0), np.ones((4, 2)))
+    with h5py.File(results, "r") as f:
+        assert f.attrs["format"] == FORMAT and f.attrs["schema_version"] == SCHEMA_VERSION
+        table = f["runs/0001/points"][()]
+        assert table["median_s"][0] == pytest.approx(1e-6)
+        assert f["runs/0001/samples/000000"].shape == (4, 2)
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(table)
+    assert frame.loc[0, "collective"] == b"allreduce"
+
+
+def test_runs_append(results):
+    for _ in range(3):
+        ResultsWriter(str(results)).start_run({"nranks": 1})
+    runs = load_runs(str(results))
+    assert [r.id for r in runs] == ["0001", "0002", "0003"]
+    assert select_run(runs, "-1", "f").id == "0003"
+    assert select_run(runs, "2", "f").id == "0002"
+    with pytest.raises(UsageError):
+        select_run(runs, "9", "f")
+
+
+def test_not_ours(tmp_path):
+    text = tmp_path / "notes.h5"
+    text.write_text("hello")
+    with pytest.raises(UsageError, match="not HDF5"):
+        load_runs(str(text))
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["x"] = 1
+    with pytest.raises(UsageError, match="not a fabricprobe"):
+        load_runs(str(other))
+    with pytest.raises(UsageError, match="not a fabricprobe"):
+        check_output_path(str(other))
+    newer = tmp_path / "newer.h5"
+    with h5py.File(newer, "w") as f:
+        f.attrs["format"] = FORMAT
+        f.attrs["schema_version"] = SCHEMA_VERSION + 1
+    with pytest.raises(UsageError, match="schema version"):
+        load_runs(str(newer))
+
+
+def test_output_path_checks(tmp_path):
+    check_output_path(str(tmp_path / "new.h5"))  # fine, and creates nothing
+    assert not (tmp_path / "new.h5").exists()
+    with pytest.raises(UsageError, match="directory"):
+        check_output_path(str(tmp_path))
+    with pytest.raises(UsageError, match="does not exist"):
+        check_output_path(str(tmp_path / "missing" / "x.h5"))
+
+
+def test_signal_waits_for_the_write_to_finish():
+    """SIGTERM during a write is delivered after it, not in the middle."""
+    code = (
+        "import os, signal, sys\n"
+        "from fabricprobe.store.safety import deferred_signals\n"
+        "log = []\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (log.append('signal'), sys.exit(5)))\n"
+        "try:\n"
+        "    with deferred_signals():\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        log.append('write done')\n"
+        "finally:\n"
+        "    print(','.join(log))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 5 and out.stdout.strip() == "write done,signal"
+
+
+def test_deferral_restores_handlers():
+    before = signal.getsignal(signal.SIGINT)
+    with deferred_signals():
+        assert signal.getsignal(signal.SIGINT) is not before
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_json_attrs_are_json(results):
+    ResultsWriter(str(results)).start_run({"config": {"a": 1}, "notes": ["n"]})
+    with h5py.File(results, "r") as f:
+        assert json.loads(f["runs/0001"].attrs["config"]) == {"a": 1}

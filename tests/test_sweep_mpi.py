@@ -1,0 +1,100 @@
+"""Real sweeps under mpiexec: every collective and test runs, validates and lands in the file."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from fabricprobe.store import load_runs
+from fabricprobe.store.schema import POINT_DTYPE
+from mpirun import run_local, run_mpi
+
+pytestmark = pytest.mark.mpi
+
+SMALL = ["--sizes", "0,8,1K,64K", "--iters", "30", "--warmup", "3", "--max-time", "0.2", "--progress", "plain",
+         "--quiet"]
+COLLECTIVES = ["allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall", "barrier"]
+
+
+def _measured(run):
+    return [p for p in run.points if p["collective"] != "empty"]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_sweep_every_collective(n, results):
+    out = run_mpi(n, ["sweep", "-o", str(results), *SMALL, "-d", "float32,int64", "--ops", "sum,max"])
+    assert out.returncode == 0, out.stderr
+    run = load_runs(str(results))[-1]
+    assert run.status == "complete" and run.attrs["nranks"] == n
+    points = _measured(run)
+    seen = {p["collective"] for p in points}
+    assert set(COLLECTIVES) <= seen
+    assert ({"latency", "bw", "bibw"} <= seen) == (n >= 2)
+    assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points)
+    assert all(p["nranks"] == n and p["iterations"] >= 10 for p in points)
+    # every non-empty validated point checked elements on some rank
+    assert all(p["checked"] > 0 for p in points if p["count"] > 0 and p["collective"] != "barrier")
+    # the point table and raw samples agree
+    for p in points[:10]:
+        samples = run.samples(p["index"])
+        assert samples.shape == (p["iterations"], n)
+        per_iter = np.nanmax(samples, axis=1)
+        assert p["median_s"] == pytest.approx(np.median(per_iter))
+        assert p["min_s"] <= p["median_s"] <= p["max_s"]
+    reductions = {(p["dtype"], p["op"]) for p in points if p["collective"] == "allreduce"}
+    assert reductions == {("float32", "sum"), ("float32", "max"), ("int64", "sum"), ("int64", "max")}
+
+
+def test_without_mpiexec_runs_what_makes_sense(results):
+    out = run_local(["sweep", "-o", str(results), *SMALL, "--collectives", "allreduce,latency"])
+    assert out.returncode == 0, out.stderr
+    assert "no mpiexec" in out.stderr
+    run = load_runs(str(results))[-1]
+    assert {p["collective"] for p in _measured(run)} == {"allreduce"}
+    assert any("point-to-point tests need at least 2 ranks" in note for note in run.attrs["notes"])
+
+
+def test_schema_and_provenance(results):
+    out = run_mpi(2, ["sweep", "-o", str(results), *SMALL, "--collectives", "allreduce,latency"])
+    assert out.returncode == 0, out.stderr
+    with h5py.File(results, "r") as f:
+        run = f["runs/0001"]
+        assert run["points"].dtype == POINT_DTYPE
+        for key in ("fabricprobe_version", "mpi_library_version", "mpi_vendor", "mpi4py_version",
+                    "thread_level_requested", "thread_level_provided", "hosts", "nnodes", "ranks_per_node",
+                    "oversubscribed", "command_line", "started", "ended", "environment", "wtick_s", "config"):
+            assert key in run.attrs, key
+        assert run.attrs["thread_level_requested"] == "single"
+        assert run.attrs["thread_level_provided"] == "single"
+        assert run.attrs["mpi_vendor"] in ("MPICH", "Open MPI")
+        assert len(run["samples"]) == run["points"].shape[0]
+
+
+def test_modes_timers_and_in_place(results):
+    out = run_mpi(2, ["sweep", "-o", str(results), *SMALL, "--collectives", "allreduce,allgather",
+                      "--mode", "barrier,loop", "--timer", "python", "--in-place", "both"])
+    assert out.returncode == 0, out.stderr
+    points = _measured(load_runs(str(results))[-1])
+    assert {(p["mode"], p["in_place"]) for p in points} == {(m, i) for m in ("barrier", "loop") for i in (False, True)}
+    assert {p["timer"] for p in points} == {"python"}
+    assert all(p["wrong"] == 0 for p in points)
+
+
+def test_harness_floor_is_recorded(results):
+    out = run_mpi(2, ["sweep", "-o", str(results), *SMALL, "--collectives", "barrier"])
+    assert out.returncode == 0, out.stderr
+    floors = {p["algorithm"]: p for p in load_runs(str(results))[-1].points if p["collective"] == "empty"}
+    assert "python" in floors
+    for p in floors.values():
+        assert 0 < p["median_s"] < 1e-4
+
+
+def test_native_and_python_timers_agree_on_results(results):
+    """The two timing paths call the same MPI function: both validate, and native is not slower."""
+    args = [*SMALL, "--collectives", "allreduce", "--sizes", "8", "--iters", "200", "--ci-target", "0"]
+    assert run_mpi(2, ["sweep", "-o", str(results), *args, "--timer", "native"]).returncode == 0
+    assert run_mpi(2, ["sweep", "-o", str(results), *args, "--timer", "python"]).returncode == 0
+    native, python = (_measured(r)[0] for r in load_runs(str(results)))
+    assert native["timer"] == "native" and python["timer"] == "python"
+    assert native["wrong"] == python["wrong"] == 0
