@@ -48,6 +48,7 @@ class SweepConfig:
     pairs: str = "single"
     root: int = 0
     point_timeout: float = 120.0
+    hugepages: bool = False
     quick: bool = False
 
     def to_dict(self) -> dict:

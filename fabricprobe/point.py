@@ -88,7 +88,8 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
             timer = resolve_timer(config.timer, algorithm, MPI)
             case = Case(collective=point.collective, comm=comm, rank=comm.rank, nranks=comm.size,
                         dtype_name=point.dtype, dtype=numpy_dtype(point.dtype), op=point.op, root=config.root,
-                        in_place=point.in_place, layout=point.layout, window=config.window)
+                        in_place=point.in_place, layout=point.layout, window=config.window,
+                        hugepages=config.hugepages)
             if spec.pt2pt:
                 pairing = pair_of(comm.rank, comm.size, config.pairs, topo)
                 if pairing is not None:

@@ -46,6 +46,17 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def transparent_hugepages() -> str:
+    """The kernel's THP mode (always, madvise, never): it changes large-message copy speed."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return "unknown"
+    start, end = text.find("["), text.find("]")
+    return text[start + 1:end] if 0 <= start < end else text.strip()
+
+
 def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: list[str] | None = None) -> dict[str, Any]:
     """The provenance of a run on `comm` (call on every rank; values are rank 0's view)."""
     lib = library_info(MPI)
@@ -78,6 +89,7 @@ def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: li
         "native_timer_unavailable": native.unavailable_reason() or "",
         "command_line": " ".join(argv if argv is not None else sys.argv),
         "cpu_model": cpu_model(),
+        "transparent_hugepages": transparent_hugepages(),
         "os": platform.platform(),
         "environment": mpi_environment(),
     }

@@ -74,6 +74,9 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--pairs", choices=("single", "all"), default="single",
                    help="point-to-point pairs: rank 0 and one partner (on another node when there is one), "
                         "or all ranks r and r+n/2 at once")
+    t.add_argument("--hugepages", action="store_true",
+                   help="put buffers of 2 MiB and more on 2 MiB-aligned transparent huge pages (default: 4 KiB "
+                        "pages, as OMB and a plain C malloc get)")
     t.add_argument("--point-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="watchdog: abort the job when one point runs longer (0 = off)")
 
@@ -142,6 +145,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         pairs=args.pairs,
         root=args.root,
         point_timeout=args.point_timeout,
+        hugepages=args.hugepages,
         quick=args.quick,
     )
 

@@ -43,6 +43,7 @@ class Case:
     peer: int = -1  # point-to-point partner, -1 when this rank sits the point out
     role: int = -1  # point-to-point role (spec-defined), -1 when idle
     window: int = 64  # messages per window in the bandwidth tests
+    hugepages: bool = False  # 2 MiB-aligned, madvised transparent huge pages for large buffers
 
     @property
     def count(self) -> int:
@@ -90,8 +91,9 @@ class CollectiveSpec:
     def allocate(self, case: Case) -> None:
         """Page-aligned buffers for the case's layout."""
         lay = case.layout
-        case.send = None if case.in_place or not self.has_send else aligned_empty(lay.send_len, case.dtype)
-        case.recv = aligned_empty(lay.recv_len, case.dtype)
+        case.send = (None if case.in_place or not self.has_send
+                     else aligned_empty(lay.send_len, case.dtype, case.hugepages))
+        case.recv = aligned_empty(lay.recv_len, case.dtype, case.hugepages)
 
     def prepare(self, case: Case) -> None:
         """Write this rank's input and mark the output as unwritten."""

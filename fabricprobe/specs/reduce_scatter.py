@@ -25,7 +25,7 @@ class ReduceScatter(CollectiveSpec):
     def allocate(self, case: Case) -> None:
         super().allocate(case)
         if case.in_place:  # the input is read from the receive buffer, so it holds all blocks
-            case.recv = aligned_empty(case.count * case.nranks, case.dtype)
+            case.recv = aligned_empty(case.count * case.nranks, case.dtype, case.hugepages)
 
     def prepare(self, case: Case) -> None:
         if case.in_place:
