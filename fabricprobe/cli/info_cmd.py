@@ -13,8 +13,8 @@ from fabricprobe.mpi_setup import THREAD_LEVELS, init_mpi
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("info", formatter_class=HelpFormatter, help="show the MPI library, ranks, hosts and settings",
-                       description="Print the provenance that every sweep stores: MPI library and version, thread "
-                                   "levels, ranks, hosts, cores, oversubscription, timer and MPI environment. "
+                       description="Print the provenance that every sweep stores: MPI library and version, thread\n"
+                                   "levels, ranks, hosts, cores, oversubscription, timer and MPI environment.\n"
                                    "Run it under mpiexec to see the job's layout.")
     p.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
     p.add_argument("--json", action="store_true", help="print JSON instead of a panel")

@@ -20,5 +20,13 @@ class Parser(argparse.ArgumentParser):
             (file or sys.stdout).write(message)
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    pass
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps description layout; appends "(default: X)" only where X says something."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default is None or default is False or default == argparse.SUPPRESS
+                or action.option_strings == [] or isinstance(action, argparse._HelpAction)):
+            return text
+        return f"{text} (default: {default})"

@@ -17,8 +17,8 @@ FORMATS = ("table", "json", "csv", "osu")
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("report", formatter_class=HelpFormatter, help="show or export the results in a file",
-                       description="Print every run in a results file as tables (one per collective series), or "
-                                   "export it. JSON: {runs: [{provenance, config, points: [...]}]}; CSV: one row per "
+                       description="Print every run in a results file as tables (one per collective series), or\n"
+                                   "export it. JSON: {runs: [{provenance, config, points: [...]}]}; CSV: one row per\n"
                                    "point; osu: the numbers OMB would print. Fields: docs/schema.md.")
     p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
     p.add_argument("--run", metavar="ID", help="only this run (id, or -1 for the last)")

@@ -25,7 +25,7 @@ DEFAULT_OUTPUT = "fabricprobe.h5"
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "sweep", formatter_class=HelpFormatter, help="measure collectives and point-to-point tests (under mpiexec)",
-        description="Measure the MPI library's collectives and point-to-point latency/bandwidth over a range of "
+        description="Measure the MPI library's collectives and point-to-point latency/bandwidth over a range of\n"
                     "message sizes, validate every result, and append a run to an HDF5 results file.\n\n"
                     "  mpiexec -n 4 fabricprobe sweep -b 8 -e 4M -f 2 --collectives allreduce,bcast\n"
                     "  mpiexec -n 2 fabricprobe sweep --quick")

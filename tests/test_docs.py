@@ -1,0 +1,34 @@
+"""The documentation must describe the program as it is."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from fabricprobe.store.schema import JSON_ATTRS, POINT_DTYPE
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_cli_reference_is_current():
+    generated = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_cli.py")], capture_output=True, text=True,
+                               check=True).stdout
+    assert (ROOT / "docs" / "cli.md").read_text() == generated, "run: python docs/gen_cli.py > docs/cli.md"
+
+
+def test_every_schema_field_is_documented():
+    text = (ROOT / "docs" / "schema.md").read_text()
+    for name in POINT_DTYPE.names + JSON_ATTRS:
+        assert f"`{name}`" in text, name
+
+
+def test_readme_quick_start_has_two_commands():
+    text = (ROOT / "README.md").read_text()
+    quick = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```bash\n(.*?)\n```", quick, re.S)
+    assert len(commands) == 2
+    assert "mpiexec" in commands[0] and "sweep" in commands[0]
+    assert commands[1] == "pip install nox && nox"
+    assert commands[1] in (ROOT / ".ci" / "run").read_text()
