@@ -98,3 +98,28 @@ def test_native_and_python_timers_agree_on_results(results):
     native, python = (_measured(r)[0] for r in load_runs(str(results)))
     assert native["timer"] == "native" and python["timer"] == "python"
     assert native["wrong"] == python["wrong"] == 0
+
+
+def test_rich_progress_bar_when_launched_from_a_terminal(tmp_path):
+    """mpiexec pipes rank output, so rank 0 must find the terminal through its launcher."""
+    import shlex
+    import shutil
+    import subprocess
+
+    from mpirun import fabricprobe_argv, mpi_env, need_ranks
+
+    if shutil.which("script") is None:
+        pytest.skip("needs util-linux `script` to provide a terminal")
+    found = need_ranks(2)
+    cmd = found.argv(2) + fabricprobe_argv() + ["sweep", "-o", str(tmp_path / "r.h5"), "--collectives", "barrier",
+                                                "--iters", "10", "--quiet"]
+    out = subprocess.run(["script", "-qec", shlex.join(cmd), "/dev/null"], capture_output=True, text=True,
+                         env=mpi_env(), timeout=120)
+    assert out.returncode == 0, out.stdout
+    assert "━" in out.stdout and "3/3" in out.stdout
+
+
+def test_plain_progress_when_not_on_a_terminal(results):
+    out = run_mpi(2, ["sweep", "-o", str(results), "--collectives", "barrier", "--iters", "10", "--quiet"])
+    assert out.returncode == 0
+    assert "[3/3] barrier:" in out.stderr and "━" not in out.stderr
