@@ -1,8 +1,10 @@
-"""Where the ranks run: nodes (shared-memory domains and host names), ranks per node, cores.
+"""Where the ranks run: nodes (shared-memory domains and host names), ranks per node, cores,
+and the communicators two-level algorithms use.
 
 Nodes are the groups MPI_COMM_TYPE_SHARED gives, named by host; cores are the union of the
 CPU affinity of a node's ranks, capped by a cgroup CPU quota, so "oversubscribed" means more
-ranks on a node than cores they may run on.
+ranks on a node than cores they may run on. A virtual topology (--ranks-per-node) groups
+consecutive ranks into pretend nodes, so hierarchical algorithms can be exercised on one machine.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from fabricprobe.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,7 @@ class Topology:
     cores_per_node: tuple[int, ...]
     virtual: bool = False  # True when nodes come from --ranks-per-node, not the hardware
     cpus: tuple[str, ...] = field(default=())  # rank -> CPU affinity list, e.g. "0-1"
+    physical_oversubscribed: bool | None = None  # for virtual topologies: the hardware's verdict
 
     @property
     def nranks(self) -> int:
@@ -41,7 +46,19 @@ class Topology:
 
     @property
     def oversubscribed(self) -> bool:
+        if self.physical_oversubscribed is not None:
+            return self.physical_oversubscribed
         return any(r > c for r, c in zip(self.ranks_per_node, self.cores_per_node))
+
+    @property
+    def local_rank(self) -> tuple[int, ...]:
+        """rank -> its index among the ranks of its node."""
+        seen: dict[int, int] = {}
+        out = []
+        for node in self.node_of:
+            out.append(seen.get(node, 0))
+            seen[node] = out[-1] + 1
+        return tuple(out)
 
     def describe(self) -> str:
         rpn = self.ranks_per_node
@@ -120,3 +137,81 @@ def detect(comm: Any) -> Topology:
         cores_per_node=tuple(cores),
         cpus=tuple(c for _, _, _, c in everyone),
     )
+
+
+def parse_ranks_per_node(text: str) -> list[int]:
+    """--ranks-per-node: "4" (nodes of 4 consecutive ranks) or "3,3,2" (explicit node sizes)."""
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise UsageError(f"invalid --ranks-per-node {text!r}: expected a positive number or a list such as 3,3,2")
+    return [int(p) for p in parts]
+
+
+def node_sizes(spec: list[int], nranks: int) -> list[int]:
+    """Node sizes for nranks from a --ranks-per-node spec; raises UsageError when they do not fit."""
+    if len(spec) == 1:
+        k = spec[0]
+        sizes = [k] * (nranks // k) + ([nranks % k] if nranks % k else [])
+    else:
+        sizes = list(spec)
+        if sum(sizes) != nranks:
+            raise UsageError(f"--ranks-per-node {','.join(map(str, spec))} adds up to {sum(sizes)} ranks, "
+                             f"but the job has {nranks}")
+    return sizes
+
+
+def virtual(physical: Topology, sizes: list[int]) -> Topology:
+    """Pretend nodes of consecutive ranks with the given sizes."""
+    node_of = tuple(node for node, size in enumerate(sizes) for _ in range(size))
+    return Topology(hosts=physical.hosts, node_of=node_of, cores_per_node=tuple(sizes), virtual=True,
+                    cpus=physical.cpus, physical_oversubscribed=physical.oversubscribed)
+
+
+@dataclass
+class Hierarchy:
+    """A communicator's two levels, built once per communicator and topology."""
+
+    node: Any  # the ranks of this rank's node, in rank order
+    index: Any  # the ranks with this rank's local index, one per node that has it, in node order
+    local_rank: int
+    local_size: int
+    nnodes: int
+    min_local: int  # ranks on the smallest node: the number of leaders every node can supply
+
+    @property
+    def is_leader(self) -> bool:
+        return self.local_rank == 0
+
+
+_active: dict[int, tuple[Any, Topology]] = {}
+_hierarchies: dict[int, tuple[Any, Topology, Hierarchy]] = {}
+
+
+def set_active(comm: Any, topo: Topology) -> None:
+    """The topology hierarchical algorithms use on `comm` (physical unless set)."""
+    _active[id(comm)] = (comm, topo)
+
+
+def active(comm: Any) -> Topology:
+    entry = _active.get(id(comm))
+    if entry is None or entry[0] is not comm:
+        topo = detect(comm)
+        set_active(comm, topo)
+        return topo
+    return entry[1]
+
+
+def hierarchy(comm: Any) -> Hierarchy:
+    """Node and local-index communicators of `comm` under its active topology (cached)."""
+    topo = active(comm)
+    cached = _hierarchies.get(id(comm))
+    if cached is not None and cached[0] is comm and cached[1] == topo:
+        return cached[2]
+    rank = comm.rank
+    local = topo.local_rank
+    node = comm.Split(color=topo.node_of[rank], key=rank)
+    index = comm.Split(color=local[rank], key=rank)
+    h = Hierarchy(node=node, index=index, local_rank=local[rank], local_size=node.size, nnodes=topo.nnodes,
+                  min_local=min(topo.ranks_per_node))
+    _hierarchies[id(comm)] = (comm, topo, h)
+    return h

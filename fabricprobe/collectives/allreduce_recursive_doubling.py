@@ -1,0 +1,30 @@
+"""Recursive doubling allreduce: lg p' exchanges of the whole buffer, with MPICH's fold for
+p not a power of two. lg p·α + n·lg p·(β + γ); latency-optimal, bandwidth-poor."""
+
+from __future__ import annotations
+
+from fabricprobe import kernels
+from fabricprobe.collectives.base import Algorithm, register
+from fabricprobe.collectives.common import scratch, start
+from fabricprobe.collectives.halving_doubling import fold_reduce, unfold
+
+TAG = 121
+
+
+def allreduce_recursive_doubling(comm, sendbuf, recvbuf, op, root=0) -> None:
+    buf = start(sendbuf, recvbuf)
+    fold = fold_reduce(comm, buf, op)
+    if fold.newrank >= 0:
+        tmp = scratch(buf.size, buf)
+        mask = 1
+        while mask < fold.pof2:
+            partner = fold.real(fold.newrank ^ mask)
+            comm.Sendrecv(buf, dest=partner, sendtag=TAG, recvbuf=tmp, source=partner, recvtag=TAG)
+            kernels.reduce_into(buf, tmp, op)
+            mask <<= 1
+    unfold(comm, buf, fold)
+
+
+ALGORITHM = register(Algorithm("recursive_doubling", "allreduce",
+                               "whole-buffer exchanges at distance 1, 2, 4, ... (latency-optimal)",
+                               run=allreduce_recursive_doubling))

@@ -1,0 +1,42 @@
+"""Broadcast as a binomial scatter of ⌈n/p⌉-element blocks and a ring allgather (MPICH's
+scatter_ring_allgather, van de Geijn). (lg p + p − 1)α + 2((p−1)/p)nβ: for long messages."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabricprobe.collectives.base import Algorithm, register
+from fabricprobe.collectives.ring import allgather_ring
+
+TAG = 141
+
+
+def bcast_scatter_allgather(comm, sendbuf, recvbuf, op=None, root=0) -> None:
+    p, n = comm.size, recvbuf.size
+    if p == 1 or n == 0:
+        return
+    rel = (comm.rank - root) % p
+    # Block b belongs to relative rank b: elements [b*block, (b+1)*block) clipped to n (may be empty).
+    block = -(-n // p)
+    disps = np.minimum(np.arange(p + 1, dtype=np.int64) * block, n)
+
+    def blocks(first: int, last: int):
+        return recvbuf[int(disps[first]):int(disps[min(last, p)])]
+
+    # Binomial scatter: relative rank rel receives its subtree's blocks [rel, rel + lowbit(rel)).
+    mask = 1
+    while mask < p:
+        if rel & mask:
+            comm.Recv(blocks(rel, rel + mask), source=(rel - mask + root) % p, tag=TAG)
+            break
+        mask <<= 1
+    mask >>= 1
+    while mask > 0:
+        if rel + mask < p:
+            comm.Send(blocks(rel + mask, rel + 2 * mask), dest=(rel + mask + root) % p, tag=TAG)
+        mask >>= 1
+    allgather_ring(comm, recvbuf, disps, block_of=[(q - root) % p for q in range(p)])
+
+
+ALGORITHM = register(Algorithm("scatter_allgather", "bcast", "binomial scatter + ring allgather (long messages)",
+                               run=bcast_scatter_allgather))

@@ -1,0 +1,59 @@
+"""Pieces every hand-written algorithm needs: block partitions, reusable scratch buffers, and the
+in-place / out-of-place entry. Messages go through mpi4py point-to-point calls on numpy (or
+device) arrays; reductions go through fabricprobe.kernels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fabricprobe.buffers import aligned_empty
+
+
+def block_displacements(count: int, parts: int) -> np.ndarray:
+    """parts+1 offsets splitting count elements into parts blocks, the first count % parts one larger."""
+    base, extra = divmod(count, parts)
+    sizes = np.full(parts, base, dtype=np.int64)
+    sizes[:extra] += 1
+    return np.concatenate(([0], np.cumsum(sizes)))
+
+
+def displacements_from_counts(counts: list[int] | np.ndarray) -> np.ndarray:
+    return np.concatenate(([0], np.cumsum(np.asarray(counts, dtype=np.int64))))
+
+
+_scratch: dict[tuple, np.ndarray] = {}
+
+
+def scratch(length: int, like: Any, slot: int = 0) -> Any:
+    """A reusable work array of at least `length` elements of like's type, in like's memory.
+
+    Allocating per call would put fresh page faults into every timed iteration of a large
+    message; one buffer per (slot, dtype, memory kind) is kept and grown when needed.
+    """
+    key = (slot, like.dtype.str, type(like).__module__)
+    buf = _scratch.get(key)
+    if buf is None or buf.size < length:
+        if isinstance(like, np.ndarray):
+            buf = aligned_empty(max(length, 1), like.dtype)
+            buf.fill(0)
+        else:  # device arrays: allocate with the array's own module (cupy.empty, ...)
+            import importlib
+
+            module = importlib.import_module(type(like).__module__.split(".")[0])
+            buf = module.zeros(max(length, 1), dtype=like.dtype)
+        _scratch[key] = buf
+    return buf[:length]
+
+
+def start(sendbuf: Any | None, recvbuf: Any) -> Any:
+    """Make recvbuf hold this rank's input (copying sendbuf unless the call is in place)."""
+    if sendbuf is not None and recvbuf.size:
+        recvbuf[...] = sendbuf
+    return recvbuf
+
+
+def pof2_below(n: int) -> int:
+    """The largest power of two <= n (n >= 1)."""
+    return 1 << (n.bit_length() - 1)

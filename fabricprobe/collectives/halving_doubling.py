@@ -1,0 +1,116 @@
+"""Recursive halving / doubling over a power-of-two set of ranks, with MPICH's fold for the rest.
+
+Fold (p not a power of two, p' = largest power of two below p, r = p - p'): of the first 2r ranks,
+each even rank hands its data to the odd rank above it and sits out; the p' survivors are
+renumbered (odd rank 2k+1 -> k, rank q >= 2r -> q - r) and run the power-of-two algorithm;
+afterwards each odd rank < 2r hands the result back to the even rank below it. Cost: ~2α + nβ
+(+ nγ when the fold reduces).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fabricprobe import kernels
+from fabricprobe.collectives.common import pof2_below, scratch
+
+TAG_FOLD, TAG_HALVING, TAG_DOUBLING, TAG_UNFOLD = 101, 102, 103, 104
+
+
+@dataclass(frozen=True)
+class Fold:
+    rank: int
+    size: int
+    pof2: int
+    rem: int
+    newrank: int  # -1 when this rank sits out
+
+    @classmethod
+    def of(cls, rank: int, size: int) -> "Fold":
+        pof2 = pof2_below(size)
+        rem = size - pof2
+        if rank < 2 * rem:
+            newrank = -1 if rank % 2 == 0 else rank // 2
+        else:
+            newrank = rank - rem
+        return cls(rank, size, pof2, rem, newrank)
+
+    def real(self, newrank: int) -> int:
+        """The actual rank of survivor `newrank`."""
+        return 2 * newrank + 1 if newrank < self.rem else newrank + self.rem
+
+    def represented(self, newrank: int) -> tuple[int, ...]:
+        """The actual ranks whose data survivor `newrank` carries (in rank order)."""
+        return (2 * newrank, 2 * newrank + 1) if newrank < self.rem else (newrank + self.rem,)
+
+
+def fold_reduce(comm: Any, buf: Any, op: str) -> Fold:
+    """Fold by reduction: even ranks below 2r send their whole buffer to rank + 1."""
+    fold = Fold.of(comm.rank, comm.size)
+    if fold.rank < 2 * fold.rem:
+        if fold.rank % 2 == 0:
+            comm.Send(buf, dest=fold.rank + 1, tag=TAG_FOLD)
+        else:
+            tmp = scratch(buf.size, buf)
+            comm.Recv(tmp, source=fold.rank - 1, tag=TAG_FOLD)
+            kernels.reduce_into(buf, tmp, op)
+    return fold
+
+
+def unfold(comm: Any, buf: Any, fold: Fold) -> None:
+    """Hand the final buffer from each odd rank below 2r to the even rank below it."""
+    if fold.rank < 2 * fold.rem:
+        if fold.rank % 2 == 1:
+            comm.Send(buf, dest=fold.rank - 1, tag=TAG_UNFOLD)
+        else:
+            comm.Recv(buf, source=fold.rank + 1, tag=TAG_UNFOLD)
+
+
+def reduce_scatter_halving(comm: Any, buf: Any, disps: np.ndarray, fold: Fold, op: str) -> tuple[int, int]:
+    """Recursive halving over the p' survivors: distance p'/2, p'/4, ..., 1.
+
+    `disps` (p'+1 offsets) splits buf into p' blocks. At each step a survivor keeps the half of its
+    current block range on its side of the partner, sends the other half and reduces what it
+    receives into the kept half. Survivor k ends owning block k, fully reduced. Returns the
+    owned element range.
+    """
+    lo, hi = 0, fold.pof2
+    distance = fold.pof2 // 2
+    while distance >= 1:
+        partner = fold.real(fold.newrank ^ distance)
+        mid = (lo + hi) // 2
+        if fold.newrank & distance == 0:
+            keep, send = (lo, mid), (mid, hi)
+        else:
+            keep, send = (mid, hi), (lo, mid)
+        k0, k1 = int(disps[keep[0]]), int(disps[keep[1]])
+        s0, s1 = int(disps[send[0]]), int(disps[send[1]])
+        tmp = scratch(k1 - k0, buf)
+        comm.Sendrecv(buf[s0:s1], dest=partner, sendtag=TAG_HALVING, recvbuf=tmp, source=partner,
+                      recvtag=TAG_HALVING)
+        kernels.reduce_into(buf[k0:k1], tmp, op)
+        lo, hi = keep
+        distance //= 2
+    return int(disps[lo]), int(disps[hi])
+
+
+def allgather_doubling(comm: Any, buf: Any, disps: np.ndarray, fold: Fold) -> None:
+    """Recursive doubling over the p' survivors: distance 1, 2, ..., p'/2.
+
+    Survivor k starts owning block k and at each step swaps its whole owned range with the
+    partner's adjacent, equally long range; after lg p' steps every survivor holds every block.
+    """
+    lo, hi = fold.newrank, fold.newrank + 1
+    distance = 1
+    while distance < fold.pof2:
+        partner = fold.real(fold.newrank ^ distance)
+        width = hi - lo
+        other = (hi, hi + width) if fold.newrank & distance == 0 else (lo - width, lo)
+        o0, o1 = int(disps[other[0]]), int(disps[other[1]])
+        comm.Sendrecv(buf[int(disps[lo]):int(disps[hi])], dest=partner, sendtag=TAG_DOUBLING,
+                      recvbuf=buf[o0:o1], source=partner, recvtag=TAG_DOUBLING)
+        lo, hi = min(lo, other[0]), max(hi, other[1])
+        distance *= 2

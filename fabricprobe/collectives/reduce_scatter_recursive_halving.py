@@ -1,0 +1,38 @@
+"""Reduce-scatter (block) by recursive halving, with MPICH's fold for p not a power of two.
+lg p·α + ((p−1)/p)n(β + γ) (+ the fold's ~2α + nβ + nγ otherwise).
+
+After the fold, survivor k carries ranks (2k, 2k+1) or (k + r); its "block" is the contiguous
+run of those ranks' blocks, so halving leaves it holding exactly what they need."""
+
+from __future__ import annotations
+
+from fabricprobe.collectives.base import Algorithm, register
+from fabricprobe.collectives.common import displacements_from_counts, scratch
+from fabricprobe.collectives.halving_doubling import TAG_UNFOLD, fold_reduce, reduce_scatter_halving
+
+
+def reduce_scatter_recursive_halving(comm, sendbuf, recvbuf, op, root=0) -> None:
+    p, r = comm.size, comm.rank
+    if sendbuf is None:
+        work, count = recvbuf, recvbuf.size // p
+    else:
+        count = recvbuf.size
+        work = scratch(sendbuf.size, sendbuf, slot=3)
+        if work.size:
+            work[...] = sendbuf
+    fold = fold_reduce(comm, work, op)
+    if fold.newrank >= 0:
+        sizes = [count * len(fold.represented(k)) for k in range(fold.pof2)]
+        reduce_scatter_halving(comm, work, displacements_from_counts(sizes), fold, op)
+    # Survivors carrying two ranks hand the even rank its block.
+    if r < 2 * fold.rem:
+        if r % 2 == 1:
+            comm.Send(work[(r - 1) * count:r * count], dest=r - 1, tag=TAG_UNFOLD)
+        else:
+            comm.Recv(work[r * count:(r + 1) * count], source=r + 1, tag=TAG_UNFOLD)
+    if count:
+        recvbuf[:count] = work[r * count:(r + 1) * count]
+
+
+ALGORITHM = register(Algorithm("recursive_halving", "reduce_scatter", "recursive halving (distance p/2, p/4, ..., 1)",
+                               run=reduce_scatter_recursive_halving))

@@ -1,0 +1,51 @@
+"""Ring reduce-scatter and ring allgather over arbitrary blocks (Baidu's ring allreduce halves).
+
+Block b of the buffer is elements [disps[b], disps[b+1]); blocks may differ in size or be empty.
+Each step receives from the left neighbour and sends to the right one, with the receive posted
+before the send, so no rank ever waits on an unposted receive. After the reduce-scatter rank r
+owns block r fully reduced; the allgather then circulates every rank's block.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fabricprobe import kernels
+from fabricprobe.collectives.common import scratch
+
+TAG_RS, TAG_AG = 111, 112
+
+
+def reduce_scatter_ring(comm: Any, buf: Any, disps: np.ndarray, op: str) -> None:
+    p, r = comm.size, comm.rank
+    if p == 1:
+        return
+    right, left = (r + 1) % p, (r - 1) % p
+    largest = int(np.max(np.diff(disps)))
+    tmp = scratch(largest, buf)
+    for step in range(p - 1):
+        send_block = (r - step - 1) % p
+        recv_block = (r - step - 2) % p
+        r0, r1 = int(disps[recv_block]), int(disps[recv_block + 1])
+        incoming = tmp[:r1 - r0]
+        request = comm.Irecv(incoming, source=left, tag=TAG_RS)
+        comm.Send(buf[int(disps[send_block]):int(disps[send_block + 1])], dest=right, tag=TAG_RS)
+        request.Wait()
+        kernels.reduce_into(buf[r0:r1], incoming, op)
+
+
+def allgather_ring(comm: Any, buf: Any, disps: np.ndarray, block_of: list[int] | None = None) -> None:
+    """Circulate every rank's block; rank q's block is block_of[q] (default: block q)."""
+    p, r = comm.size, comm.rank
+    if p == 1:
+        return
+    right, left = (r + 1) % p, (r - 1) % p
+    for step in range(p - 1):
+        send_block = (r - step) % p
+        recv_block = (r - step - 1) % p
+        if block_of is not None:
+            send_block, recv_block = block_of[send_block], block_of[recv_block]
+        comm.Sendrecv(buf[int(disps[send_block]):int(disps[send_block + 1])], dest=right, sendtag=TAG_AG,
+                      recvbuf=buf[int(disps[recv_block]):int(disps[recv_block + 1])], source=left, recvtag=TAG_AG)

@@ -1,0 +1,66 @@
+"""Compute kernels behind one dispatch: the array's type picks the implementation.
+
+    reduce_into(dst, src, op)   dst = dst (op) src, elementwise
+    reduce_pair(out, a, b, op)  out = a (op) b
+
+numpy arrays run Numba CPU kernels (kernels/cpu.py). Device arrays register their own
+backend with `register_backend` (the GPU kernels do), so every hand-written collective runs on
+whatever buffers it is given without knowing where they live.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from fabricprobe.kernels import cpu
+
+OPCODES = {"sum": cpu.SUM, "max": cpu.MAX, "min": cpu.MIN, "prod": cpu.PROD}
+
+
+class Backend:
+    """The kernels for one kind of array."""
+
+    def __init__(self, name: str, reduce_into: Callable, reduce_pair: Callable) -> None:
+        self.name = name
+        self.reduce_into = reduce_into
+        self.reduce_pair = reduce_pair
+
+
+CPU = Backend("numba-cpu", cpu.reduce_into, cpu.reduce_pair)
+_BACKENDS: dict[str, Backend] = {}  # array type's module prefix -> backend
+
+
+def register_backend(module_prefix: str, backend: Backend) -> None:
+    _BACKENDS[module_prefix] = backend
+
+
+def backend_for(arr: Any) -> Backend:
+    if isinstance(arr, np.ndarray):
+        return CPU
+    module = type(arr).__module__
+    for prefix, backend in _BACKENDS.items():
+        if module.startswith(prefix):
+            return backend
+    raise TypeError(f"no kernels for arrays of type {type(arr).__module__}.{type(arr).__name__}")
+
+
+def _check(dst: Any, src: Any) -> None:
+    if dst.shape != src.shape or dst.dtype != src.dtype:
+        raise ValueError(f"kernel operands differ: {dst.dtype}{dst.shape} and {src.dtype}{src.shape}")
+
+
+def reduce_into(dst: Any, src: Any, op: str) -> None:
+    """dst = dst (op) src, elementwise, in the array's own memory (host or device)."""
+    _check(dst, src)
+    if dst.size:
+        backend_for(dst).reduce_into(dst, src, OPCODES[op])
+
+
+def reduce_pair(out: Any, a: Any, b: Any, op: str) -> None:
+    """out = a (op) b, elementwise."""
+    _check(out, a)
+    _check(out, b)
+    if out.size:
+        backend_for(out).reduce_pair(out, a, b, OPCODES[op])

@@ -1,0 +1,153 @@
+"""Run under mpiexec: every hand-written algorithm must equal the MPI library's own result.
+
+    mpiexec -n P python tests/drivers/check_algorithms.py [--ranks-per-node 3,3,2] [--large N]
+
+Random inputs (seeded per rank and case); counts 0, 1, p-1, p, p+1, a few odd ones and `--large`;
+float32/float64/int32/int64; sum/max/min/prod; in place and not. Floats are compared with the
+summation error bound |err| <= (p+1)·eps·Σ|x| (products: relative (p+1)·eps); everything else is
+exact. Rank 0 prints one JSON line: {"checked": N, "failures": [...]}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import mpi4py
+
+mpi4py.rc.thread_level = "single"
+from mpi4py import MPI  # noqa: E402
+import numpy as np  # noqa: E402
+
+from fabricprobe import collectives, topology  # noqa: E402
+from fabricprobe.datatypes import DTYPES, OPS, mpi_op  # noqa: E402
+
+REDUCING = ("allreduce", "reduce", "reduce_scatter")
+COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
+
+
+def inputs(rng, n: int, dtype: np.dtype, op: str) -> np.ndarray:
+    if dtype.kind == "f":
+        values = rng.uniform(0.5, 1.5, n) if op == "prod" else rng.uniform(-1.0, 1.0, n)
+    else:
+        values = rng.choice([-1, 1, 2], n) if op == "prod" else rng.integers(-1000, 1000, n)
+    return values.astype(dtype)
+
+
+def reference(comm, coll: str, send: np.ndarray, op: str, root: int, recv_len: int) -> np.ndarray:
+    out = np.zeros(recv_len, send.dtype)
+    if coll == "allreduce":
+        comm.Allreduce(send, out, op=mpi_op(MPI, op))
+    elif coll == "reduce":
+        comm.Reduce(send, out, op=mpi_op(MPI, op), root=root)
+    elif coll == "reduce_scatter":
+        comm.Reduce_scatter_block(send, out, op=mpi_op(MPI, op))
+    elif coll == "allgather":
+        comm.Allgather(send, out)
+    elif coll == "bcast":
+        out[...] = send
+        comm.Bcast(out, root=root)
+    return out
+
+
+def tolerance(comm, coll: str, send: np.ndarray, op: str, root: int, recv_len: int) -> np.ndarray | float:
+    if send.dtype.kind != "f" or coll not in REDUCING or op in ("max", "min"):
+        return 0.0
+    eps = float(np.finfo(send.dtype).eps) * (comm.size + 1)
+    if op == "prod":
+        return eps  # relative; applied to |reference| below
+    bound = reference(comm, coll, np.abs(send).astype(np.float64), "sum", root, recv_len)
+    return eps * bound
+
+
+def check(comm, coll: str, name: str, dtype: np.dtype, op: str, count: int, in_place: bool, root: int,
+          seed: int) -> str | None:
+    p, r = comm.size, comm.rank
+    rng = np.random.default_rng([seed, r, count, p])
+    send_len = count * p if coll == "reduce_scatter" else count
+    recv_len = count * p if coll == "allgather" else count
+    send = inputs(rng, send_len, dtype, op)
+    expected = reference(comm, coll, send, op, root, recv_len)
+    tol = tolerance(comm, coll, send, op, root, recv_len)
+    algorithm = collectives.get(coll, name)
+    if coll == "bcast":
+        recv = send.copy() if r == root else np.full(count, 77, dtype)
+        algorithm.run(comm, None, recv, op, root)
+    elif in_place:
+        if coll == "allgather":
+            recv = np.full(recv_len, 77, dtype)
+            recv[r * count:(r + 1) * count] = send
+        elif coll == "reduce_scatter":
+            recv = send.copy()
+        else:
+            recv = send.copy()
+        algorithm.run(comm, None, recv, op, root)
+        recv = recv[:recv_len]
+    else:
+        recv = np.full(recv_len, 77, dtype)
+        keep = send.copy()
+        algorithm.run(comm, send, recv, op, root)
+        if not np.array_equal(keep, send):
+            return "modified its send buffer"
+    if coll == "reduce" and r != root:
+        return None
+    got = recv.astype(np.float64)
+    want = expected.astype(np.float64)
+    if op == "prod" and dtype.kind == "f":
+        bad = np.abs(got - want) > tol * np.abs(want)
+    else:
+        bad = np.abs(got - want) > tol
+    bad |= np.isnan(got)
+    if bad.any():
+        i = int(np.argmax(bad))
+        return f"{int(bad.sum())} wrong, first at {i}: got {recv[i]!r}, expected {expected[i]!r}"
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ranks-per-node", default=None)
+    parser.add_argument("--large", type=int, default=1 << 20)
+    parser.add_argument("--collectives", default=",".join(COLLECTIVES))
+    parser.add_argument("--algorithms", default=None, help="only these (comma-separated)")
+    args = parser.parse_args()
+    comm = MPI.COMM_WORLD
+    p = comm.size
+    if args.ranks_per_node:
+        sizes = topology.node_sizes(topology.parse_ranks_per_node(args.ranks_per_node), p)
+        topology.set_active(comm, topology.virtual(topology.detect(comm), sizes))
+    small = sorted({0, 1, max(p - 1, 0), p, p + 1, 7, 100})
+    checked, failures = 0, []
+    for coll in args.collectives.split(","):
+        names = [n for n in collectives.names_for(coll) if n != collectives.LIBRARY]
+        if args.algorithms:
+            names = [n for n in names if n in args.algorithms.split(",")]
+        for name in names:
+            ops = OPS if coll in REDUCING else ("sum",)
+            places = (False,) if coll == "bcast" else (False, True)
+            cases = [(dt, op, c, ip) for dt in DTYPES for op in ops for c in small for ip in places]
+            # The large count: every dtype with sum, every op with float32, in place and not.
+            large_ops = [(dt, "sum") for dt in DTYPES] + [("float32", op) for op in ops if op != "sum"]
+            # For allgather and reduce_scatter the count is per rank: keep the whole buffer at --large.
+            large = args.large // p if coll in ("allgather", "reduce_scatter") else args.large
+            cases += [(dt, op, large, ip) for dt, op in large_ops if coll in REDUCING or op == "sum"
+                      for ip in places]
+            for i, (dtname, op, count, in_place) in enumerate(cases):
+                root = (i * 7 + 3) % p
+                error = check(comm, coll, name, DTYPES[dtname], op, count, in_place, root, seed=i)
+                errors = comm.gather(error, root=0)
+                checked += 1
+                if comm.rank == 0:
+                    for rank, e in enumerate(errors):
+                        if e:
+                            failures.append(f"{coll}/{name} {dtname} {op} count={count} "
+                                            f"{'in-place' if in_place else 'out-of-place'} root={root} rank {rank}: {e}")
+                            break
+    if comm.rank == 0:
+        print(json.dumps({"nranks": p, "checked": checked, "failures": failures[:50], "nfailures": len(failures)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

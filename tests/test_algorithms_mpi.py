@@ -1,0 +1,37 @@
+"""Every hand-written algorithm equals the MPI library's result: p = 1..9 and 16, counts 0, 1,
+p−1, p, p+1 and ≥ 1M elements, every dtype and op, in place and not, and virtual topologies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi
+DRIVER = str(Path(__file__).parent / "drivers" / "check_algorithms.py")
+HIERARCHICAL = "hierarchical,hierarchical_rab,hierarchical_rd,single_leader"
+
+
+def _run(n: int, *args: str) -> dict:
+    out = run_mpi(n, [], python_args=[DRIVER, *args], timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["nranks"] == n
+    return report
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16])
+def test_every_algorithm_matches_the_library(n):
+    report = _run(n)
+    assert report["checked"] > 2000
+    assert report["nfailures"] == 0, "\n".join(report["failures"])
+
+
+@pytest.mark.parametrize("n,layout", [(8, "4"), (8, "2"), (8, "3,3,2"), (7, "3"), (5, "2,3")])
+def test_hierarchical_on_virtual_topologies(n, layout):
+    report = _run(n, "--ranks-per-node", layout, "--collectives", "allreduce", "--algorithms", HIERARCHICAL)
+    assert report["checked"] > 800
+    assert report["nfailures"] == 0, "\n".join(report["failures"])
