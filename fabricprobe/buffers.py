@@ -20,6 +20,28 @@ HUGE_PAGE = 2 << 20
 _MMAP_FROM = 1 << 20  # below this numpy's allocator is used (it never hints huge pages there)
 
 
+class BufferPool:
+    """Buffers kept between consecutive points with the same layout, so the algorithms compared at
+    one size run on the very same memory. One buffer per role; a new shape replaces the old."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[tuple, np.ndarray]] = {}
+
+    def get(self, role: str, length: int, dtype: np.dtype, hugepages: bool = False) -> np.ndarray:
+        key = (length, np.dtype(dtype).str, hugepages)
+        held = self._held.get(role)
+        if held is None or held[0] != key:
+            held = (key, aligned_empty(length, dtype, hugepages))
+            self._held[role] = held
+        return held[1]
+
+    def clear(self) -> None:
+        self._held.clear()
+
+
+POOL = BufferPool()
+
+
 def aligned_empty(length: int, dtype: np.dtype, hugepages: bool = False) -> np.ndarray:
     """A 1-D array of `length` elements, page-aligned (2 MiB-aligned huge pages if asked)."""
     dtype = np.dtype(dtype)

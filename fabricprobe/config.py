@@ -13,7 +13,10 @@ from fabricprobe.errors import UsageError
 
 ALL_COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall", "barrier")
 ALL_PT2PT = ("latency", "bw", "bibw")
-GROUPS = {"all": ALL_COLLECTIVES + ALL_PT2PT, "collectives": ALL_COLLECTIVES, "pt2pt": ALL_PT2PT}
+ALL_KERNELS = ("reduce_local", "copy_local")  # no communication: the reduction kernel and a plain copy
+GROUPS = {"all": ALL_COLLECTIVES + ALL_PT2PT + ALL_KERNELS, "collectives": ALL_COLLECTIVES, "pt2pt": ALL_PT2PT,
+          "kernels": ALL_KERNELS}
+PAIRS = ("intra", "inter", "all")
 
 # OMB's defaults: 1000 iterations / 100 warm-up up to 8 KiB, 100 / 10 above.
 FULL = dict(sizes=[1 << k for k in range(3, 23)], iterations_small=1000, iterations_large=100,
@@ -45,7 +48,8 @@ class SweepConfig:
     timer: str = "auto"
     thread_level: str = "single"
     window: int = 64
-    pairs: str = "single"
+    pairs: list[str] = field(default_factory=lambda: ["intra", "inter"])
+    ranks_per_node: list[int] | None = None  # virtual topology; None = the hardware's
     root: int = 0
     point_timeout: float = 120.0
     hugepages: bool = False

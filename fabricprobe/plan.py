@@ -10,8 +10,10 @@ from fabricprobe.datatypes import BYTE, NO_OP, numpy_dtype
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Layout
+from fabricprobe.topology import Topology
 
 EMPTY = "empty"  # the harness floor: a timed region with nothing in it
+PAIR_LABELS = {"intra": "intra-node", "inter": "inter-node", "all": "all pairs"}
 _INT_MAX = 2**31 - 1
 
 
@@ -26,11 +28,13 @@ class PointSpec:
     mode: str
     requested_bytes: int
     layout: Layout
+    pair: str = ""  # point-to-point tests: intra, inter or all
 
     @property
     def key(self) -> str:
-        return "|".join((self.collective, self.algorithm, self.dtype, self.op, "inplace" if self.in_place else "outofplace",
-                         self.mode, str(self.layout.nbytes)))
+        parts = [self.collective, self.algorithm, self.dtype, self.op, "inplace" if self.in_place else "outofplace",
+                 self.mode, str(self.layout.nbytes)]
+        return "|".join(parts + ([self.pair] if self.pair else []))
 
     @property
     def label(self) -> str:
@@ -47,11 +51,41 @@ class PointSpec:
             parts.append("in-place")
         if self.mode != "barrier":
             parts.append(f"({self.mode} mode)")
+        if self.pair:
+            parts.append(f"[{PAIR_LABELS[self.pair]}]")
         return " ".join(parts)
 
 
-def make_plan(config: SweepConfig, nranks: int, timers: list[str]) -> tuple[list[PointSpec], list[str]]:
+def available_pairs(config: SweepConfig, topo: Topology) -> tuple[list[str], list[str]]:
+    """The requested point-to-point pair kinds this topology has, and notes on the others."""
+    kept, notes = [], []
+    for pair in config.pairs:
+        if pair_ranks(pair, topo) is None:
+            why = {"intra": "no node holds two ranks", "inter": "all ranks are on one node",
+                   "all": "needs at least 2 ranks"}[pair]
+            notes.append(f"point-to-point {PAIR_LABELS[pair]} pairs skipped: {why}")
+        else:
+            kept.append(pair)
+    return kept, notes
+
+
+def pair_ranks(pair: str, topo: Topology) -> list[tuple[int, int]] | None:
+    """The (first, second) rank pairs of a pair kind, None when the topology has none."""
+    n = topo.nranks
+    if pair == "all":
+        return [(r, r + n // 2) for r in range(n // 2)] or None
+    nodes = topo.nodes
+    if pair == "intra":
+        node = next((g for g in nodes if len(g) >= 2), None)
+        return [(node[0], node[1])] if node else None
+    if len(nodes) < 2:
+        return None
+    return [(nodes[0][0], nodes[1][0])]
+
+
+def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[list[PointSpec], list[str]]:
     """Points in measurement order, and notes on what was skipped."""
+    nranks = topo.nranks
     points: list[PointSpec] = []
     notes: list[str] = []
     seen: set[str] = set()
@@ -68,30 +102,43 @@ def make_plan(config: SweepConfig, nranks: int, timers: list[str]) -> tuple[list
             add(collective=EMPTY, algorithm=timer, dtype=BYTE, op=NO_OP, in_place=False, mode=mode,
                 requested_bytes=0, layout=empty)
 
+    used: set[str] = set()
     for coll in config.collectives:
         spec = SPECS[coll]
         if spec.pt2pt and nranks < 2:
-            notes.append(f"{coll}: point-to-point tests need at least 2 ranks; skipped at n=1")
+            note = "point-to-point tests need at least 2 ranks; skipped at n=1"
+            if note not in notes:
+                notes.append(note)
             continue
-        for alg in config.algorithms:
-            if collectives.get(coll, alg) is None:
-                if alg != collectives.LIBRARY:
-                    notes.append(f"{coll}: no algorithm {alg!r}; skipped")
-                continue
-            dtypes = [BYTE] if (spec.pt2pt or not spec.sized) else config.dtypes
-            ops = config.ops if spec.reduces else [NO_OP]
-            places = [p for p in config.in_place if spec.in_place_supported or not p] or [False]
-            sizes = config.sizes if spec.sized else [0]
-            for dtype in dtypes:
-                itemsize = numpy_dtype(dtype).itemsize
-                for op in ops:
-                    for in_place in places:
-                        for mode in config.modes:
+        pairs = [""]
+        if spec.pt2pt:
+            pairs, pair_notes = available_pairs(config, topo)
+            notes.extend(n for n in pair_notes if n not in notes)
+        algorithms = [a for a in ([spec.implementation] if spec.local else config.algorithms)
+                      if collectives.get(coll, a) is not None]
+        used.update(algorithms)
+        dtypes = [BYTE] if (spec.pt2pt or not spec.sized) else config.dtypes
+        ops = config.ops if spec.reduces else [NO_OP]
+        places = [p for p in config.in_place if spec.in_place_supported or not p] or [False]
+        sizes = config.sizes if spec.sized else [0]
+        # Algorithms innermost: at each size every algorithm runs back to back, on the same buffers,
+        # so a shared machine's slow phases hit them alike.
+        for dtype in dtypes:
+            itemsize = numpy_dtype(dtype).itemsize
+            for op in ops:
+                for in_place in places:
+                    for mode in config.modes:
+                        for pair in pairs:
                             for nbytes in sizes:
                                 layout = spec.layout(nbytes, itemsize, nranks)
                                 if max(layout.send_len, layout.recv_len) > _INT_MAX:
-                                    notes.append(f"{coll} {dtype} {format_size(nbytes)}: count exceeds the C int range; skipped")
+                                    notes.append(f"{coll} {dtype} {format_size(nbytes)}: count exceeds the C "
+                                                 "int range; skipped")
                                     continue
-                                add(collective=coll, algorithm=alg, dtype=dtype, op=op, in_place=in_place,
-                                    mode=mode, requested_bytes=nbytes, layout=layout)
+                                for alg in algorithms:
+                                    add(collective=coll, algorithm=alg, dtype=dtype, op=op, in_place=in_place,
+                                        mode=mode, requested_bytes=nbytes, layout=layout, pair=pair)
+    for alg in config.algorithms:
+        if alg not in used:
+            notes.append(f"algorithm {alg!r} implements none of the selected collectives; nothing measured for it")
     return points, notes

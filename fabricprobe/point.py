@@ -11,7 +11,7 @@ import numpy as np
 from fabricprobe import collectives, faults, harness, loops, native
 from fabricprobe.config import SweepConfig
 from fabricprobe.datatypes import numpy_dtype
-from fabricprobe.plan import EMPTY, PointSpec
+from fabricprobe.plan import EMPTY, PointSpec, pair_ranks
 from fabricprobe.specs import SPECS, pt2pt
 from fabricprobe.specs.base import Case
 from fabricprobe.stats import bandwidths, summarize
@@ -36,25 +36,17 @@ def resolve_timer(requested: str, algorithm: collectives.Algorithm, MPI: Any) ->
     return "python"
 
 
-def pair_of(rank: int, nranks: int, pairs: str, topo: Topology) -> tuple[int, bool] | None:
+def pair_of(rank: int, pair: str, topo: Topology) -> tuple[int, bool] | None:
     """(peer, first-of-pair) for a point-to-point test, None when this rank sits it out.
 
-    "single": rank 0 and its partner, the first rank on another node when there is one (so the
-    pair crosses the fabric), else rank 1. "all": ranks r and r + n/2 concurrently.
+    intra: the first two ranks of the first node holding two; inter: the first ranks of the first
+    two nodes (the pair crosses the fabric); all: ranks r and r + n/2, concurrently.
     """
-    if pairs == "all":
-        half = nranks // 2
-        if rank < half:
-            return rank + half, True
-        if rank < 2 * half:
-            return rank - half, False
-        return None
-    others = [r for r in range(1, nranks) if topo.node_of[r] != topo.node_of[0]]
-    partner = others[0] if others else 1
-    if rank == 0:
-        return partner, True
-    if rank == partner:
-        return 0, False
+    for first, second in pair_ranks(pair, topo) or []:
+        if rank == first:
+            return second, True
+        if rank == second:
+            return first, False
     return None
 
 
@@ -91,7 +83,7 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
                         in_place=point.in_place, layout=point.layout, window=config.window,
                         hugepages=config.hugepages)
             if spec.pt2pt:
-                pairing = pair_of(comm.rank, comm.size, config.pairs, topo)
+                pairing = pair_of(comm.rank, point.pair, topo)
                 if pairing is not None:
                     case.peer, first = pairing
                     case.role = spec.roles(first)
@@ -126,7 +118,7 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
     row: dict[str, Any] = dict(
         index=point.index, key=point.key, collective=point.collective, algorithm=point.algorithm, dtype=point.dtype,
         op=point.op, in_place=point.in_place, root=config.root, mode=point.mode, timer=timer, nranks=comm.size,
-        requested_bytes=point.requested_bytes, bytes=point.layout.nbytes, count=point.layout.count,
+        requested_bytes=point.requested_bytes, bytes=point.layout.nbytes, count=point.layout.count, pair=point.pair,
         warmup=budget.warmup, busbw_factor=factor, wrong=int(totals[0]) if validated else -1,
         checked=int(totals[1]), started_unix=started,
     )

@@ -61,7 +61,7 @@ def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: li
     """The provenance of a run on `comm` (call on every rank; values are rank 0's view)."""
     lib = library_info(MPI)
     nat = native.load(MPI)
-    rpn = topo.ranks_per_node
+    hw = topo.hardware
     return {
         "fabricprobe_version": __version__,
         "mpi_vendor": lib.vendor,
@@ -76,11 +76,14 @@ def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: li
         "thread_level_requested": thread_requested,
         "thread_level_provided": provided_thread_level(MPI),
         "nranks": comm.size,
-        "nnodes": topo.nnodes,
+        "nnodes": hw.nnodes,
         "hosts": list(topo.hosts),
         "rank_cpus": list(topo.cpus),
-        "ranks_per_node": rpn,
-        "cores_per_node": list(topo.cores_per_node),
+        "ranks_per_node": hw.ranks_per_node,
+        "cores_per_node": list(hw.cores_per_node),
+        "virtual_topology": topo.virtual,
+        "rank_nodes": list(topo.node_of),
+        "topology_ranks_per_node": topo.ranks_per_node,
         "oversubscribed": topo.oversubscribed,
         "topology": topo.describe(),
         "wtick_s": MPI.Wtick(),

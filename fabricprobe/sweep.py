@@ -37,7 +37,7 @@ def timers_in_use(config: SweepConfig, MPI: Any) -> list[str]:
 def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: ResultsWriter | None,
             done: set[str], progress_style: str) -> SweepOutcome:
     """Measure every planned point not in `done`; writer is rank 0's (None elsewhere)."""
-    points, notes = make_plan(config, comm.size, timers_in_use(config, MPI))
+    points, notes = make_plan(config, topo, timers_in_use(config, MPI))
     root = comm.rank == 0
 
     def mark_aborted(label: str) -> None:

@@ -23,7 +23,7 @@ class Topology:
     cores_per_node: tuple[int, ...]
     virtual: bool = False  # True when nodes come from --ranks-per-node, not the hardware
     cpus: tuple[str, ...] = field(default=())  # rank -> CPU affinity list, e.g. "0-1"
-    physical_oversubscribed: bool | None = None  # for virtual topologies: the hardware's verdict
+    physical: "Topology | None" = None  # for virtual topologies: the hardware's
 
     @property
     def nranks(self) -> int:
@@ -45,10 +45,13 @@ class Topology:
         return [len(g) for g in self.nodes]
 
     @property
+    def hardware(self) -> "Topology":
+        return self.physical if self.physical is not None else self
+
+    @property
     def oversubscribed(self) -> bool:
-        if self.physical_oversubscribed is not None:
-            return self.physical_oversubscribed
-        return any(r > c for r, c in zip(self.ranks_per_node, self.cores_per_node))
+        hw = self.hardware
+        return any(r > c for r, c in zip(hw.ranks_per_node, hw.cores_per_node))
 
     @property
     def local_rank(self) -> tuple[int, ...]:
@@ -164,7 +167,7 @@ def virtual(physical: Topology, sizes: list[int]) -> Topology:
     """Pretend nodes of consecutive ranks with the given sizes."""
     node_of = tuple(node for node, size in enumerate(sizes) for _ in range(size))
     return Topology(hosts=physical.hosts, node_of=node_of, cores_per_node=tuple(sizes), virtual=True,
-                    cpus=physical.cpus, physical_oversubscribed=physical.oversubscribed)
+                    cpus=physical.cpus, physical=physical.hardware)
 
 
 @dataclass

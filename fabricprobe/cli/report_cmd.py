@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file} holds no runs")
     colls = choice_list(args.collectives, GROUPS["all"], "collective", GROUPS) if args.collectives else None
     if args.format == "table":
-        from fabricprobe.report.tables import make_console, render_run
+        from fabricprobe.console import make_console
+        from fabricprobe.report.tables import render_run
 
         if args.output:
             raise UsageError("-o/--output is for exports; choose --format json, csv or osu")

@@ -11,13 +11,14 @@ from fabricprobe import collectives
 from fabricprobe.cli.options import choice_list
 from fabricprobe.cli.output import set_rank, warn_line
 from fabricprobe.cli.parser import HelpFormatter
-from fabricprobe.config import FULL, GROUPS, QUICK, SweepConfig, differing_fields
+from fabricprobe.config import FULL, GROUPS, PAIRS, QUICK, SweepConfig, differing_fields
 from fabricprobe.datatypes import DTYPES, OPS
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
 from fabricprobe.launch import launched_by_mpiexec
 from fabricprobe.loops import MODES
 from fabricprobe.mpi_setup import THREAD_LEVELS, init_mpi
 from fabricprobe.sizes import size_list, size_range
+from fabricprobe.topology import parse_ranks_per_node
 
 DEFAULT_OUTPUT = "fabricprobe.h5"
 
@@ -44,6 +45,9 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--ops", default="sum", metavar="LIST", help=f"reduction ops, comma-separated: {', '.join(OPS)}")
     g.add_argument("--in-place", choices=("no", "yes", "both"), default="no", help="use MPI_IN_PLACE")
     g.add_argument("--root", type=int, default=0, help="root rank of reduce and bcast")
+    g.add_argument("--ranks-per-node", metavar="K|LIST",
+                   help="virtual topology: nodes of K consecutive ranks, or explicit node sizes such as 3,3,2 "
+                        "(default: the hardware's nodes)")
 
     s = p.add_argument_group("message sizes (nccl-tests style; K, M, G are binary)")
     s.add_argument("-b", "--minbytes", metavar="SIZE", help="smallest size (default 8)")
@@ -71,9 +75,9 @@ def add_parser(sub: Any) -> None:
                    help="native: C calls from a compiled loop (what C benchmarks time); python: mpi4py calls")
     t.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
     t.add_argument("--window", type=int, default=64, metavar="N", help="messages per window in bw/bibw (OMB: 64)")
-    t.add_argument("--pairs", choices=("single", "all"), default="single",
-                   help="point-to-point pairs: rank 0 and one partner (on another node when there is one), "
-                        "or all ranks r and r+n/2 at once")
+    t.add_argument("--pairs", default="intra,inter", metavar="LIST",
+                   help="point-to-point pairs: intra (two ranks of one node), inter (the first ranks of two nodes), "
+                        "all (ranks r and r+n/2 at once); kinds the topology lacks are skipped")
     t.add_argument("--hugepages", action="store_true",
                    help="put buffers of 2 MiB and more on 2 MiB-aligned transparent huge pages (default: 4 KiB "
                         "pages, as OMB and a plain C malloc get)")
@@ -142,7 +146,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         timer=args.timer,
         thread_level=args.thread_level,
         window=args.window,
-        pairs=args.pairs,
+        pairs=choice_list(args.pairs, PAIRS, "pair kind"),
+        ranks_per_node=parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node else None,
         root=args.root,
         point_timeout=args.point_timeout,
         hugepages=args.hugepages,
@@ -189,7 +194,8 @@ def _load_resume(path: str, run_id: str | None, nranks: int):
 
 def run(args: argparse.Namespace) -> int:
     from fabricprobe import provenance, topology
-    from fabricprobe.report.tables import make_console, render_run
+    from fabricprobe.console import make_console
+    from fabricprobe.report.tables import render_run
     from fabricprobe.store import ResultsWriter, check_output_path, load_runs, select_run
     from fabricprobe.store.schema import STATUS_COMPLETE, STATUS_INTERRUPTED
     from fabricprobe.sweep import execute
@@ -222,6 +228,10 @@ def run(args: argparse.Namespace) -> int:
                   "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric")
 
     topo = topology.detect(comm)
+    if config.ranks_per_node:
+        topo = topology.virtual(topo, topology.node_sizes(config.ranks_per_node, comm.size))
+    topology.set_active(comm, topo)
+    topology.hierarchy(comm)  # communicator splits happen here, not inside a timed point
     prov = provenance.collect(MPI, comm, topo, args.thread_level)
     writer = ResultsWriter(path) if comm.rank == 0 else None
     if writer is not None:
@@ -233,7 +243,8 @@ def run(args: argparse.Namespace) -> int:
             writer.update_run({"status": "running", "resumed_at": resumed_at + [provenance.utc_now()],
                                "status_reason": ""})
         if prov["oversubscribed"]:
-            warn_line(f"oversubscribed: {max(topo.ranks_per_node)} ranks on {min(topo.cores_per_node)} cores; "
+            hw = topo.hardware
+            warn_line(f"oversubscribed: {max(hw.ranks_per_node)} ranks on {min(hw.cores_per_node)} cores; "
                       "times will include scheduler waits")
         if prov["thread_level_provided"] != args.thread_level:
             warn_line(f"requested thread level {args.thread_level}, the library provided {prov['thread_level_provided']}")

@@ -18,19 +18,19 @@ from fabricprobe.collectives.allreduce_rabenseifner import allreduce_rabenseifne
 from fabricprobe.collectives.allreduce_recursive_doubling import allreduce_recursive_doubling
 from fabricprobe.collectives.allreduce_ring import allreduce_ring
 from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import block_displacements, displacements_from_counts, start
+from fabricprobe.collectives.common import block_displacements, displacements_from_counts
 from fabricprobe.collectives.ring import allgather_ring, reduce_scatter_ring
 
 INTER = {"ring": allreduce_ring, "rabenseifner": allreduce_rabenseifner, "recursive_doubling": allreduce_recursive_doubling}
 
 
 def allreduce_hierarchical(comm, sendbuf, recvbuf, op, root=0, inter: str = "ring") -> None:
-    buf = start(sendbuf, recvbuf)
+    buf = recvbuf
     h = topology.hierarchy(comm)
     segments = block_displacements(buf.size, h.min_local)
     sizes = [int(segments[j + 1] - segments[j]) if j < h.min_local else 0 for j in range(h.local_size)]
     node_disps = displacements_from_counts(sizes)
-    reduce_scatter_ring(h.node, buf, node_disps, op)
+    reduce_scatter_ring(h.node, buf, node_disps, op, source=sendbuf)
     if h.local_rank < h.min_local:
         j = h.local_rank
         INTER[inter](h.index, None, buf[int(segments[j]):int(segments[j + 1])], op)

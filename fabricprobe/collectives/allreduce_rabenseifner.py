@@ -6,18 +6,17 @@ Blocks may be empty, so counts below p' need no fallback to recursive doubling."
 from __future__ import annotations
 
 from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import block_displacements, start
+from fabricprobe.collectives.common import block_displacements
 from fabricprobe.collectives.halving_doubling import allgather_doubling, fold_reduce, reduce_scatter_halving, unfold
 
 
 def allreduce_rabenseifner(comm, sendbuf, recvbuf, op, root=0) -> None:
-    buf = start(sendbuf, recvbuf)
-    fold = fold_reduce(comm, buf, op)
+    fold, data = fold_reduce(comm, recvbuf, op, source=sendbuf)
     if fold.newrank >= 0:
-        disps = block_displacements(buf.size, fold.pof2)
-        reduce_scatter_halving(comm, buf, disps, fold, op)
-        allgather_doubling(comm, buf, disps, fold)
-    unfold(comm, buf, fold)
+        disps = block_displacements(recvbuf.size, fold.pof2)
+        reduce_scatter_halving(comm, recvbuf, disps, fold, op, data=data)
+        allgather_doubling(comm, recvbuf, disps, fold)
+    unfold(comm, recvbuf, fold)
 
 
 ALGORITHM = register(Algorithm("rabenseifner", "allreduce",

@@ -3,25 +3,27 @@ p not a power of two. lg p·α + n·lg p·(β + γ); latency-optimal, bandwidth-
 
 from __future__ import annotations
 
-from fabricprobe import kernels
 from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import scratch, start
-from fabricprobe.collectives.halving_doubling import fold_reduce, unfold
+from fabricprobe.collectives.common import scratch
+from fabricprobe.collectives.halving_doubling import fold_reduce, reduce_to, unfold
 
 TAG = 121
 
 
 def allreduce_recursive_doubling(comm, sendbuf, recvbuf, op, root=0) -> None:
-    buf = start(sendbuf, recvbuf)
-    fold = fold_reduce(comm, buf, op)
+    buf = recvbuf
+    fold, data = fold_reduce(comm, buf, op, source=sendbuf)
     if fold.newrank >= 0:
         tmp = scratch(buf.size, buf)
         mask = 1
         while mask < fold.pof2:
             partner = fold.real(fold.newrank ^ mask)
-            comm.Sendrecv(buf, dest=partner, sendtag=TAG, recvbuf=tmp, source=partner, recvtag=TAG)
-            kernels.reduce_into(buf, tmp, op)
+            comm.Sendrecv(data, dest=partner, sendtag=TAG, recvbuf=tmp, source=partner, recvtag=TAG)
+            reduce_to(buf, data, tmp, op)
+            data = buf
             mask <<= 1
+        if data is not buf and buf.size:  # p' = 1: nothing was exchanged
+            buf[...] = data
     unfold(comm, buf, fold)
 
 

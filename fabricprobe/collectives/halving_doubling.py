@@ -47,17 +47,30 @@ class Fold:
         return (2 * newrank, 2 * newrank + 1) if newrank < self.rem else (newrank + self.rem,)
 
 
-def fold_reduce(comm: Any, buf: Any, op: str) -> Fold:
-    """Fold by reduction: even ranks below 2r send their whole buffer to rank + 1."""
+def fold_reduce(comm: Any, buf: Any, op: str, source: Any | None = None) -> tuple[Fold, Any]:
+    """Fold by reduction: even ranks below 2r send their whole input to rank + 1.
+
+    Returns the fold and where this rank's (possibly folded) data now is: buf once something has
+    been written there, else still `source` (out-of-place input, never copied)."""
     fold = Fold.of(comm.rank, comm.size)
+    data = buf if source is None else source
     if fold.rank < 2 * fold.rem:
         if fold.rank % 2 == 0:
-            comm.Send(buf, dest=fold.rank + 1, tag=TAG_FOLD)
+            comm.Send(data, dest=fold.rank + 1, tag=TAG_FOLD)
         else:
             tmp = scratch(buf.size, buf)
             comm.Recv(tmp, source=fold.rank - 1, tag=TAG_FOLD)
-            kernels.reduce_into(buf, tmp, op)
-    return fold
+            reduce_to(buf, data, tmp, op)
+            data = buf
+    return fold, data
+
+
+def reduce_to(out: Any, mine: Any, incoming: Any, op: str) -> None:
+    """out = mine (op) incoming, in one pass when mine is not out."""
+    if mine is out:
+        kernels.reduce_into(out, incoming, op)
+    else:
+        kernels.reduce_pair(out, mine, incoming, op)
 
 
 def unfold(comm: Any, buf: Any, fold: Fold) -> None:
@@ -69,14 +82,19 @@ def unfold(comm: Any, buf: Any, fold: Fold) -> None:
             comm.Recv(buf, source=fold.rank + 1, tag=TAG_UNFOLD)
 
 
-def reduce_scatter_halving(comm: Any, buf: Any, disps: np.ndarray, fold: Fold, op: str) -> tuple[int, int]:
+def reduce_scatter_halving(comm: Any, buf: Any, disps: np.ndarray, fold: Fold, op: str,
+                           data: Any | None = None) -> tuple[int, int]:
     """Recursive halving over the p' survivors: distance p'/2, p'/4, ..., 1.
 
     `disps` (p'+1 offsets) splits buf into p' blocks. At each step a survivor keeps the half of its
     current block range on its side of the partner, sends the other half and reduces what it
-    receives into the kept half. Survivor k ends owning block k, fully reduced. Returns the
-    owned element range.
+    receives into the kept half. Survivor k ends owning block k, fully reduced, in buf. `data`
+    holds the survivor's input when it is not yet in buf; the first step reads it directly.
+    Returns the owned element range.
     """
+    data = buf if data is None else data
+    if fold.pof2 == 1 and data is not buf and buf.size:
+        buf[...] = data
     lo, hi = 0, fold.pof2
     distance = fold.pof2 // 2
     while distance >= 1:
@@ -89,9 +107,10 @@ def reduce_scatter_halving(comm: Any, buf: Any, disps: np.ndarray, fold: Fold, o
         k0, k1 = int(disps[keep[0]]), int(disps[keep[1]])
         s0, s1 = int(disps[send[0]]), int(disps[send[1]])
         tmp = scratch(k1 - k0, buf)
-        comm.Sendrecv(buf[s0:s1], dest=partner, sendtag=TAG_HALVING, recvbuf=tmp, source=partner,
+        comm.Sendrecv(data[s0:s1], dest=partner, sendtag=TAG_HALVING, recvbuf=tmp, source=partner,
                       recvtag=TAG_HALVING)
-        kernels.reduce_into(buf[k0:k1], tmp, op)
+        reduce_to(buf[k0:k1], data[k0:k1], tmp, op)
+        data = buf  # everything later steps touch lies inside the kept half, now in buf
         lo, hi = keep
         distance //= 2
     return int(disps[lo]), int(disps[hi])

@@ -15,15 +15,13 @@ def reduce_scatter_recursive_halving(comm, sendbuf, recvbuf, op, root=0) -> None
     p, r = comm.size, comm.rank
     if sendbuf is None:
         work, count = recvbuf, recvbuf.size // p
-    else:
+    else:  # the input is read where it is; partial sums go to a scratch buffer
         count = recvbuf.size
         work = scratch(sendbuf.size, sendbuf, slot=3)
-        if work.size:
-            work[...] = sendbuf
-    fold = fold_reduce(comm, work, op)
+    fold, data = fold_reduce(comm, work, op, source=sendbuf)
     if fold.newrank >= 0:
         sizes = [count * len(fold.represented(k)) for k in range(fold.pof2)]
-        reduce_scatter_halving(comm, work, displacements_from_counts(sizes), fold, op)
+        reduce_scatter_halving(comm, work, displacements_from_counts(sizes), fold, op, data=data)
     # Survivors carrying two ranks hand the even rank its block.
     if r < 2 * fold.rem:
         if r % 2 == 1:

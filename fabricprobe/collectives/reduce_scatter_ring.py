@@ -12,13 +12,11 @@ def reduce_scatter_ring_algorithm(comm, sendbuf, recvbuf, op, root=0) -> None:
     p, r = comm.size, comm.rank
     if sendbuf is None:  # in place: recvbuf holds all p blocks and gets block r at its start
         work, count = recvbuf, recvbuf.size // p
-    else:
+    else:  # the input is read where it is; partial sums go to a scratch buffer
         count = recvbuf.size
         work = scratch(sendbuf.size, sendbuf, slot=3)
-        if work.size:
-            work[...] = sendbuf
     disps = block_displacements(count * p, p)
-    reduce_scatter_ring(comm, work, disps, op)
+    reduce_scatter_ring(comm, work, disps, op, source=sendbuf)
     if count:
         recvbuf[:count] = work[r * count:(r + 1) * count]
 

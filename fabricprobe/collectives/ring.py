@@ -18,9 +18,18 @@ from fabricprobe.collectives.common import scratch
 TAG_RS, TAG_AG = 111, 112
 
 
-def reduce_scatter_ring(comm: Any, buf: Any, disps: np.ndarray, op: str) -> None:
+def reduce_scatter_ring(comm: Any, buf: Any, disps: np.ndarray, op: str, source: Any | None = None) -> None:
+    """Rank r ends with block r of the reduction in buf.
+
+    `source` holds this rank's input when it is not buf (out-of-place): every block is received
+    exactly once, so its first write is `buf = source (op) incoming` and the first send reads
+    source directly; the input is never copied into buf. Blocks other than r are left partial.
+    """
     p, r = comm.size, comm.rank
+    source = buf if source is None else source
     if p == 1:
+        if source is not buf and buf.size:
+            buf[...] = source
         return
     right, left = (r + 1) % p, (r - 1) % p
     largest = int(np.max(np.diff(disps)))
@@ -31,9 +40,13 @@ def reduce_scatter_ring(comm: Any, buf: Any, disps: np.ndarray, op: str) -> None
         r0, r1 = int(disps[recv_block]), int(disps[recv_block + 1])
         incoming = tmp[:r1 - r0]
         request = comm.Irecv(incoming, source=left, tag=TAG_RS)
-        comm.Send(buf[int(disps[send_block]):int(disps[send_block + 1])], dest=right, tag=TAG_RS)
+        outgoing = source if step == 0 else buf  # the first block sent is still this rank's input
+        comm.Send(outgoing[int(disps[send_block]):int(disps[send_block + 1])], dest=right, tag=TAG_RS)
         request.Wait()
-        kernels.reduce_into(buf[r0:r1], incoming, op)
+        if source is buf:
+            kernels.reduce_into(buf[r0:r1], incoming, op)
+        else:
+            kernels.reduce_pair(buf[r0:r1], source[r0:r1], incoming, op)
 
 
 def allgather_ring(comm: Any, buf: Any, disps: np.ndarray, block_of: list[int] | None = None) -> None:

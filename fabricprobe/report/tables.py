@@ -11,19 +11,14 @@ from rich.table import Table
 from rich.text import Text
 
 from fabricprobe.datatypes import BYTE, NO_OP
-from fabricprobe.plan import EMPTY
+from fabricprobe.plan import EMPTY, PAIR_LABELS
+from fabricprobe.report.algorithms import comparison_groups, comparison_table
 from fabricprobe.report.groups import ci_rel, group_series
 from fabricprobe.report.units import gbps, percent, usec
-from fabricprobe.report.warnings import run_warnings
+from fabricprobe.report.warnings import run_notes, run_warnings
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
-
-
-def make_console() -> Console:
-    """A console for reports: the terminal's width, or a width that fits the tables when piped."""
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
 
 
 def run_header(run: Run) -> Panel:
@@ -32,7 +27,9 @@ def run_header(run: Run) -> Panel:
         f"[bold]run {run.id}[/] of {run.path}  status [bold]{run.status}[/]  started {a.get('started', '?')}",
         f"MPI: {a.get('mpi_vendor', '?')} {a.get('mpi_version', '')}   mpi4py {a.get('mpi4py_version', '?')}   "
         f"thread level {a.get('thread_level_requested', '?')} → provided {a.get('thread_level_provided', '?')}",
-        f"ranks: {a.get('nranks', '?')} on {a.get('topology', '?')}   hosts: {', '.join(sorted(set(a.get('hosts') or [])))}",
+        f"ranks: {a.get('nranks', '?')} on {a.get('topology', '?')}   hosts: {', '.join(sorted(set(a.get('hosts') or [])))}"
+        + (f"   hardware: {a.get('nnodes')} node(s), {a.get('ranks_per_node')} ranks on {a.get('cores_per_node')} cores"
+           if a.get("virtual_topology") else ""),
     ]
     floors = [p for p in run.points if p["collective"] == EMPTY and p["status"] == "ok"]
     if floors:
@@ -42,11 +39,13 @@ def run_header(run: Run) -> Panel:
     body: list[Any] = [Text.from_markup(line) for line in lines]
     for warning in run_warnings(run):
         body.append(Text.from_markup(f"[bold yellow]warning:[/] {warning}"))
+    for note in run_notes(run):
+        body.append(Text.from_markup(f"[cyan]note:[/] {note}"))
     return Panel(Group(*body), title="fabricprobe results", expand=False)
 
 
 def _title(key: tuple) -> str:
-    collective, algorithm, dtype, op, in_place, mode = key
+    collective, algorithm, dtype, op, in_place, mode, pair = key
     parts = [f"[bold]{collective}[/]", algorithm]
     if dtype != BYTE:
         parts.append(dtype)
@@ -55,6 +54,8 @@ def _title(key: tuple) -> str:
     if in_place:
         parts.append("in-place")
     parts.append(f"{mode} mode")
+    if pair:
+        parts.append(f"{PAIR_LABELS.get(pair, pair)} pair")
     return " · ".join(parts)
 
 
@@ -105,6 +106,9 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
               and (collectives is None or p["collective"] in collectives)]
     if not points:
         console.print("(no measured points)")
+    for case, by_algorithm in comparison_groups(points).items():
+        console.print(comparison_table(case, by_algorithm))
+        console.print()
     for key, rows in group_series(points).items():
         console.print(series_table(key, rows, nranks or rows[0]["nranks"]))
         console.print()

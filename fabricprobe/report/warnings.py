@@ -38,6 +38,9 @@ def run_warnings(run: Run) -> list[str]:
         target = (run.config or {}).get("ci_target", 0)
         out.append(f"{len(capped)} of {len(points)} points hit the time cap before their median's 95% CI "
                    f"narrowed to ±{target * 100:.0f}% (column ±CI); treat those medians as rougher.")
-    for note in attrs.get("notes") or []:
-        out.append(note)
     return out
+
+
+def run_notes(run: Run) -> list[str]:
+    """What the plan left out, and why."""
+    return list(run.attrs.get("notes") or [])

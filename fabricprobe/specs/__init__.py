@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabricprobe.specs import allgather, allreduce, alltoall, barrier, bcast, pt2pt, reduce, reduce_scatter
+from fabricprobe.specs import allgather, allreduce, alltoall, barrier, bcast, local, pt2pt, reduce, reduce_scatter
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
 SPECS: dict[str, CollectiveSpec] = {
@@ -18,6 +18,8 @@ SPECS: dict[str, CollectiveSpec] = {
         pt2pt.LATENCY,
         pt2pt.BW,
         pt2pt.BIBW,
+        local.REDUCE_LOCAL,
+        local.COPY_LOCAL,
     )
 }
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fabricprobe import patterns
-from fabricprobe.buffers import aligned_empty
+from fabricprobe.buffers import POOL
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,8 @@ class CollectiveSpec:
     rooted: ClassVar[bool] = False
     sized: ClassVar[bool] = True  # False for barrier: one point, no message size
     pt2pt: ClassVar[bool] = False
+    local: ClassVar[bool] = False  # no communication (the kernel tests)
+    implementation: ClassVar[str] = ""  # local tests: the one algorithm that implements them
     in_place_supported: ClassVar[bool] = True
     has_send: ClassVar[bool] = True  # False when the call has only one buffer (bcast) or none
     busbw_formula: ClassVar[str] = "1"  # human-readable F in busbw = algbw * F
@@ -92,8 +94,8 @@ class CollectiveSpec:
         """Page-aligned buffers for the case's layout."""
         lay = case.layout
         case.send = (None if case.in_place or not self.has_send
-                     else aligned_empty(lay.send_len, case.dtype, case.hugepages))
-        case.recv = aligned_empty(lay.recv_len, case.dtype, case.hugepages)
+                     else POOL.get("send", lay.send_len, case.dtype, case.hugepages))
+        case.recv = POOL.get("recv", lay.recv_len, case.dtype, case.hugepages)
 
     def prepare(self, case: Case) -> None:
         """Write this rank's input and mark the output as unwritten."""

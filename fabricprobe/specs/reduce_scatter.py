@@ -6,7 +6,7 @@ Sized as nccl-tests does: the reported size is the whole input buffer (count × 
 from __future__ import annotations
 
 from fabricprobe import patterns
-from fabricprobe.buffers import aligned_empty
+from fabricprobe.buffers import POOL
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout, fill_reduction, reduction_expected
 
 
@@ -25,7 +25,7 @@ class ReduceScatter(CollectiveSpec):
     def allocate(self, case: Case) -> None:
         super().allocate(case)
         if case.in_place:  # the input is read from the receive buffer, so it holds all blocks
-            case.recv = aligned_empty(case.count * case.nranks, case.dtype, case.hugepages)
+            case.recv = POOL.get("recv", case.count * case.nranks, case.dtype, case.hugepages)
 
     def prepare(self, case: Case) -> None:
         if case.in_place:

@@ -34,6 +34,7 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
     ("op", "S8", "sum, max, min, prod; none for collectives that do not reduce"),
     ("in_place", "?", "MPI_IN_PLACE was used"),
     ("root", "i4", "root rank of rooted collectives"),
+    ("pair", "S8", "point-to-point pair: intra (same node), inter (across nodes), all (r and r+n/2); empty otherwise"),
     ("mode", "S12", "barrier (untimed barrier between calls) or loop (back-to-back calls)"),
     ("timer", "S8", "native (C calls from a compiled loop) or python (mpi4py calls)"),
     ("nranks", "i4", "communicator size"),
@@ -72,7 +73,7 @@ POINT_DTYPE = np.dtype([(name, kind) for name, kind, _ in POINT_FIELDS])
 STRING_FIELDS = tuple(name for name, kind, _ in POINT_FIELDS if kind.startswith("S"))
 
 # Run attributes stored as JSON text (everything else is a plain HDF5 scalar attribute).
-JSON_ATTRS = ("config", "hosts", "rank_cpus", "ranks_per_node", "cores_per_node", "environment", "notes",
+JSON_ATTRS = ("config", "hosts", "rank_nodes", "topology_ranks_per_node", "rank_cpus", "ranks_per_node", "cores_per_node", "environment", "notes",
               "resumed_at")
 
 
@@ -91,9 +92,11 @@ def make_row(values: dict) -> np.ndarray:
 
 
 def row_to_dict(row: np.void) -> dict:
+    """A table row as a dict with every current field (fields a file predates read as empty/zero)."""
+    present = set(row.dtype.names)
     out = {}
     for name in POINT_DTYPE.names:
-        value = row[name]
+        value = row[name] if name in present else np.zeros(1, POINT_DTYPE)[0][name]
         if name in STRING_FIELDS:
             out[name] = bytes(value).decode("utf-8", "replace")
         elif isinstance(value, np.bool_):

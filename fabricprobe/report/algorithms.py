@@ -1,0 +1,70 @@
+"""Side by side: every algorithm measured for the same collective, datatype, op and mode, per size,
+with its time relative to the library's and the winner."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from rich.table import Table
+
+from fabricprobe.collectives import LIBRARY
+from fabricprobe.report.units import usec
+from fabricprobe.sizes import format_size
+
+CASE_FIELDS = ("collective", "dtype", "op", "in_place", "mode", "pair")
+
+
+def comparison_groups(points: list[dict[str, Any]]) -> "OrderedDict[tuple, dict[str, dict[int, dict]]]":
+    """case -> algorithm -> size -> point, for cases measured with more than one algorithm."""
+    groups: OrderedDict[tuple, dict[str, dict[int, dict]]] = OrderedDict()
+    for p in points:
+        if p["status"] != "ok":
+            continue
+        case = tuple(p[f] for f in CASE_FIELDS)
+        groups.setdefault(case, {}).setdefault(p["algorithm"], {})[p["bytes"]] = p
+    return OrderedDict((k, v) for k, v in groups.items() if len(v) > 1)
+
+
+def winners(by_algorithm: dict[str, dict[int, dict]]) -> dict[int, str]:
+    """size -> fastest algorithm by median (ties go to the library)."""
+    out = {}
+    for size in sorted({s for rows in by_algorithm.values() for s in rows}):
+        timed = [(rows[size]["median_s"], name != LIBRARY, name) for name, rows in by_algorithm.items() if size in rows]
+        out[size] = min(timed)[2]
+    return out
+
+
+def comparison_table(case: tuple, by_algorithm: dict[str, dict[int, dict]]) -> Table:
+    collective, dtype, op, in_place, mode, pair = case
+    names = sorted(by_algorithm, key=lambda n: (n != LIBRARY, n))
+    title = " · ".join(x for x in (f"[bold]{collective}[/]: algorithms side by side", dtype,
+                                   op if op != "none" else "", "in-place" if in_place else "", f"{mode} mode") if x)
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("size", justify="right")
+    for name in names:
+        table.add_column(f"{name} µs" if name == LIBRARY else f"{name} µs (× lib)", justify="right")
+    table.add_column("winner")
+    best = winners(by_algorithm)
+    library = by_algorithm.get(LIBRARY, {})
+    for size, winner in best.items():
+        cells = [format_size(size)]
+        for name in names:
+            p = by_algorithm[name].get(size)
+            if p is None:
+                cells.append("-")
+                continue
+            text = usec(p["median_s"])
+            base = library.get(size)
+            if name != LIBRARY and base is not None and base["median_s"] > 0:
+                ratio = p["median_s"] / base["median_s"]
+                colour = "green" if ratio < 1 else ("red" if ratio > 2 else "")
+                text += f" ([{colour}]{ratio:.2f}[/])" if colour else f" ({ratio:.2f})"
+            if name == winner:
+                text = f"[bold]{text}[/]"
+            cells.append(text)
+        cells.append(winner)
+        table.add_row(*cells)
+    table.caption = "median times; × lib = time / library time (below 1: faster than the library); winner by median"
+    table.caption_justify = "left"
+    return table
