@@ -4,6 +4,7 @@ a correct result passes with zero wrong elements, and any single corrupted eleme
 import numpy as np
 import pytest
 
+from fabricprobe.buffers import BufferPool
 from fabricprobe.datatypes import DTYPES, OPS, numpy_dtype
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
@@ -23,7 +24,7 @@ def make_cases(name, nranks, nbytes, dtype="float32", op="sum", in_place=False, 
         if spec.pt2pt and nranks >= 2 and rank < 2:
             case.peer = 1 - rank
             case.role = spec.roles(rank == 0)
-        spec.allocate(case)
+        spec.allocate(case, BufferPool())  # one pool per simulated rank, as one per process
         spec.prepare(case)
         cases.append(case)
     return spec, cases

@@ -123,3 +123,19 @@ def test_plain_progress_when_not_on_a_terminal(results):
     out = run_mpi(2, ["sweep", "-o", str(results), "--collectives", "barrier", "--iters", "10", "--quiet"])
     assert out.returncode == 0
     assert "[3/3] barrier:" in out.stderr and "━" not in out.stderr
+
+
+def test_algorithms_side_by_side_on_a_virtual_topology(results):
+    out = run_mpi(4, ["sweep", "-o", str(results), "--sizes", "8,64K", "--iters", "20", "--warmup", "2",
+                      "--max-time", "0.2", "--algorithms", "all", "--ranks-per-node", "2",
+                      "--collectives", "allreduce,bcast,allgather,reduce_scatter,reduce,latency", "--progress", "none"])
+    assert out.returncode == 0, out.stderr
+    assert "algorithms side by side" in out.stdout and "virtual nodes" in out.stdout
+    run = load_runs(str(results))[-1]
+    points = _measured(run)
+    assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points)
+    allreduce = {p["algorithm"] for p in points if p["collective"] == "allreduce"}
+    assert {"library", "ring", "rabenseifner", "recursive_doubling", "binomial", "hierarchical",
+            "hierarchical_rab", "hierarchical_rd", "single_leader"} <= allreduce
+    assert {p["pair"] for p in points if p["collective"] == "latency"} == {"intra", "inter"}
+    assert run.attrs["virtual_topology"] is True and run.attrs["rank_nodes"] == [0, 0, 1, 1]

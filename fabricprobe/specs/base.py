@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fabricprobe import patterns
-from fabricprobe.buffers import POOL
+from fabricprobe.buffers import POOL, BufferPool
 
 
 @dataclass(frozen=True)
@@ -90,12 +90,12 @@ class CollectiveSpec:
     def busbw_factor(self, nranks: int) -> float:
         return 1.0
 
-    def allocate(self, case: Case) -> None:
-        """Page-aligned buffers for the case's layout."""
+    def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
+        """Page-aligned buffers for the case's layout, from the process's pool."""
         lay = case.layout
         case.send = (None if case.in_place or not self.has_send
-                     else POOL.get("send", lay.send_len, case.dtype, case.hugepages))
-        case.recv = POOL.get("recv", lay.recv_len, case.dtype, case.hugepages)
+                     else pool.get("send", lay.send_len, case.dtype, case.hugepages))
+        case.recv = pool.get("recv", lay.recv_len, case.dtype, case.hugepages)
 
     def prepare(self, case: Case) -> None:
         """Write this rank's input and mark the output as unwritten."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fabricprobe import patterns
+from fabricprobe.buffers import POOL, BufferPool
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout, fill_reduction, reduction_expected
 
 
@@ -16,11 +17,11 @@ class Reduce(CollectiveSpec):
         count = nbytes // itemsize
         return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
 
-    def allocate(self, case: Case) -> None:
+    def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
         # MPI_IN_PLACE is only valid at the root; other ranks always send from a buffer.
         in_place_here = case.in_place and case.rank == case.root
         saved, case.in_place = case.in_place, in_place_here
-        super().allocate(case)
+        super().allocate(case, pool)
         case.in_place = saved
 
     def prepare(self, case: Case) -> None:

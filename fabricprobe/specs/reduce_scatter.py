@@ -6,7 +6,7 @@ Sized as nccl-tests does: the reported size is the whole input buffer (count × 
 from __future__ import annotations
 
 from fabricprobe import patterns
-from fabricprobe.buffers import POOL
+from fabricprobe.buffers import POOL, BufferPool
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout, fill_reduction, reduction_expected
 
 
@@ -22,10 +22,10 @@ class ReduceScatter(CollectiveSpec):
     def busbw_factor(self, nranks: int) -> float:
         return (nranks - 1) / nranks
 
-    def allocate(self, case: Case) -> None:
-        super().allocate(case)
+    def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
+        super().allocate(case, pool)
         if case.in_place:  # the input is read from the receive buffer, so it holds all blocks
-            case.recv = POOL.get("recv", case.count * case.nranks, case.dtype, case.hugepages)
+            case.recv = pool.get("recv", case.count * case.nranks, case.dtype, case.hugepages)
 
     def prepare(self, case: Case) -> None:
         if case.in_place:
