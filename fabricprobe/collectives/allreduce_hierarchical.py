@@ -13,6 +13,8 @@ ranks; on larger nodes the extra ranks contribute to the reduce-scatter but own 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from fabricprobe import topology
 from fabricprobe.collectives.allreduce_rabenseifner import allreduce_rabenseifner
 from fabricprobe.collectives.allreduce_recursive_doubling import allreduce_recursive_doubling
@@ -27,14 +29,20 @@ INTER = {"ring": allreduce_ring, "rabenseifner": allreduce_rabenseifner, "recurs
 def allreduce_hierarchical(comm, sendbuf, recvbuf, op, root=0, inter: str = "ring") -> None:
     buf = recvbuf
     h = topology.hierarchy(comm)
-    segments = block_displacements(buf.size, h.min_local)
-    sizes = [int(segments[j + 1] - segments[j]) if j < h.min_local else 0 for j in range(h.local_size)]
-    node_disps = displacements_from_counts(sizes)
+    segments, node_disps = _layout(buf.size, h.min_local, h.local_size)
     reduce_scatter_ring(h.node, buf, node_disps, op, source=sendbuf)
     if h.local_rank < h.min_local:
         j = h.local_rank
-        INTER[inter](h.index, None, buf[int(segments[j]):int(segments[j + 1])], op)
+        INTER[inter](h.index, None, buf[segments[j]:segments[j + 1]], op)
     allgather_ring(h.node, buf, node_disps)
+
+
+@lru_cache(maxsize=256)
+def _layout(count: int, leaders: int, local_size: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Segment offsets (one per leader) and the node ring's blocks (empty for non-leaders)."""
+    segments = block_displacements(count, leaders)
+    sizes = [segments[j + 1] - segments[j] if j < leaders else 0 for j in range(local_size)]
+    return segments, displacements_from_counts(sizes)
 
 
 def _variant(inter: str):

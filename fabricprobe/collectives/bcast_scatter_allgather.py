@@ -3,8 +3,6 @@ scatter_ring_allgather, van de Geijn). (lg p + p − 1)α + 2((p−1)/p)nβ: for
 
 from __future__ import annotations
 
-import numpy as np
-
 from fabricprobe.collectives.base import Algorithm, register
 from fabricprobe.collectives.ring import allgather_ring
 
@@ -18,10 +16,10 @@ def bcast_scatter_allgather(comm, sendbuf, recvbuf, op=None, root=0) -> None:
     rel = (comm.rank - root) % p
     # Block b belongs to relative rank b: elements [b*block, (b+1)*block) clipped to n (may be empty).
     block = -(-n // p)
-    disps = np.minimum(np.arange(p + 1, dtype=np.int64) * block, n)
+    disps = tuple(min(b * block, n) for b in range(p + 1))
 
     def blocks(first: int, last: int):
-        return recvbuf[int(disps[first]):int(disps[min(last, p)])]
+        return recvbuf[disps[first]:disps[min(last, p)]]
 
     # Binomial scatter: relative rank rel receives its subtree's blocks [rel, rel + lowbit(rel)).
     mask = 1

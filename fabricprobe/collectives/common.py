@@ -4,23 +4,32 @@ device) arrays; reductions go through fabricprobe.kernels."""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import lru_cache
+from itertools import accumulate
+from typing import Any, Sequence
 
 import numpy as np
 
 from fabricprobe.buffers import aligned_empty
 
+# Offsets are tuples of Python ints, cached: at small sizes the algorithms' own bookkeeping is
+# timed along with their messages, and numpy arrays of a few offsets cost microseconds.
 
-def block_displacements(count: int, parts: int) -> np.ndarray:
+
+@lru_cache(maxsize=1024)
+def block_displacements(count: int, parts: int) -> tuple[int, ...]:
     """parts+1 offsets splitting count elements into parts blocks, the first count % parts one larger."""
     base, extra = divmod(count, parts)
-    sizes = np.full(parts, base, dtype=np.int64)
-    sizes[:extra] += 1
-    return np.concatenate(([0], np.cumsum(sizes)))
+    return tuple(accumulate((base + 1 if i < extra else base for i in range(parts)), initial=0))
 
 
-def displacements_from_counts(counts: list[int] | np.ndarray) -> np.ndarray:
-    return np.concatenate(([0], np.cumsum(np.asarray(counts, dtype=np.int64))))
+def displacements_from_counts(counts: Sequence[int]) -> tuple[int, ...]:
+    return tuple(accumulate((int(c) for c in counts), initial=0))
+
+
+@lru_cache(maxsize=1024)
+def largest_block(disps: tuple[int, ...]) -> int:
+    return max((b - a for a, b in zip(disps, disps[1:])), default=0)
 
 
 _scratch: dict[tuple, np.ndarray] = {}

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from fabricprobe import kernels
 from fabricprobe.collectives.common import pof2_below, scratch
 
@@ -82,7 +80,7 @@ def unfold(comm: Any, buf: Any, fold: Fold) -> None:
             comm.Recv(buf, source=fold.rank + 1, tag=TAG_UNFOLD)
 
 
-def reduce_scatter_halving(comm: Any, buf: Any, disps: np.ndarray, fold: Fold, op: str,
+def reduce_scatter_halving(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold, op: str,
                            data: Any | None = None) -> tuple[int, int]:
     """Recursive halving over the p' survivors: distance p'/2, p'/4, ..., 1.
 
@@ -104,8 +102,8 @@ def reduce_scatter_halving(comm: Any, buf: Any, disps: np.ndarray, fold: Fold, o
             keep, send = (lo, mid), (mid, hi)
         else:
             keep, send = (mid, hi), (lo, mid)
-        k0, k1 = int(disps[keep[0]]), int(disps[keep[1]])
-        s0, s1 = int(disps[send[0]]), int(disps[send[1]])
+        k0, k1 = disps[keep[0]], disps[keep[1]]
+        s0, s1 = disps[send[0]], disps[send[1]]
         tmp = scratch(k1 - k0, buf)
         comm.Sendrecv(data[s0:s1], dest=partner, sendtag=TAG_HALVING, recvbuf=tmp, source=partner,
                       recvtag=TAG_HALVING)
@@ -113,10 +111,10 @@ def reduce_scatter_halving(comm: Any, buf: Any, disps: np.ndarray, fold: Fold, o
         data = buf  # everything later steps touch lies inside the kept half, now in buf
         lo, hi = keep
         distance //= 2
-    return int(disps[lo]), int(disps[hi])
+    return disps[lo], disps[hi]
 
 
-def allgather_doubling(comm: Any, buf: Any, disps: np.ndarray, fold: Fold) -> None:
+def allgather_doubling(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold) -> None:
     """Recursive doubling over the p' survivors: distance 1, 2, ..., p'/2.
 
     Survivor k starts owning block k and at each step swaps its whole owned range with the
@@ -128,8 +126,8 @@ def allgather_doubling(comm: Any, buf: Any, disps: np.ndarray, fold: Fold) -> No
         partner = fold.real(fold.newrank ^ distance)
         width = hi - lo
         other = (hi, hi + width) if fold.newrank & distance == 0 else (lo - width, lo)
-        o0, o1 = int(disps[other[0]]), int(disps[other[1]])
-        comm.Sendrecv(buf[int(disps[lo]):int(disps[hi])], dest=partner, sendtag=TAG_DOUBLING,
+        o0, o1 = disps[other[0]], disps[other[1]]
+        comm.Sendrecv(buf[disps[lo]:disps[hi]], dest=partner, sendtag=TAG_DOUBLING,
                       recvbuf=buf[o0:o1], source=partner, recvtag=TAG_DOUBLING)
         lo, hi = min(lo, other[0]), max(hi, other[1])
         distance *= 2

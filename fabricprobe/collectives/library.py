@@ -172,6 +172,8 @@ def _python_pt2pt(case: Case, MPI: Any) -> Batch:
 
 
 for _spec in SPECS.values():
+    if _spec.local:
+        continue
     register(Algorithm(
         name=LIBRARY,
         collective=_spec.name,
@@ -179,3 +181,15 @@ for _spec in SPECS.values():
         binder=_bind_pt2pt if _spec.pt2pt else _bind_collective,
         native=True,
     ))
+
+
+def _bind_mpi4py_pt2pt(case: Case, timer: str) -> Batch:
+    from mpi4py import MPI
+
+    return _idle if case.role < 0 else _python_pt2pt(case, MPI)
+
+
+# The ping-pong as hand-written algorithms send their messages: through mpi4py calls. Its α is
+# what the cost model charges those algorithms per message.
+register(Algorithm(name="mpi4py", collective="latency", summary="ping-pong through mpi4py calls (Python timer)",
+                   binder=_bind_mpi4py_pt2pt))

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from fabricprobe import kernels
-from fabricprobe.collectives.common import scratch
+from fabricprobe.collectives.common import largest_block, scratch
 
 TAG_RS, TAG_AG = 111, 112
 
 
-def reduce_scatter_ring(comm: Any, buf: Any, disps: np.ndarray, op: str, source: Any | None = None) -> None:
+def reduce_scatter_ring(comm: Any, buf: Any, disps: tuple[int, ...], op: str, source: Any | None = None) -> None:
     """Rank r ends with block r of the reduction in buf.
 
     `source` holds this rank's input when it is not buf (out-of-place): every block is received
@@ -32,16 +30,15 @@ def reduce_scatter_ring(comm: Any, buf: Any, disps: np.ndarray, op: str, source:
             buf[...] = source
         return
     right, left = (r + 1) % p, (r - 1) % p
-    largest = int(np.max(np.diff(disps)))
-    tmp = scratch(largest, buf)
+    tmp = scratch(largest_block(disps), buf)
     for step in range(p - 1):
         send_block = (r - step - 1) % p
         recv_block = (r - step - 2) % p
-        r0, r1 = int(disps[recv_block]), int(disps[recv_block + 1])
+        r0, r1 = disps[recv_block], disps[recv_block + 1]
         incoming = tmp[:r1 - r0]
         request = comm.Irecv(incoming, source=left, tag=TAG_RS)
         outgoing = source if step == 0 else buf  # the first block sent is still this rank's input
-        comm.Send(outgoing[int(disps[send_block]):int(disps[send_block + 1])], dest=right, tag=TAG_RS)
+        comm.Send(outgoing[disps[send_block]:disps[send_block + 1]], dest=right, tag=TAG_RS)
         request.Wait()
         if source is buf:
             kernels.reduce_into(buf[r0:r1], incoming, op)
@@ -49,7 +46,7 @@ def reduce_scatter_ring(comm: Any, buf: Any, disps: np.ndarray, op: str, source:
             kernels.reduce_pair(buf[r0:r1], source[r0:r1], incoming, op)
 
 
-def allgather_ring(comm: Any, buf: Any, disps: np.ndarray, block_of: list[int] | None = None) -> None:
+def allgather_ring(comm: Any, buf: Any, disps: tuple[int, ...], block_of: list[int] | None = None) -> None:
     """Circulate every rank's block; rank q's block is block_of[q] (default: block q)."""
     p, r = comm.size, comm.rank
     if p == 1:
@@ -60,5 +57,5 @@ def allgather_ring(comm: Any, buf: Any, disps: np.ndarray, block_of: list[int] |
         recv_block = (r - step - 1) % p
         if block_of is not None:
             send_block, recv_block = block_of[send_block], block_of[recv_block]
-        comm.Sendrecv(buf[int(disps[send_block]):int(disps[send_block + 1])], dest=right, sendtag=TAG_AG,
-                      recvbuf=buf[int(disps[recv_block]):int(disps[recv_block + 1])], source=left, recvtag=TAG_AG)
+        comm.Sendrecv(buf[disps[send_block]:disps[send_block + 1]], dest=right, sendtag=TAG_AG,
+                      recvbuf=buf[disps[recv_block]:disps[recv_block + 1]], source=left, recvtag=TAG_AG)

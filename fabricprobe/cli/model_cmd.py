@@ -1,0 +1,82 @@
+"""`fabricprobe model FILE`: the α-β-γ cost model fitted to a run, checked against it, and
+extrapolated to machines you do not have."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from fabricprobe.cli.options import choice_list
+from fabricprobe.cli.parser import HelpFormatter
+from fabricprobe.errors import UsageError
+from fabricprobe.sizes import size_list
+
+MAX_RANKS = 65536
+DEFAULT_SCALES = "16x4,64x8,256x16,1024x64"
+MODELLED = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("model", formatter_class=HelpFormatter, help="fit the α-β-γ cost model to a run and extrapolate",
+                       description="Fit α and β (per link level) from a run's ping-pong points and γ from its reduce_local\n"
+                                   "points; print every hand-written algorithm's predicted time beside the measured one,\n"
+                                   "the predicted and measured crossover sizes, and predictions for larger machines.\n"
+                                   "Formulas: docs/cost-model.md.")
+    p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
+    p.add_argument("--run", metavar="ID", help="the run to model (default: the last one)")
+    p.add_argument("--collectives", default="allreduce", metavar="LIST",
+                   help=f"collectives to model: {', '.join(MODELLED)}")
+    p.add_argument("--scale", default=DEFAULT_SCALES, metavar="LIST",
+                   help=f"machines to predict, as NODESxRANKS_PER_NODE, up to {MAX_RANKS:,} ranks")
+    p.add_argument("--sizes", default="8,1K,64K,1M,16M,256M", metavar="LIST", help="sizes of the prediction tables")
+    p.add_argument("--software", action="store_true",
+                   help="include fabricprobe's Python per-message and per-reduction costs in the larger-machine "
+                        "predictions (default: the algorithms alone)")
+    p.add_argument("--no-nic-sharing", action="store_true",
+                   help="do not assume the g concurrent inter-node flows of a node share its link")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(handler=run)
+
+
+def parse_scales(text: str) -> list[tuple[int, int]]:
+    out = []
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        nodes, sep, per_node = item.lower().partition("x")
+        if not sep or not nodes.isdigit() or not per_node.isdigit() or int(nodes) < 1 or int(per_node) < 1:
+            raise UsageError(f"invalid scale {item!r}: expected NODESxRANKS_PER_NODE such as 1024x64")
+        if int(nodes) * int(per_node) > MAX_RANKS:
+            raise UsageError(f"scale {item} has {int(nodes) * int(per_node):,} ranks; the model goes up to {MAX_RANKS:,}")
+        out.append((int(nodes), int(per_node)))
+    if not out:
+        raise UsageError("empty --scale list")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from fabricprobe import collectives as registry
+    from fabricprobe.console import make_console
+    from fabricprobe.model.analysis import at_scale, compare, run_shape
+    from fabricprobe.model.fit import fit_run
+    from fabricprobe.model.render import render, to_json
+    from fabricprobe.store import load_runs, select_run
+
+    colls = choice_list(args.collectives, MODELLED, "collective")
+    scales = parse_scales(args.scale)
+    sizes = size_list(args.sizes)
+    run_ = select_run(load_runs(args.file), args.run, args.file)
+    fitted = fit_run(run_.points, f"run {run_.id} of {args.file}")
+    if args.no_nic_sharing:
+        fitted = replace(fitted, params=replace(fitted.params, nic_sharing=False))
+    shape = run_shape(run_.attrs)
+    comparisons = compare(run_.points, fitted, *shape, collectives=colls)
+    predictions = [at_scale(c, registry.names_for(c), n, g, fitted, sizes, software=args.software)
+                   for c in colls for n, g in scales]
+    if args.format == "json":
+        sys.stdout.write(to_json(fitted, shape, comparisons, predictions))
+    else:
+        render(make_console(), fitted, shape, comparisons, predictions)
+    return 0
+

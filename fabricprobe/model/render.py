@@ -1,0 +1,136 @@
+"""`fabricprobe model` output: rich tables, or JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from fabricprobe.model.analysis import Comparison, ScalePrediction
+from fabricprobe.model.fit import Fitted
+from fabricprobe.report.units import usec
+from fabricprobe.sizes import format_size
+
+
+def _gbps(seconds_per_byte: float) -> str:
+    return "∞" if seconds_per_byte <= 0 else f"{1 / seconds_per_byte / 1e9:.2f}"
+
+
+def params_table(fitted: Fitted) -> Table:
+    t = Table(title="[bold]fitted parameters[/] (from this run's ping-pong and reduce_local points)",
+              title_justify="left", show_edge=False)
+    for col in ("parameter", "value", "as bandwidth", "from", "fit rms error"):
+        t.add_column(col, justify="right" if col != "parameter" else "left")
+    p = fitted.params
+    for level, link in (("intra", p.intra), ("inter", p.inter)):
+        fit = fitted.fits.get(level)
+        source = f"{fit.points} latency points ({level} pair)" if fit else "same as intra (one level)"
+        rms = f"{fit.rel_rms * 100:.0f}%" if fit else ""
+        t.add_row(f"α {level}", f"{link.alpha * 1e6:.3f} µs", "", source, rms)
+        t.add_row(f"β {level}", f"{link.beta * 1e12:.2f} ps/B", f"{_gbps(link.beta)} GB/s", source, rms)
+    g = fitted.fits["gamma"]
+    t.add_row("γ", f"{p.gamma * 1e12:.2f} ps/B", f"{_gbps(p.gamma)} GB/s reduced", f"{g.points} reduce_local points",
+              f"{g.rel_rms * 100:.0f}%")
+    t.add_row("kernel call", f"{p.reduce_overhead * 1e6:.3f} µs", "", "reduce_local intercept", "")
+    m = fitted.fits.get("mpi4py")
+    t.add_row("mpi4py message", f"{p.message_overhead * 1e6:.3f} µs", "",
+              f"{m.points} mpi4py ping-pong points" if m else "not measured (latency/mpi4py)", "")
+    t.caption = ("the last two rows are fabricprobe's Python costs per message and per reduction: added when "
+                 "predicting this run's hand-written algorithms, left out of the larger-machine predictions")
+    t.caption_justify = "left"
+    return t
+
+
+def comparison_table(comp: Comparison) -> Table:
+    algorithms = sorted({r["algorithm"] for r in comp.rows})
+    sizes = sorted({r["size"] for r in comp.rows})
+    cell = {(r["size"], r["algorithm"]): r for r in comp.rows}
+    t = Table(title=f"[bold]{comp.collective}[/] {comp.dtype} {comp.op}: measured / predicted µs (error)",
+              title_justify="left", show_edge=False)
+    t.add_column("size", justify="right")
+    for a in algorithms:
+        t.add_column(a, justify="right")
+    for size in sizes:
+        row = [format_size(size)]
+        for a in algorithms:
+            r = cell.get((size, a))
+            row.append("-" if r is None else f"{usec(r['measured_s'])} / {usec(r['predicted_s'])} ({r['error']:+.0%})")
+        t.add_row(*row)
+    def errs(regime: str) -> str:
+        per = ", ".join(f"{a} {comp.median_abs_error(a, regime):.0%}" for a in algorithms)
+        return f"{per}; all {comp.median_abs_error(None, regime):.0%}"
+
+    t.caption = (f"median |error| from 64 KiB: {errs('bandwidth')}\n"
+                 f"median |error| below 64 KiB: {errs('latency')} (Python bookkeeping per call, not modelled, "
+                 "dominates there)")
+    t.caption_justify = "left"
+    return t
+
+
+def _crossover_text(items: list[tuple[float, str, str]]) -> str:
+    if not items:
+        return "none"
+    return "; ".join(f"{a} → {b} at {format_size(int(round(size)))}" for size, a, b in items)
+
+
+def scale_table(pred: ScalePrediction) -> Table:
+    p = pred.nodes * pred.per_node
+    kind = "fabricprobe's Python implementations" if pred.software else "the algorithms, without Python overheads"
+    t = Table(title=f"[bold]{pred.collective}[/] predicted at {pred.nodes} nodes × {pred.per_node} ranks = {p:,} ranks, "
+                    f"µs ({kind})",
+              title_justify="left", show_edge=False)
+    t.add_column("size", justify="right")
+    for a in pred.table:
+        t.add_column(a, justify="right")
+    t.add_column("winner")
+    for n, winner in pred.winners.items():
+        t.add_row(format_size(n), *[(f"[bold]{usec(pred.table[a][n])}[/]" if a == winner else usec(pred.table[a][n]))
+                                    for a in pred.table], winner)
+    t.caption = f"predicted crossovers: {_crossover_text(pred.crossovers)}"
+    t.caption_justify = "left"
+    return t
+
+
+def render(console: Console, fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison],
+           scales: list[ScalePrediction]) -> None:
+    console.print(params_table(fitted))
+    console.print()
+    nodes, per_node = shape
+    for comp in comparisons:
+        console.print(comparison_table(comp))
+        console.print(f"  at this run's {nodes} × {per_node}: predicted crossovers: {_crossover_text(comp.predicted_crossovers)}")
+        measured = "; ".join(f"{a} → {b} at {format_size(s)}" for s, a, b in comp.measured_crossovers) or "none"
+        console.print(f"  measured crossovers (hand-written algorithms, measured sizes): {measured}")
+        console.print()
+    for pred in scales:
+        console.print(scale_table(pred))
+        console.print()
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def to_json(fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison], scales: list[ScalePrediction]) -> str:
+    doc = {
+        "params": fitted.params.as_dict(),
+        "fits": {k: vars(v) for k, v in fitted.fits.items()},
+        "run_shape": {"nodes": shape[0], "ranks_per_node": shape[1]},
+        "comparisons": [dict(collective=c.collective, dtype=c.dtype, op=c.op, rows=c.rows,
+                             predicted_crossovers=c.predicted_crossovers, measured_crossovers=c.measured_crossovers,
+                             median_abs_error=c.median_abs_error(),
+                             median_abs_error_bandwidth=c.median_abs_error(regime="bandwidth"),
+                             median_abs_error_latency=c.median_abs_error(regime="latency")) for c in comparisons],
+        "scales": [dict(collective=s.collective, nodes=s.nodes, ranks_per_node=s.per_node, predicted_s=s.table,
+                        winners=s.winners, crossovers=s.crossovers) for s in scales],
+    }
+    return json.dumps(_clean(doc), indent=1) + "\n"
