@@ -2,6 +2,9 @@
 
     reduce_into(dst, src, op)   dst = dst (op) src, elementwise
     reduce_pair(out, a, b, op)  out = a (op) b
+    topk_indices(values, k, out)   indices of the k largest |values|, ascending (ties: lowest index)
+    merge_sum(ia, va, ib, vb, oi, ov)   union of two index-sorted sparse vectors, equal indices summed
+    scatter_add(dense, idx, val)   dense[idx] += val
 
 numpy arrays run Numba CPU kernels (kernels/cpu.py). Device arrays register their own
 backend with `register_backend` (the GPU kernels do), so every hand-written collective runs on
@@ -14,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fabricprobe.kernels import cpu
+from fabricprobe.kernels import cpu, sparse_cpu
 
 OPCODES = {"sum": cpu.SUM, "max": cpu.MAX, "min": cpu.MIN, "prod": cpu.PROD}
 
@@ -22,13 +25,18 @@ OPCODES = {"sum": cpu.SUM, "max": cpu.MAX, "min": cpu.MIN, "prod": cpu.PROD}
 class Backend:
     """The kernels for one kind of array."""
 
-    def __init__(self, name: str, reduce_into: Callable, reduce_pair: Callable) -> None:
+    def __init__(self, name: str, reduce_into: Callable, reduce_pair: Callable, topk_indices: Callable,
+                 merge_sum: Callable, scatter_add: Callable) -> None:
         self.name = name
         self.reduce_into = reduce_into
         self.reduce_pair = reduce_pair
+        self.topk_indices = topk_indices
+        self.merge_sum = merge_sum
+        self.scatter_add = scatter_add
 
 
-CPU = Backend("numba-cpu", cpu.reduce_into, cpu.reduce_pair)
+CPU = Backend("numba-cpu", cpu.reduce_into, cpu.reduce_pair, sparse_cpu.topk_indices, sparse_cpu.merge_sum,
+              sparse_cpu.scatter_add)
 _BACKENDS: dict[str, Backend] = {}  # array type's module prefix -> backend
 
 
@@ -64,3 +72,19 @@ def reduce_pair(out: Any, a: Any, b: Any, op: str) -> None:
     _check(out, b)
     if out.size:
         backend_for(out).reduce_pair(out, a, b, OPCODES[op])
+
+
+def topk_indices(values: Any, k: int, out_idx: Any) -> int:
+    """Indices of the k largest |values| (ties: lowest index first), ascending, into out_idx; returns k."""
+    return backend_for(values).topk_indices(values, k, out_idx)
+
+
+def merge_sum(ia: Any, va: Any, ib: Any, vb: Any, out_i: Any, out_v: Any) -> int:
+    """Union of two index-sorted sparse vectors into out, equal indices summed; returns its length."""
+    return backend_for(va).merge_sum(ia, va, ib, vb, out_i, out_v)
+
+
+def scatter_add(dense: Any, idx: Any, val: Any) -> None:
+    """dense[idx[j]] += val[j] for every pair (repeated indices all add)."""
+    if idx.size:
+        backend_for(dense).scatter_add(dense, idx, val)

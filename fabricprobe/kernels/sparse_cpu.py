@@ -1,0 +1,149 @@
+"""Numba kernels for sparse vectors on the host: top-k selection by magnitude, merging of sorted
+sparse vectors, scatter-add.
+
+Top-k is a radix select on the magnitudes' bit patterns (for non-negative IEEE floats, and for
+integer magnitudes, bit order is value order): one histogram pass per 16-bit digit narrows the
+threshold key; a last pass collects, in index order, every element above the threshold and the
+lowest-indexed ones equal to it. No sort of the whole array, exactly k results, indices
+ascending, ties broken by the lowest index — the same answer on every rank and every run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_DIGIT = 16
+_BUCKETS = 1 << _DIGIT
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _key(raw, signed_int, sign_mask):  # pragma: no cover - compiled
+    """Order-preserving unsigned key of |x| from x's raw bits (floats) or value (signed ints)."""
+    if signed_int:
+        v = np.int64(raw)  # int32's minimum negates exactly in int64; int64's wraps to 2**63, still the largest
+        return np.uint64(-v) if v < 0 else np.uint64(v)
+    return np.uint64(raw) & sign_mask
+
+
+@njit(cache=True, nogil=True)
+def topk_raw(raw, width, signed_int, sign_mask, k, out_idx):  # pragma: no cover - compiled
+    """Indices of the k largest magnitudes (ties: lowest index first), ascending, in out_idx.
+
+    raw is the value array itself (signed ints) or its unsigned bit view (floats, whose sign bit
+    sign_mask clears). Two passes over
+    the data: a histogram of the top 16 key bits, then one pass collecting, in index order, the
+    elements certainly in and the candidates of the boundary bucket. The exact threshold is then
+    found among the candidates only, and the two ordered lists merged.
+    """
+    n = raw.size
+    if k <= 0:
+        return 0
+    if k >= n:
+        for i in range(n):
+            out_idx[i] = i
+        return n
+    top = np.uint64(width - _DIGIT)
+    hist = np.zeros(_BUCKETS, dtype=np.int64)
+    for i in range(n):
+        hist[_key(raw[i], signed_int, sign_mask) >> top] += 1
+    above = 0
+    d = _BUCKETS - 1
+    while d > 0 and above + hist[d] < k:
+        above += hist[d]
+        d -= 1
+    boundary = np.uint64(d)
+    sure = np.empty(above, dtype=np.int64)
+    cand = np.empty(hist[d], dtype=np.int64)
+    cand_keys = np.empty(hist[d], dtype=np.uint64)
+    ns = nc = 0
+    for i in range(n):
+        key = _key(raw[i], signed_int, sign_mask)
+        digit = key >> top
+        if digit > boundary:
+            sure[ns] = i
+            ns += 1
+        elif digit == boundary:
+            cand[nc] = i
+            cand_keys[nc] = key
+            nc += 1
+    # Among the candidates, take the `need` largest keys, lowest index first on ties.
+    need = k - above
+    order = np.argsort(-cand_keys.astype(np.float64), kind="mergesort")  # stable: index order on ties
+    chosen = np.sort(cand[order[:need]])
+    i = j = m = 0
+    while i < ns or j < need:
+        if j >= need or (i < ns and sure[i] < chosen[j]):
+            out_idx[m] = sure[i]
+            i += 1
+        else:
+            out_idx[m] = chosen[j]
+            j += 1
+        m += 1
+    return m
+
+
+_RAW = {"f4": (np.uint32, 32, False), "f8": (np.uint64, 64, False), "i4": (None, 32, True), "i8": (None, 64, True)}
+
+
+def topk_indices(values: np.ndarray, k: int, out_idx: np.ndarray) -> int:
+    """Indices of the k largest |values| (ties: lowest index first), ascending, into out_idx."""
+    view, width, signed_int = _RAW[values.dtype.str[1:]]
+    sign_mask = np.uint64((1 << (width - 1)) - 1)
+    return topk_raw(values.view(view) if view is not None else values, width, signed_int, sign_mask, k, out_idx)
+
+
+@njit(cache=True, nogil=True)
+def gather(values, idx, out):  # pragma: no cover - compiled
+    for j in range(idx.size):
+        out[j] = values[idx[j]]
+
+
+@njit(cache=True, nogil=True)
+def merge_sum(ia, va, ib, vb, out_i, out_v):  # pragma: no cover - compiled
+    """Union of two index-sorted sparse vectors, summing equal indices; returns the length."""
+    i = j = m = 0
+    na, nb = ia.size, ib.size
+    while i < na and j < nb:
+        a, b = ia[i], ib[j]
+        if a < b:
+            out_i[m] = a
+            out_v[m] = va[i]
+            i += 1
+        elif b < a:
+            out_i[m] = b
+            out_v[m] = vb[j]
+            j += 1
+        else:
+            out_i[m] = a
+            out_v[m] = va[i] + vb[j]
+            i += 1
+            j += 1
+        m += 1
+    while i < na:
+        out_i[m] = ia[i]
+        out_v[m] = va[i]
+        i += 1
+        m += 1
+    while j < nb:
+        out_i[m] = ib[j]
+        out_v[m] = vb[j]
+        j += 1
+        m += 1
+    return m
+
+
+@njit(cache=True, nogil=True)
+def scatter_add(dense, idx, val):  # pragma: no cover - compiled
+    """dense[idx[j]] += val[j] (indices may repeat: every pair is added)."""
+    for j in range(idx.size):
+        dense[idx[j]] += val[j]
+
+
+@njit(cache=True, nogil=True)
+def compact(idx, val, keep, out_i, out_v):  # pragma: no cover - compiled
+    """out = the pairs at positions keep (ascending); returns the length."""
+    for j in range(keep.size):
+        out_i[j] = idx[keep[j]]
+        out_v[j] = val[keep[j]]
+    return keep.size
