@@ -14,8 +14,10 @@ from fabricprobe.errors import UsageError
 ALL_COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall", "barrier")
 ALL_PT2PT = ("latency", "bw", "bibw")
 ALL_KERNELS = ("reduce_local", "copy_local")  # no communication: the reduction kernel and a plain copy
+ALL_SPARSE = ("sparse_allreduce", "topk_local")
 GROUPS = {"all": ALL_COLLECTIVES + ALL_PT2PT + ALL_KERNELS, "collectives": ALL_COLLECTIVES, "pt2pt": ALL_PT2PT,
-          "kernels": ALL_KERNELS}
+          "kernels": ALL_KERNELS, "sparse": ALL_SPARSE}
+KNOWN = ALL_COLLECTIVES + ALL_PT2PT + ALL_KERNELS + ALL_SPARSE
 PAIRS = ("intra", "inter", "all")
 
 # OMB's defaults: 1000 iterations / 100 warm-up up to 8 KiB, 100 / 10 above.
@@ -33,6 +35,7 @@ class SweepConfig:
     sizes: list[int] = field(default_factory=lambda: list(FULL["sizes"]))
     dtypes: list[str] = field(default_factory=lambda: ["float32"])
     ops: list[str] = field(default_factory=lambda: ["sum"])
+    densities: list[float] = field(default_factory=lambda: [0.001, 0.01, 0.1])
     modes: list[str] = field(default_factory=lambda: ["barrier"])
     in_place: list[bool] = field(default_factory=lambda: [False])
     iterations_small: int = FULL["iterations_small"]

@@ -29,12 +29,13 @@ class PointSpec:
     requested_bytes: int
     layout: Layout
     pair: str = ""  # point-to-point tests: intra, inter or all
+    density: float = 0.0  # sparse tests
 
     @property
     def key(self) -> str:
         parts = [self.collective, self.algorithm, self.dtype, self.op, "inplace" if self.in_place else "outofplace",
                  self.mode, str(self.layout.nbytes)]
-        return "|".join(parts + ([self.pair] if self.pair else []))
+        return "|".join(parts + ([self.pair] if self.pair else []) + ([f"d{self.density:g}"] if self.density else []))
 
     @property
     def label(self) -> str:
@@ -53,6 +54,8 @@ class PointSpec:
             parts.append(f"({self.mode} mode)")
         if self.pair:
             parts.append(f"[{PAIR_LABELS[self.pair]}]")
+        if self.density:
+            parts.append(f"density {self.density:g}")
         return " ".join(parts)
 
 
@@ -103,7 +106,12 @@ def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[l
                 requested_bytes=0, layout=empty)
 
     used: set[str] = set()
-    for coll in config.collectives:
+    collectives_planned = list(config.collectives)
+    if "sparse_allreduce" in collectives_planned and "allreduce" not in collectives_planned:
+        # Sparse results are read against the library's dense allreduce of the same size.
+        collectives_planned.insert(collectives_planned.index("sparse_allreduce"), "allreduce")
+        notes.append("allreduce (library) added: sparse allreduce times are compared with it")
+    for coll in collectives_planned:
         spec = SPECS[coll]
         if spec.pt2pt and nranks < 2:
             note = "point-to-point tests need at least 2 ranks; skipped at n=1"
@@ -114,11 +122,19 @@ def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[l
         if spec.pt2pt:
             pairs, pair_notes = available_pairs(config, topo)
             notes.extend(n for n in pair_notes if n not in notes)
-        algorithms = [a for a in ([spec.implementation] if spec.local else config.algorithms)
-                      if collectives.get(coll, a) is not None]
+        if spec.local:
+            wanted = list(spec.implementations)
+        elif coll == "allreduce" and coll not in config.collectives:
+            wanted = [collectives.LIBRARY]
+        elif spec.sparse and config.algorithms == [collectives.LIBRARY]:
+            wanted = collectives.names_for(coll)  # there is no library sparse allreduce: measure them all
+        else:
+            wanted = config.algorithms
+        algorithms = [a for a in wanted if collectives.get(coll, a) is not None]
         used.update(algorithms)
         dtypes = [BYTE] if (spec.pt2pt or not spec.sized) else config.dtypes
-        ops = config.ops if spec.reduces else [NO_OP]
+        ops = (["sum"] if spec.sparse else config.ops) if spec.reduces else [NO_OP]
+        densities = config.densities if spec.sparse else [0.0]
         places = [p for p in config.in_place if spec.in_place_supported or not p] or [False]
         sizes = config.sizes if spec.sized else [0]
         # Algorithms innermost: at each size every algorithm runs back to back, on the same buffers,
@@ -135,9 +151,11 @@ def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[l
                                     notes.append(f"{coll} {dtype} {format_size(nbytes)}: count exceeds the C "
                                                  "int range; skipped")
                                     continue
-                                for alg in algorithms:
-                                    add(collective=coll, algorithm=alg, dtype=dtype, op=op, in_place=in_place,
-                                        mode=mode, requested_bytes=nbytes, layout=layout, pair=pair)
+                                for density in densities:
+                                    for alg in algorithms:
+                                        add(collective=coll, algorithm=alg, dtype=dtype, op=op, in_place=in_place,
+                                            mode=mode, requested_bytes=nbytes, layout=layout, pair=pair,
+                                            density=density)
     for alg in config.algorithms:
         if alg not in used:
             notes.append(f"algorithm {alg!r} implements none of the selected collectives; nothing measured for it")

@@ -12,6 +12,7 @@ from fabricprobe import collectives, faults, harness, loops, native
 from fabricprobe.config import SweepConfig
 from fabricprobe.datatypes import numpy_dtype
 from fabricprobe.plan import EMPTY, PointSpec, pair_ranks
+from fabricprobe.sparse import traffic
 from fabricprobe.specs import SPECS, pt2pt
 from fabricprobe.specs.base import Case
 from fabricprobe.stats import bandwidths, summarize
@@ -66,6 +67,7 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
         max_time=config.max_time, ci_target=config.ci_target, min_iterations=config.min_iterations,
     )
     wrong = checked = 0
+    bytes_sent = result_nnz = -1
     note = ""
     error = ""
     factor = 0.0
@@ -81,17 +83,19 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
             case = Case(collective=point.collective, comm=comm, rank=comm.rank, nranks=comm.size,
                         dtype_name=point.dtype, dtype=numpy_dtype(point.dtype), op=point.op, root=config.root,
                         in_place=point.in_place, layout=point.layout, window=config.window,
-                        hugepages=config.hugepages)
+                        hugepages=config.hugepages, density=point.density, semantics=algorithm.semantics)
             if spec.pt2pt:
                 pairing = pair_of(comm.rank, point.pair, topo)
                 if pairing is not None:
                     case.peer, first = pairing
                     case.role = spec.roles(first)
             spec.allocate(case)
+            spec.prepare(case)  # inputs exist before the algorithm is bound to them
             factor = spec.busbw_factor(comm.size)
             batch = algorithm.bind(case, timer)
             faults.hang_if_asked(point.collective, comm.rank)
             validated = config.validate
+            traffic.reset()
             if validated:
                 for _ in range(config.check_iters):
                     spec.prepare(case)
@@ -99,8 +103,15 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
                     faults.corrupt_result(point.collective, comm.rank, case.recv)
                     wrong += spec.check(case)
                     checked += spec.checked_elements(case)
+                sent = traffic.sent() // config.check_iters
             else:
                 spec.prepare(case)
+                if spec.sparse and not spec.local:
+                    batch(np.empty(1), loops.BARRIER)  # one untimed call to count its traffic
+                sent = traffic.sent()
+            if spec.sparse and not spec.local:
+                bytes_sent = sent
+                result_nnz = case.recv.nnz
         measurement = harness.measure(batch, comm, budget, mode)
     except (collectives.TimerUnavailable, MPI.Exception, RuntimeError) as exc:
         error = f"{type(exc).__name__}: {exc}"
@@ -109,6 +120,7 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
         validated = False
 
     errors = comm.gather(error, root=0)
+    bytes_sent = comm.reduce(bytes_sent, op=MPI.MAX, root=0)
     totals = comm.reduce(np.array([wrong, checked], dtype=np.int64), op=MPI.SUM, root=0)
     any_failed = comm.bcast(bool(any(errors) or totals[0] > 0) if comm.rank == 0 else None, root=0)
     if comm.rank != 0:
@@ -119,7 +131,8 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
         index=point.index, key=point.key, collective=point.collective, algorithm=point.algorithm, dtype=point.dtype,
         op=point.op, in_place=point.in_place, root=config.root, mode=point.mode, timer=timer, nranks=comm.size,
         requested_bytes=point.requested_bytes, bytes=point.layout.nbytes, count=point.layout.count, pair=point.pair,
-        warmup=budget.warmup, busbw_factor=factor, wrong=int(totals[0]) if validated else -1,
+        warmup=budget.warmup, busbw_factor=factor, wrong=int(totals[0]) if validated else -1, density=point.density,
+        bytes_sent=bytes_sent, result_nnz=result_nnz,
         checked=int(totals[1]), started_unix=started,
     )
     samples = None

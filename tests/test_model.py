@@ -116,3 +116,20 @@ def test_model_without_latency_points(tmp_path):
                        "--progress", "none", "--quiet"]).returncode == 0
     out = run_local(["model", str(path)])
     assert out.returncode == 2 and "latency" in error_lines(out.stderr)[0]
+
+
+def test_sparse_crossover_follows_one_over_p():
+    """TopkA sends (p−1)·k pairs against a dense allreduce's ~2S: it loses once density ≈ 1/p."""
+    from fabricprobe.model.sparse_analysis import best_dense
+    from fabricprobe.model.fit import Fitted
+    from fabricprobe.model.sparse_formulas import crossover_density, predict_sparse
+
+    fitted = Fitted(P, {}, 1)
+    for nodes in (64, 1024):
+        d = crossover_density("topk_allgather", 1 << 24, 4, best_dense(1 << 24, nodes, 1, fitted), nodes, 1, P,
+                              software=False)
+        assert 0.3 / nodes < d < 3.0 / nodes
+    # gTop-k's messages stay at k pairs: its crossover does not shrink with p
+    g64 = crossover_density("gtopk", 1 << 24, 4, best_dense(1 << 24, 64, 1, fitted), 64, 1, P, software=False)
+    assert g64 > 10 / 64
+    assert predict_sparse("sparcml", 1 << 20, 4, 0.01, 1, 8, P) < predict_sparse("sparcml", 1 << 20, 4, 0.1, 1, 8, P)

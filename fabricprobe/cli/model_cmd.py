@@ -14,7 +14,7 @@ from fabricprobe.sizes import size_list
 
 MAX_RANKS = 65536
 DEFAULT_SCALES = "16x4,64x8,256x16,1024x64"
-MODELLED = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce")
+MODELLED = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "sparse_allreduce")
 
 
 def add_parser(sub: Any) -> None:
@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
                                    "Formulas: docs/cost-model.md.")
     p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
     p.add_argument("--run", metavar="ID", help="the run to model (default: the last one)")
-    p.add_argument("--collectives", default="allreduce", metavar="LIST",
+    p.add_argument("--collectives", default="allreduce,sparse_allreduce", metavar="LIST",
                    help=f"collectives to model: {', '.join(MODELLED)}")
     p.add_argument("--scale", default=DEFAULT_SCALES, metavar="LIST",
                    help=f"machines to predict, as NODESxRANKS_PER_NODE, up to {MAX_RANKS:,} ranks")
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from fabricprobe.console import make_console
     from fabricprobe.model.analysis import at_scale, compare, run_shape
     from fabricprobe.model.fit import fit_run
+    from fabricprobe.model.sparse_analysis import compare_sparse, crossover_at_scale
     from fabricprobe.model.render import render, to_json
     from fabricprobe.store import load_runs, select_run
 
@@ -71,12 +72,17 @@ def run(args: argparse.Namespace) -> int:
     if args.no_nic_sharing:
         fitted = replace(fitted, params=replace(fitted.params, nic_sharing=False))
     shape = run_shape(run_.attrs)
-    comparisons = compare(run_.points, fitted, *shape, collectives=colls)
+    dense = [c for c in colls if c != "sparse_allreduce"]
+    comparisons = compare(run_.points, fitted, *shape, collectives=dense)
     predictions = [at_scale(c, registry.names_for(c), n, g, fitted, sizes, software=args.software)
-                   for c in colls for n, g in scales]
+                   for c in dense for n, g in scales]
+    sparse, sparse_scales = [], []
+    if "sparse_allreduce" in colls:
+        sparse = compare_sparse(run_.points, fitted, *shape)
+        sparse_scales = [(n, g, crossover_at_scale(n, g, fitted, sizes, software=args.software)) for n, g in scales]
     if args.format == "json":
-        sys.stdout.write(to_json(fitted, shape, comparisons, predictions))
+        sys.stdout.write(to_json(fitted, shape, comparisons, predictions, sparse, sparse_scales))
     else:
-        render(make_console(), fitted, shape, comparisons, predictions)
+        render(make_console(), fitted, shape, comparisons, predictions, sparse, sparse_scales)
     return 0
 

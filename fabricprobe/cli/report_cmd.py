@@ -9,7 +9,7 @@ from typing import Any
 
 from fabricprobe.cli.options import choice_list
 from fabricprobe.cli.parser import HelpFormatter
-from fabricprobe.config import GROUPS
+from fabricprobe.config import GROUPS, KNOWN
 from fabricprobe.errors import UsageError
 
 FORMATS = ("table", "json", "csv", "osu")
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         runs = [select_run(runs, args.run, args.file)]
     elif not runs:
         raise UsageError(f"{args.file} holds no runs")
-    colls = choice_list(args.collectives, GROUPS["all"], "collective", GROUPS) if args.collectives else None
+    colls = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives else None
     if args.format == "table":
         from fabricprobe.console import make_console
         from fabricprobe.report.tables import render_run

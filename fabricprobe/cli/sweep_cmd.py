@@ -11,7 +11,7 @@ from fabricprobe import collectives
 from fabricprobe.cli.options import choice_list
 from fabricprobe.cli.output import set_rank, warn_line
 from fabricprobe.cli.parser import HelpFormatter
-from fabricprobe.config import FULL, GROUPS, PAIRS, QUICK, SweepConfig, differing_fields
+from fabricprobe.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig, differing_fields
 from fabricprobe.datatypes import DTYPES, OPS
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
 from fabricprobe.launch import launched_by_mpiexec
@@ -38,7 +38,10 @@ def add_parser(sub: Any) -> None:
 
     g = p.add_argument_group("what to measure")
     g.add_argument("--collectives", default="all", metavar="LIST",
-                   help=f"comma-separated: {', '.join(GROUPS['all'])}, or groups all, collectives, pt2pt")
+                   help=f"comma-separated: {', '.join(KNOWN)}, or groups all (everything but the sparse tests), "
+                        "collectives, pt2pt, kernels, sparse")
+    g.add_argument("--density", default="0.001,0.01,0.1", metavar="LIST",
+                   help="sparse tests: fractions of the elements each rank contributes (0 < d ≤ 1)")
     g.add_argument("--algorithms", default="library", metavar="LIST",
                    help="comma-separated algorithms, or all (library = the MPI library's own)")
     g.add_argument("-d", "--dtypes", default="float32", metavar="LIST", help=f"comma-separated: {', '.join(DTYPES)}")
@@ -104,6 +107,22 @@ def _sizes(args: argparse.Namespace, quick: bool) -> list[int]:
     return size_range(args.minbytes or "8", args.maxbytes or "4M", args.stepfactor, args.stepbytes)
 
 
+def _densities(text: str) -> list[float]:
+    out = []
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        try:
+            value = float(item)
+        except ValueError:
+            raise UsageError(f"invalid density {item!r}: expected a fraction such as 0.01") from None
+        if not 0 < value <= 1:
+            raise UsageError(f"invalid density {item!r}: it must be in (0, 1]")
+        if value not in out:
+            out.append(value)
+    if not out:
+        raise UsageError("empty --density list")
+    return out
+
+
 def _positive(name: str, value: float | None, minimum: float = 1) -> None:
     if value is not None and value < minimum:
         raise UsageError(f"{name} must be at least {minimum:g} (got {value:g})")
@@ -127,7 +146,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
     algorithm_names = collectives.all_names()
     algorithms = choice_list(args.algorithms, algorithm_names, "algorithm", {"all": algorithm_names})
     return SweepConfig(
-        collectives=choice_list(args.collectives, GROUPS["all"], "collective", GROUPS),
+        collectives=choice_list(args.collectives, KNOWN, "collective", GROUPS),
+        densities=_densities(args.density),
         algorithms=algorithms,
         sizes=_sizes(args, args.quick),
         dtypes=choice_list(args.dtypes, DTYPES, "datatype"),

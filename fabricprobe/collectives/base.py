@@ -38,6 +38,7 @@ class Algorithm:
     run: RunFn | None = None  # hand-written algorithms
     binder: Callable[[Case, str], Batch] | None = None  # algorithms with their own timing paths
     native: bool = False  # whether bind() can give the native timer
+    semantics: str = "exact"  # sparse allreduce: "exact" (sum of the sparsified inputs) or "gtopk" (approximate)
 
     def bind(self, case: Case, timer: str) -> Batch:
         """A Batch for this case; timer is "native" or "python"."""

@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_DIGIT = 16
-_BUCKETS = 1 << _DIGIT
+_DIGIT = 16  # bits of the first histogram for large inputs; small ones use 8 (a 65,536-bucket
+_SMALL_DIGIT = 8  # histogram would cost more to clear and scan than the data)
+_SMALL = 1 << 12
+_FEW = 1024  # boundary candidates left to a sort
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -27,14 +29,29 @@ def _key(raw, signed_int, sign_mask):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _merge_sorted(a, b):  # pragma: no cover - compiled
+    out = np.empty(a.size + b.size, dtype=np.int64)
+    i = j = m = 0
+    while i < a.size or j < b.size:
+        if j >= b.size or (i < a.size and a[i] < b[j]):
+            out[m] = a[i]
+            i += 1
+        else:
+            out[m] = b[j]
+            j += 1
+        m += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
 def topk_raw(raw, width, signed_int, sign_mask, k, out_idx):  # pragma: no cover - compiled
     """Indices of the k largest magnitudes (ties: lowest index first), ascending, in out_idx.
 
     raw is the value array itself (signed ints) or its unsigned bit view (floats, whose sign bit
-    sign_mask clears). Two passes over
-    the data: a histogram of the top 16 key bits, then one pass collecting, in index order, the
-    elements certainly in and the candidates of the boundary bucket. The exact threshold is then
-    found among the candidates only, and the two ordered lists merged.
+    sign_mask clears). Two passes over the data: a histogram of the top key bits, then one pass
+    collecting, in index order, the elements certainly in and the candidates of the boundary
+    bucket. While the candidates are many, the next 16 bits of their keys split them again; the
+    last few are ordered by (key, index) and the ordered lists merged.
     """
     n = raw.size
     if k <= 0:
@@ -43,44 +60,69 @@ def topk_raw(raw, width, signed_int, sign_mask, k, out_idx):  # pragma: no cover
         for i in range(n):
             out_idx[i] = i
         return n
-    top = np.uint64(width - _DIGIT)
-    hist = np.zeros(_BUCKETS, dtype=np.int64)
+    digit = _DIGIT if n >= _SMALL else _SMALL_DIGIT
+    shift = width - digit
+    hist = np.zeros(1 << digit, dtype=np.int64)
     for i in range(n):
-        hist[_key(raw[i], signed_int, sign_mask) >> top] += 1
+        hist[_key(raw[i], signed_int, sign_mask) >> np.uint64(shift)] += 1
     above = 0
-    d = _BUCKETS - 1
+    d = (1 << digit) - 1
     while d > 0 and above + hist[d] < k:
         above += hist[d]
         d -= 1
-    boundary = np.uint64(d)
     sure = np.empty(above, dtype=np.int64)
     cand = np.empty(hist[d], dtype=np.int64)
     cand_keys = np.empty(hist[d], dtype=np.uint64)
     ns = nc = 0
     for i in range(n):
         key = _key(raw[i], signed_int, sign_mask)
-        digit = key >> top
-        if digit > boundary:
+        top = key >> np.uint64(shift)
+        if top > d:
             sure[ns] = i
             ns += 1
-        elif digit == boundary:
+        elif top == d:
             cand[nc] = i
             cand_keys[nc] = key
             nc += 1
-    # Among the candidates, take the `need` largest keys, lowest index first on ties.
     need = k - above
-    order = np.argsort(-cand_keys.astype(np.float64), kind="mergesort")  # stable: index order on ties
-    chosen = np.sort(cand[order[:need]])
-    i = j = m = 0
-    while i < ns or j < need:
-        if j >= need or (i < ns and sure[i] < chosen[j]):
-            out_idx[m] = sure[i]
-            i += 1
-        else:
-            out_idx[m] = chosen[j]
-            j += 1
-        m += 1
-    return m
+    while nc > _FEW and shift > 0:
+        lower = max(shift - _DIGIT, 0)
+        bits = shift - lower
+        mask = np.uint64((1 << bits) - 1)
+        hist2 = np.zeros(1 << bits, dtype=np.int64)
+        for j in range(nc):
+            hist2[(cand_keys[j] >> np.uint64(lower)) & mask] += 1
+        above2 = 0
+        d2 = (1 << bits) - 1
+        while d2 > 0 and above2 + hist2[d2] < need:
+            above2 += hist2[d2]
+            d2 -= 1
+        more = np.empty(above2, dtype=np.int64)
+        keep = np.empty(hist2[d2], dtype=np.int64)
+        keep_keys = np.empty(hist2[d2], dtype=np.uint64)
+        a = b = 0
+        for j in range(nc):
+            dig = (cand_keys[j] >> np.uint64(lower)) & mask
+            if dig > d2:
+                more[a] = cand[j]
+                a += 1
+            elif dig == d2:
+                keep[b] = cand[j]
+                keep_keys[b] = cand_keys[j]
+                b += 1
+        sure = _merge_sorted(sure, more)
+        cand, cand_keys, nc = keep, keep_keys, b
+        need -= above2
+        shift = lower
+    if shift == 0:  # every key bit used: the candidates are all equal, lowest indices first
+        chosen = cand[:need]
+    else:  # the few left: the `need` largest keys, lowest index first on ties (cand is in index order)
+        order = np.argsort(-cand_keys.astype(np.float64), kind="mergesort")
+        chosen = np.sort(cand[order[:need]])
+    merged = _merge_sorted(sure, chosen)
+    for m in range(merged.size):
+        out_idx[m] = merged[m]
+    return merged.size
 
 
 _RAW = {"f4": (np.uint32, 32, False), "f8": (np.uint64, 64, False), "i4": (None, 32, True), "i8": (None, 64, True)}

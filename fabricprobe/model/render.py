@@ -94,8 +94,46 @@ def scale_table(pred: ScalePrediction) -> Table:
     return t
 
 
+def sparse_table(comp) -> Table:
+    t = Table(title=f"[bold]sparse_allreduce[/] {comp.dtype}: measured / predicted µs (error)", title_justify="left",
+              show_edge=False)
+    for col in ("size", "density", "algorithm", "measured µs", "predicted µs", "error"):
+        t.add_column(col, justify="right" if col != "algorithm" else "left")
+    for r in comp.rows:
+        t.add_row(format_size(r["size"]), f"{r['density']:g}", r["algorithm"], usec(r["measured_s"]),
+                  usec(r["predicted_s"]), f"{r['error']:+.0%}")
+    t.caption = f"median |error| {comp.median_abs_error():.0%} (supports assumed disjoint: an upper bound for the exact algorithms)"
+    t.caption_justify = "left"
+    return t
+
+
+def sparse_crossover_table(comp) -> Table:
+    t = Table(title=f"[bold]crossover density[/] {comp.dtype}: above it the dense allreduce wins", title_justify="left",
+              show_edge=False)
+    for col in ("size", "algorithm", "measured (vs the library)", "predicted (vs the best modelled dense)"):
+        t.add_column(col, justify="right" if col != "algorithm" else "left")
+    for c in comp.crossovers:
+        pred = c["predicted"]
+        t.add_row(format_size(c["size"]), c["algorithm"], c["measured"],
+                  "never (sparse wins up to 1)" if pred is None else f"{pred:.3g}")
+    return t
+
+
+def scale_crossover_table(nodes: int, per_node: int, table: dict) -> Table:
+    sizes = sorted(next(iter(table.values())))
+    t = Table(title=f"[bold]sparse_allreduce[/] predicted crossover density at {nodes} × {per_node} = "
+                    f"{nodes * per_node:,} ranks (float32, without Python overheads)", title_justify="left",
+              show_edge=False)
+    t.add_column("algorithm")
+    for n in sizes:
+        t.add_column(format_size(n), justify="right")
+    for a, row in table.items():
+        t.add_row(a, *["never" if row[n] is None else f"{row[n]:.2g}" for n in sizes])
+    return t
+
+
 def render(console: Console, fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison],
-           scales: list[ScalePrediction]) -> None:
+           scales: list[ScalePrediction], sparse: list | None = None, sparse_scales: list | None = None) -> None:
     console.print(params_table(fitted))
     console.print()
     nodes, per_node = shape
@@ -107,6 +145,13 @@ def render(console: Console, fitted: Fitted, shape: tuple[int, int], comparisons
         console.print()
     for pred in scales:
         console.print(scale_table(pred))
+        console.print()
+    for comp in sparse or []:
+        console.print(sparse_table(comp))
+        console.print(sparse_crossover_table(comp))
+        console.print()
+    for nodes, per_node, table in sparse_scales or []:
+        console.print(scale_crossover_table(nodes, per_node, table))
         console.print()
 
 
@@ -120,7 +165,8 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def to_json(fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison], scales: list[ScalePrediction]) -> str:
+def to_json(fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison], scales: list[ScalePrediction],
+            sparse: list | None = None, sparse_scales: list | None = None) -> str:
     doc = {
         "params": fitted.params.as_dict(),
         "fits": {k: vars(v) for k, v in fitted.fits.items()},
@@ -132,5 +178,8 @@ def to_json(fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison
                              median_abs_error_latency=c.median_abs_error(regime="latency")) for c in comparisons],
         "scales": [dict(collective=s.collective, nodes=s.nodes, ranks_per_node=s.per_node, predicted_s=s.table,
                         winners=s.winners, crossovers=s.crossovers) for s in scales],
+        "sparse": [dict(dtype=c.dtype, rows=c.rows, crossovers=c.crossovers, median_abs_error=c.median_abs_error())
+                   for c in sparse or []],
+        "sparse_scales": [dict(nodes=n, ranks_per_node=g, crossover_density=t) for n, g, t in sparse_scales or []],
     }
     return json.dumps(_clean(doc), indent=1) + "\n"

@@ -89,7 +89,7 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
     for run in runs:
         points = [p for p in _filtered(run, collectives) if p["collective"] != EMPTY and p["status"] != "error"]
         for key, rows in group_series(points).items():
-            coll, alg, dtype, op, in_place, mode, pair = key
+            coll, alg, dtype, op, in_place, mode, pair, density = key
             lines.append(f"# OSU MPI {_OSU_TITLES.get(coll, coll)} (fabricprobe {__version__} export, run {run.id}, "
                          f"algorithm {alg}, {mode} mode{', in-place' if in_place else ''}{', ' + pair + ' pair' if pair else ''})")
             lines.append(f"# Datatype: {_OSU_TYPES.get(dtype, dtype)}." + (f" Op: {op}." if op != "none" else ""))

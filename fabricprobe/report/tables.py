@@ -15,6 +15,7 @@ from fabricprobe.plan import EMPTY, PAIR_LABELS
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
 from fabricprobe.report.groups import ci_rel, group_series
 from fabricprobe.report.units import gbps, percent, usec
+from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.warnings import run_notes, run_warnings
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
@@ -45,7 +46,7 @@ def run_header(run: Run) -> Panel:
 
 
 def _title(key: tuple) -> str:
-    collective, algorithm, dtype, op, in_place, mode, pair = key
+    collective, algorithm, dtype, op, in_place, mode, pair, density = key
     parts = [f"[bold]{collective}[/]", algorithm]
     if dtype != BYTE:
         parts.append(dtype)
@@ -56,6 +57,8 @@ def _title(key: tuple) -> str:
     parts.append(f"{mode} mode")
     if pair:
         parts.append(f"{PAIR_LABELS.get(pair, pair)} pair")
+    if density:
+        parts.append(f"density {density:g}")
     return " · ".join(parts)
 
 
@@ -106,6 +109,9 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
               and (collectives is None or p["collective"] in collectives)]
     if not points:
         console.print("(no measured points)")
+    for table in sparse_tables(points, nranks):
+        console.print(table)
+        console.print()
     for case, by_algorithm in comparison_groups(points).items():
         console.print(comparison_table(case, by_algorithm))
         console.print()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fabricprobe.specs import allgather, allreduce, alltoall, barrier, bcast, local, pt2pt, reduce, reduce_scatter
+from fabricprobe.specs import (allgather, allreduce, alltoall, barrier, bcast, local, pt2pt, reduce, reduce_scatter,
+                               sparse)
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
 SPECS: dict[str, CollectiveSpec] = {
@@ -20,6 +21,8 @@ SPECS: dict[str, CollectiveSpec] = {
         pt2pt.BIBW,
         local.REDUCE_LOCAL,
         local.COPY_LOCAL,
+        sparse.SPARSE_ALLREDUCE,
+        sparse.TOPK_LOCAL,
     )
 }
 

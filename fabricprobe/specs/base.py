@@ -44,6 +44,8 @@ class Case:
     role: int = -1  # point-to-point role (spec-defined), -1 when idle
     window: int = 64  # messages per window in the bandwidth tests
     hugepages: bool = False  # 2 MiB-aligned, madvised transparent huge pages for large buffers
+    density: float = 0.0  # sparse tests: the fraction of elements each rank contributes
+    semantics: str = "exact"  # sparse allreduce: which reference result applies
 
     @property
     def count(self) -> int:
@@ -79,7 +81,8 @@ class CollectiveSpec:
     sized: ClassVar[bool] = True  # False for barrier: one point, no message size
     pt2pt: ClassVar[bool] = False
     local: ClassVar[bool] = False  # no communication (the kernel tests)
-    implementation: ClassVar[str] = ""  # local tests: the one algorithm that implements them
+    sparse: ClassVar[bool] = False  # measured per density (--density)
+    implementations: ClassVar[tuple[str, ...]] = ()  # local tests: the algorithms that implement them
     in_place_supported: ClassVar[bool] = True
     has_send: ClassVar[bool] = True  # False when the call has only one buffer (bcast) or none
     busbw_formula: ClassVar[str] = "1"  # human-readable F in busbw = algbw * F

@@ -28,7 +28,7 @@ class ReduceLocal(LocalSpec):
     name = "reduce_local"
     reduces = True
     busbw_formula = "3 (reads 2 arrays, writes 1)"
-    implementation = "numba"
+    implementations = ("numba",)
 
     def busbw_factor(self, nranks: int) -> float:
         return 3.0
@@ -45,7 +45,7 @@ class ReduceLocal(LocalSpec):
 class CopyLocal(LocalSpec):
     name = "copy_local"
     busbw_formula = "2 (reads 1 array, writes 1)"
-    implementation = "numpy"
+    implementations = ("numpy",)
 
     def busbw_factor(self, nranks: int) -> float:
         return 2.0

@@ -1,0 +1,186 @@
+"""The working state of a sparse allreduce and the messages that carry it.
+
+A State covers the global index range [offset, offset + length) and holds it either sparse
+(index-sorted pairs, global indices) or dense (length values). Merging two states of the same range
+sums them; a state switches to dense once its pairs would take more bytes than the dense values
+(SparCML's switch). Every message is one MPI message whose size the receiver reads from the status,
+and every byte sent is counted in fabricprobe.sparse.traffic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fabricprobe import kernels
+from fabricprobe.collectives.common import scratch
+from fabricprobe.sparse import traffic
+from fabricprobe.sparse.vector import INDEX, SparseResult, capacity, decode, encode_dense, encode_sparse
+
+TAG = 171
+
+
+class Arena:
+    """Work buffers for one call: handed out in order, never reused within the call (states made
+    earlier stay valid), kept across calls (no fresh page faults in every timed iteration)."""
+
+    def __init__(self) -> None:
+        self._buffers: list[np.ndarray] = []
+        self._next = 0
+
+    def begin(self) -> None:
+        self._next = 0
+
+    def get(self, length: int, dtype: np.dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        nbytes = max(length * dtype.itemsize, 8)
+        if self._next == len(self._buffers):
+            self._buffers.append(np.empty(0, np.uint8))
+        buf = self._buffers[self._next]
+        if buf.size < nbytes:
+            buf = np.empty(max(nbytes, 2 * buf.size), np.uint8)
+            self._buffers[self._next] = buf
+        self._next += 1
+        return buf[:length * dtype.itemsize].view(dtype)
+
+
+ARENA = Arena()
+
+
+def begin() -> None:
+    """Call at the start of every sparse algorithm."""
+    ARENA.begin()
+
+
+@dataclass
+class State:
+    offset: int
+    length: int
+    dtype: np.dtype
+    idx: np.ndarray | None = None  # sparse: global indices, ascending
+    val: np.ndarray | None = None
+    dense: np.ndarray | None = None
+
+    @property
+    def is_dense(self) -> bool:
+        return self.dense is not None
+
+    @property
+    def nnz(self) -> int:
+        return self.length if self.is_dense else int(self.idx.size)
+
+    def wire_bytes(self) -> int:
+        itemsize = self.dtype.itemsize
+        return 8 + (self.length * itemsize if self.is_dense else (self.nnz * INDEX.itemsize + 7) // 8 * 8 + self.nnz * itemsize)
+
+    def densify(self) -> "State":
+        if self.is_dense:
+            return self
+        dense = _buffer(self.length, self.dtype)
+        dense.fill(0)
+        kernels.scatter_add(dense, self.idx - self.offset, self.val)
+        return State(self.offset, self.length, self.dtype, dense=dense)
+
+    def switch_if_full(self) -> "State":
+        """Dense once the pairs would outweigh the dense values."""
+        if not self.is_dense and self.nnz * (INDEX.itemsize + self.dtype.itemsize) >= self.length * self.dtype.itemsize:
+            return self.densify()
+        return self
+
+
+def _buffer(length: int, dtype: np.dtype) -> np.ndarray:
+    return ARENA.get(length, dtype)
+
+
+def from_pairs(idx: np.ndarray, val: np.ndarray, offset: int, length: int) -> State:
+    return State(offset, length, val.dtype, idx=idx, val=val)
+
+
+def merge(a: State, b: State, reselect: int | None = None) -> State:
+    """a + b over the same range; with reselect=k, only the k largest magnitudes are kept."""
+    if a.is_dense or b.is_dense:
+        dense, other = (a, b) if a.is_dense else (b, a)
+        out = _buffer(a.length, a.dtype)
+        out[:] = dense.dense
+        if other.is_dense:
+            kernels.reduce_into(out, other.dense, "sum")
+        else:
+            kernels.scatter_add(out, other.idx - a.offset, other.val)
+        return State(a.offset, a.length, a.dtype, dense=out)
+    total = a.nnz + b.nnz
+    out_i = _buffer(total, INDEX)
+    out_v = _buffer(total, a.dtype)
+    m = kernels.merge_sum(a.idx, a.val, b.idx, b.val, out_i, out_v)
+    idx, val = out_i[:m], out_v[:m]
+    if reselect is not None and m > reselect:
+        keep = np.empty(reselect, dtype=np.int64)
+        kernels.topk_indices(val, reselect, keep)
+        idx, val = idx[keep], val[keep]  # keep is ascending, so indices stay sorted
+    return State(a.offset, a.length, a.dtype, idx=idx, val=val)
+
+
+def merge_all(states: list[State]) -> State:
+    """Sum of many states by pairwise rounds (O(total · log count) for sparse ones)."""
+    while len(states) > 1:
+        states = [merge(states[i], states[i + 1]) if i + 1 < len(states) else states[i]
+                  for i in range(0, len(states), 2)]
+    return states[0]
+
+
+def encode(state: State, out: np.ndarray) -> int:
+    if state.is_dense:
+        return encode_dense(state.dense, out)
+    return encode_sparse(state.idx, state.val, out)
+
+
+def decode_state(buf: np.ndarray, offset: int, length: int, dtype: np.dtype) -> State:
+    idx, values = decode(buf, length, dtype)
+    if idx is None:
+        return State(offset, length, np.dtype(dtype), dense=values)
+    return State(offset, length, np.dtype(dtype), idx=idx, val=values)
+
+
+def message_buffer(length: int, dtype: np.dtype, pairs: int, slot: int) -> np.ndarray:
+    return scratch(capacity(length, dtype, pairs), np.empty(0, np.uint8), slot=slot)
+
+
+def exchange(comm: Any, partner: int, state: State, pairs_cap: int) -> State:
+    """Swap states with partner (one message each way); returns the partner's state."""
+    from mpi4py import MPI
+
+    out = message_buffer(state.length, state.dtype, max(state.nnz, pairs_cap), slot=30)
+    inbox = message_buffer(state.length, state.dtype, pairs_cap, slot=31)
+    nbytes = encode(state, out)
+    status = MPI.Status()
+    comm.Sendrecv(out[:nbytes], dest=partner, sendtag=TAG, recvbuf=inbox, source=partner, recvtag=TAG, status=status)
+    traffic.add(nbytes)
+    return decode_state(inbox[:status.Get_count(MPI.BYTE)], state.offset, state.length, state.dtype)
+
+
+def send(comm: Any, dest: int, state: State) -> None:
+    out = message_buffer(state.length, state.dtype, state.nnz, slot=30)
+    nbytes = encode(state, out)
+    comm.Send(out[:nbytes], dest=dest, tag=TAG)
+    traffic.add(nbytes)
+
+
+def recv(comm: Any, source: int, offset: int, length: int, dtype: np.dtype, pairs_cap: int) -> State:
+    from mpi4py import MPI
+
+    inbox = message_buffer(length, dtype, pairs_cap, slot=31)
+    status = MPI.Status()
+    comm.Recv(inbox, source=source, tag=TAG, status=status)
+    return decode_state(inbox[:status.Get_count(MPI.BYTE)], offset, length, dtype)
+
+
+def store(state: State, result: SparseResult) -> None:
+    """Leave the final state in the caller's result (copied: the state lives in scratch)."""
+    if state.is_dense:
+        full = np.zeros(result.n, state.dtype) if state.length != result.n else np.array(state.dense)
+        if state.length != result.n:
+            full[state.offset:state.offset + state.length] = state.dense
+        result.set_dense(full)
+    else:
+        result.set_sparse(np.array(state.idx), np.array(state.val))

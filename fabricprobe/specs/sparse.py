@@ -1,0 +1,83 @@
+"""Sparse allreduce (each rank contributes its k largest-magnitude entries, k = density × n) and the
+local top-k selection that produces those pairs.
+
+The pairs are selected outside the timed region: the sparse points time the communication and
+summation of already-selected pairs, and topk_local times the selection on its own, so the two
+can be read side by side. The result is sparse or dense (docs/sparse.md); validation densifies it
+and compares with fabricprobe.sparse.reference for the algorithm's semantics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabricprobe.buffers import POOL, BufferPool
+from fabricprobe.sparse import reference
+from fabricprobe.sparse.vector import SparseResult, SparseVector
+from fabricprobe.specs.base import Case, CollectiveSpec, Layout
+
+
+class SparseAllreduce(CollectiveSpec):
+    name = "sparse_allreduce"
+    reduces = True
+    sparse = True
+    in_place_supported = False
+    busbw_formula = "2(n-1)/n, as for the dense allreduce it replaces"
+
+    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
+        count = nbytes // itemsize
+        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
+
+    def busbw_factor(self, nranks: int) -> float:
+        return 2.0 * (nranks - 1) / nranks
+
+    def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
+        case.recv = SparseResult(case.count, case.dtype)
+
+    def prepare(self, case: Case) -> None:
+        if case.send is None:  # algorithms are bound to this object: made once per point
+            k = reference.k_for(case.count, case.density)
+            case.send = reference.sparsified(case.rank, case.count, case.dtype, k)
+        case.recv.clear()
+
+    def results(self, case: Case):
+        k = reference.k_for(case.count, case.density)
+        want = reference.expected(case.semantics, case.nranks, case.count, case.dtype, k)
+        return [(case.recv.to_dense(), want)]
+
+
+class TopkLocal(CollectiveSpec):
+    """Top-k selection of density × n entries by magnitude from one dense vector per rank."""
+
+    name = "topk_local"
+    local = True
+    sparse = True
+    in_place_supported = False
+    implementations = ("numba", "argpartition")
+    busbw_formula = "1 (reads the vector once)"
+
+    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
+        count = nbytes // itemsize
+        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
+
+    def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
+        case.send = pool.get("send", case.count, case.dtype, case.hugepages)
+        case.recv = pool.get("topk", reference.k_for(case.count, case.density), np.int64)
+
+    def prepare(self, case: Case) -> None:
+        case.send[:] = reference.gradient(case.rank, case.count, case.dtype)
+        case.recv.fill(-1)
+
+    def results(self, case: Case):
+        """The selected magnitudes must be the k largest (which of equal magnitudes is free)."""
+        k = case.recv.size
+        chosen = case.recv
+        if k and (chosen.min() < 0 or chosen.max() >= case.count or np.unique(chosen).size != k):
+            return [(np.zeros(k), np.ones(k))]  # invalid, repeated or unwritten indices
+        want = SparseVector.top_k(case.send, k).val
+        got = case.send[chosen] if k else want
+        return [(np.sort(np.abs(got)), np.sort(np.abs(want)))]
+
+
+SPARSE_ALLREDUCE = SparseAllreduce()
+TOPK_LOCAL = TopkLocal()

@@ -1,0 +1,55 @@
+"""Every sparse allreduce algorithm against its definition under mpiexec: p = 1..9 and uneven
+virtual topologies; and the sparse sweep end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fabricprobe.store import load_runs
+from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi
+DRIVER = str(Path(__file__).parent / "drivers" / "check_sparse.py")
+
+
+def _run(n: int, *args: str) -> dict:
+    out = run_mpi(n, [], python_args=[DRIVER, *args], timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["nranks"] == n and report["checked"] >= 400
+    return report
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])
+def test_sparse_algorithms_match_their_definition(n):
+    report = _run(n)
+    assert report["nfailures"] == 0, "\n".join(report["failures"])
+
+
+@pytest.mark.parametrize("n,layout", [(8, "3,3,2"), (5, "2,3"), (8, "4")])
+def test_sparse_algorithms_on_virtual_topologies(n, layout):
+    report = _run(n, "--ranks-per-node", layout)
+    assert report["nfailures"] == 0, "\n".join(report["failures"])
+
+
+def test_sparse_sweep(results):
+    out = run_mpi(2, ["sweep", "-o", str(results), "--collectives", "sparse", "--sizes", "4K,256K",
+                      "--density", "0.001,0.01,1", "--iters", "20", "--warmup", "2", "--max-time", "0.2",
+                      "--progress", "none"])
+    assert out.returncode == 0, out.stderr
+    assert "sparse allreduce against the library's dense allreduce" in out.stdout
+    points = [p for p in load_runs(str(results))[-1].points if p["collective"] != "empty"]
+    assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points)
+    sparse = [p for p in points if p["collective"] == "sparse_allreduce"]
+    assert {p["algorithm"] for p in sparse} == {"topk_allgather", "gtopk", "sparcml", "sparse_hier_leader",
+                                                 "sparse_hier_index"}
+    assert {p["density"] for p in sparse} == {0.001, 0.01, 1.0}
+    assert all(p["bytes_sent"] > 0 and p["result_nnz"] >= 0 for p in sparse)
+    low = next(p for p in sparse if p["algorithm"] == "gtopk" and p["density"] == 0.01 and p["bytes"] == 262144)
+    high = next(p for p in sparse if p["algorithm"] == "gtopk" and p["density"] == 1.0 and p["bytes"] == 262144)
+    assert low["bytes_sent"] * 50 < high["bytes_sent"]  # 100× fewer pairs: far fewer bytes
+    assert any(p["collective"] == "allreduce" and p["algorithm"] == "library" for p in points)
+    assert {p["algorithm"] for p in points if p["collective"] == "topk_local"} == {"numba", "argpartition"}
