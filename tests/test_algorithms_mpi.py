@@ -23,6 +23,11 @@ def _run(n: int, *args: str) -> dict:
     return report
 
 
+def test_the_checker_catches_a_wrong_algorithm():
+    report = _run(3, "--plant-fault")
+    assert report["nfailures"] > 0 and all("planted_fault" in f for f in report["failures"])
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16])
 def test_every_algorithm_matches_the_library(n):
     report = _run(n)

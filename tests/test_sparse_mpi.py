@@ -19,13 +19,19 @@ def _run(n: int, *args: str) -> dict:
     out = run_mpi(n, [], python_args=[DRIVER, *args], timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert report["nranks"] == n and report["checked"] >= 400
+    assert report["nranks"] == n and report["checked"] >= 80
     return report
+
+
+def test_the_checker_catches_a_wrong_algorithm():
+    report = _run(2, "--plant-fault")
+    assert report["nfailures"] > 0 and all("planted_fault" in f for f in report["failures"])
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])
 def test_sparse_algorithms_match_their_definition(n):
     report = _run(n)
+    assert report["checked"] >= 400
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 
 

@@ -45,14 +45,28 @@ def inputs_for(kind: str, n: int, dtype, p: int):
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
+    parser.add_argument("--plant-fault", action="store_true",
+                        help="check only a deliberately wrong sparse allreduce (the checker must report it)")
     args = parser.parse_args()
+    names = collectives.names_for("sparse_allreduce")
+    if args.plant_fault:
+        sparcml = collectives.get("sparse_allreduce", "sparcml")
+
+        def drops_one(comm, sendbuf, recvbuf, op="sum", root=0):
+            sparcml.run(comm, sendbuf, recvbuf, op, root)
+            if recvbuf.sparse is not None and recvbuf.sparse.nnz and comm.rank == 0:
+                recvbuf.sparse.val[0] += 1
+
+        from fabricprobe.collectives.base import Algorithm, register
+        register(Algorithm("planted_fault", "sparse_allreduce", "SparCML, wrong in one pair", run=drops_one))
+        names = ["planted_fault"]
     comm = MPI.COMM_WORLD
     p, r = comm.size, comm.rank
     if args.ranks_per_node:
         sizes = topology.node_sizes(topology.parse_ranks_per_node(args.ranks_per_node), p)
         topology.set_active(comm, topology.virtual(topology.detect(comm), sizes))
     checked, failures = 0, []
-    for name in collectives.names_for("sparse_allreduce"):
+    for name in names:
         algorithm = collectives.get("sparse_allreduce", name)
         for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
             for n in (0, 1, p, 97, 20000):
@@ -74,13 +88,10 @@ def main() -> int:
                                 error = f"gTop-k result has {result.nnz} nonzeros > k={k}"
                         except Exception as exc:  # report, do not hang the other ranks
                             error = f"{type(exc).__name__}: {exc}"
-                        errors = comm.gather(error, root=0)
                         checked += 1
-                        if r == 0:
-                            for rank, e in enumerate(errors):
-                                if e:
-                                    failures.append(f"{name} {dtype} n={n} k={k} {kind} rank {rank}: {e}")
-                                    break
+                        if error:  # gathered once at the end
+                            failures.append(f"{name} {dtype} n={n} k={k} {kind} rank {r}: {error}")
+    failures = [f for per_rank in comm.gather(failures, root=0) or [] for f in per_rank]
     if r == 0:
         print(json.dumps({"nranks": p, "checked": checked, "failures": failures[:40], "nfailures": len(failures)}))
     return 0
