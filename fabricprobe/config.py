@@ -53,6 +53,8 @@ class SweepConfig:
     window: int = 64
     pairs: list[str] = field(default_factory=lambda: ["intra", "inter"])
     ranks_per_node: list[int] | None = None  # virtual topology; None = the hardware's
+    comm_sizes: list[int] | None = None  # sub-communicators of the first k ranks; None = the world only
+    library_variant: str = ""  # the forced library algorithm this run measures (tune-sweep), recorded as library:NAME
     root: int = 0
     point_timeout: float = 120.0
     hugepages: bool = False

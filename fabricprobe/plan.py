@@ -30,12 +30,14 @@ class PointSpec:
     layout: Layout
     pair: str = ""  # point-to-point tests: intra, inter or all
     density: float = 0.0  # sparse tests
+    nranks: int = 0  # communicator size (the first nranks ranks); 0 = the world
 
     @property
     def key(self) -> str:
         parts = [self.collective, self.algorithm, self.dtype, self.op, "inplace" if self.in_place else "outofplace",
                  self.mode, str(self.layout.nbytes)]
-        return "|".join(parts + ([self.pair] if self.pair else []) + ([f"d{self.density:g}"] if self.density else []))
+        return "|".join(parts + ([self.pair] if self.pair else []) + ([f"d{self.density:g}"] if self.density else [])
+                        + ([f"n{self.nranks}"] if self.nranks else []))
 
     @property
     def label(self) -> str:
@@ -56,6 +58,8 @@ class PointSpec:
             parts.append(f"[{PAIR_LABELS[self.pair]}]")
         if self.density:
             parts.append(f"density {self.density:g}")
+        if self.nranks:
+            parts.append(f"on {self.nranks} ranks")
         return " ".join(parts)
 
 
@@ -87,14 +91,28 @@ def pair_ranks(pair: str, topo: Topology) -> list[tuple[int, int]] | None:
 
 
 def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[list[PointSpec], list[str]]:
-    """Points in measurement order, and notes on what was skipped."""
-    nranks = topo.nranks
+    """Points in measurement order (communicator sizes outermost), and notes on what was skipped."""
+    points, notes = _plan_for(config, topo, timers, topo.nranks, sub=0)
+    for size in sorted(set(config.comm_sizes or [])):
+        if size == topo.nranks:
+            continue
+        if size > topo.nranks or size < 1:
+            notes.append(f"communicator size {size} does not fit in this {topo.nranks}-rank job; skipped")
+            continue
+        more, _ = _plan_for(config, topo, [], size, sub=size, first_index=len(points))
+        points.extend(more)
+    return points, notes
+
+
+def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: int, sub: int,
+              first_index: int = 0) -> tuple[list[PointSpec], list[str]]:
+    """The plan on one communicator: the world (sub=0) or the first `sub` ranks (collectives only)."""
     points: list[PointSpec] = []
     notes: list[str] = []
     seen: set[str] = set()
 
     def add(**kw) -> None:
-        point = PointSpec(index=len(points), **kw)
+        point = PointSpec(index=first_index + len(points), nranks=sub, **kw)
         if point.key not in seen:
             seen.add(point.key)
             points.append(point)
@@ -113,6 +131,8 @@ def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[l
         notes.append("allreduce (library) added: sparse allreduce times are compared with it")
     for coll in collectives_planned:
         spec = SPECS[coll]
+        if sub and (spec.pt2pt or spec.local):
+            continue  # point-to-point and local tests only on the whole job
         if spec.pt2pt and nranks < 2:
             note = "point-to-point tests need at least 2 ranks; skipped at n=1"
             if note not in notes:

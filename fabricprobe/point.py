@@ -128,7 +128,9 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
 
     first_error = next((f"rank {r}: {e}" for r, e in enumerate(errors) if e), "")
     row: dict[str, Any] = dict(
-        index=point.index, key=point.key, collective=point.collective, algorithm=point.algorithm, dtype=point.dtype,
+        index=point.index, key=point.key, collective=point.collective, dtype=point.dtype,
+        algorithm=(f"{collectives.LIBRARY}:{config.library_variant}"
+                   if config.library_variant and point.algorithm == collectives.LIBRARY else point.algorithm),
         op=point.op, in_place=point.in_place, root=config.root, mode=point.mode, timer=timer, nranks=comm.size,
         requested_bytes=point.requested_bytes, bytes=point.layout.nbytes, count=point.layout.count, pair=point.pair,
         warmup=budget.warmup, busbw_factor=factor, wrong=int(totals[0]) if validated else -1, density=point.density,

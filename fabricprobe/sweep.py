@@ -45,7 +45,9 @@ def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: Re
             writer.update_run({"status": STATUS_ABORTED, "status_reason": f"watchdog: {label}"})
 
     watchdog = Watchdog(config.point_timeout, comm.rank, comm.Abort, on_timeout=mark_aborted)
+    comms = _sub_communicators(comm, sorted({p.nranks for p in points if p.nranks}), MPI)
     measured = failed = 0
+    current = 0
     progress = SweepProgress(progress_style if root else "none", len(points))
     try:
         with progress:
@@ -55,15 +57,41 @@ def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: Re
             for point in points:
                 if point.key in done:
                     continue
+                if point.nranks != current:  # a new communicator size: ranks outside it wait here
+                    comm.Barrier()
+                    current = point.nranks
+                sub, sub_topo = comms.get(point.nranks, (comm, topo))
+                if sub is None:
+                    continue
                 progress.starting(point.label)
                 watchdog.arm(f"point {point.index} ({point.label})")
-                result = run_point(point, config, comm, MPI, topo)
+                result = run_point(point, config, sub, MPI, sub_topo)
                 watchdog.disarm()
                 if writer is not None:
                     writer.append_point(result.row, result.samples)
                 progress.finished(point.label, result.row)
                 measured += 1
                 failed += int(result.failed)
+        comm.Barrier()
     finally:
         watchdog.stop()
+    failed = comm.allreduce(failed, op=MPI.MAX)  # ranks outside a sub-communicator saw none of its points
     return SweepOutcome(EXIT_WRONG if failed else EXIT_OK, measured, failed, notes)
+
+
+def _sub_communicators(comm: Any, sizes: list[int], MPI: Any) -> dict[int, tuple[Any, Topology | None]]:
+    """size -> (communicator of the first `size` ranks, its topology), or (None, None) on other ranks."""
+    from fabricprobe import topology
+
+    out: dict[int, tuple[Any, Topology | None]] = {}
+    for size in sizes:
+        inside = comm.rank < size
+        sub = comm.Split(0 if inside else MPI.UNDEFINED, comm.rank)
+        if inside:
+            topo = topology.detect(sub)
+            topology.set_active(sub, topo)
+            topology.hierarchy(sub)
+            out[size] = (sub, topo)
+        else:
+            out[size] = (None, None)
+    return out

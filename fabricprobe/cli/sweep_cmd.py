@@ -48,6 +48,12 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--ops", default="sum", metavar="LIST", help=f"reduction ops, comma-separated: {', '.join(OPS)}")
     g.add_argument("--in-place", choices=("no", "yes", "both"), default="no", help="use MPI_IN_PLACE")
     g.add_argument("--root", type=int, default=0, help="root rank of reduce and bcast")
+    g.add_argument("--comm-sizes", metavar="LIST",
+                   help="also measure the collectives on the first k ranks for each k listed (e.g. 2,4,8), so "
+                        "one job gives results for every communicator size below it")
+    g.add_argument("--library-variant", metavar="NAME", default="",
+                   help="record the library's points as library:NAME (the library algorithm forced through the "
+                        "environment, as fabricprobe tune-sweep does)")
     g.add_argument("--ranks-per-node", metavar="K|LIST",
                    help="virtual topology: nodes of K consecutive ranks, or explicit node sizes such as 3,3,2 "
                         "(default: the hardware's nodes)")
@@ -105,6 +111,19 @@ def _sizes(args: argparse.Namespace, quick: bool) -> list[int]:
     if not ranged:
         return list((QUICK if quick else FULL)["sizes"])
     return size_range(args.minbytes or "8", args.maxbytes or "4M", args.stepfactor, args.stepbytes)
+
+
+def _comm_sizes(text: str) -> list[int]:
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise UsageError(f"invalid --comm-sizes {text!r}: expected positive rank counts such as 2,4,8")
+    return sorted({int(p) for p in parts})
+
+
+def _variant(text: str) -> str:
+    if text and not all(c.isalnum() or c in "_-." for c in text):
+        raise UsageError(f"invalid --library-variant {text!r}: letters, digits, _ - . only")
+    return text
 
 
 def _densities(text: str) -> list[float]:
@@ -168,6 +187,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         window=args.window,
         pairs=choice_list(args.pairs, PAIRS, "pair kind"),
         ranks_per_node=parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node else None,
+        comm_sizes=_comm_sizes(args.comm_sizes) if args.comm_sizes else None,
+        library_variant=_variant(args.library_variant),
         root=args.root,
         point_timeout=args.point_timeout,
         hugepages=args.hugepages,

@@ -1,0 +1,130 @@
+"""Choose the fastest algorithm per (collective, communicator size, message-size range) from a
+tune-sweep's runs, keeping the default wherever the difference is inside the measured noise."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fabricprobe.errors import UsageError
+from fabricprobe.store import Run
+from fabricprobe.tuning import COLLECTIVES
+from fabricprobe.tuning.libraries import DEFAULT
+
+LIBRARY = "library"
+RESERVED = ("baseline", "tuned")  # labels of fabricprobe tune's before/after measurements, never candidates
+
+
+@dataclass
+class Decision:
+    size: int
+    winner: str  # "default" or the library's algorithm name (or a hand-written algorithm)
+    default_s: float
+    winner_s: float
+    noise: float  # the larger relative CI half-width of the two medians compared
+
+    @property
+    def speedup(self) -> float:
+        return self.default_s / self.winner_s if self.winner_s > 0 else 1.0
+
+
+@dataclass
+class Range:
+    lo: int  # smallest message size (bytes, the collective's S) the rule covers
+    hi: int | None  # first size it no longer covers; None = no limit
+    winner: str
+    decisions: list[Decision] = field(default_factory=list)
+
+    @property
+    def speedup(self) -> float:
+        return min((d.speedup for d in self.decisions), default=1.0)
+
+
+@dataclass
+class Table:
+    vendor: str
+    library_version: str
+    world: int
+    dtype: str
+    rules: dict[str, dict[int, list[Range]]]  # collective -> comm size -> ranges covering 0..∞
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def tuned(self) -> bool:
+        return any(r.winner != DEFAULT for sections in self.rules.values() for ranges in sections.values()
+                   for r in ranges)
+
+
+def _ci_rel(p: dict[str, Any]) -> float:
+    return (p["ci_high_s"] - p["ci_low_s"]) / (2 * p["median_s"]) if p["median_s"] > 0 else 0.0
+
+
+def _name(algorithm: str) -> str:
+    """library -> default; library:ring -> ring; hand-written names unchanged."""
+    if algorithm == LIBRARY:
+        return DEFAULT
+    return algorithm.split(":", 1)[1] if algorithm.startswith(LIBRARY + ":") else algorithm
+
+
+def candidates(runs: list[Run], dtype: str, include_handwritten: bool,
+               library_variants: bool = True) -> tuple[dict, dict[str, Any]]:
+    """(collective, nranks, bytes) -> {algorithm name: point}, latest measurement winning; and the
+    provenance the runs share. Raises UsageError when the runs mix libraries or hold nothing usable."""
+    table: dict[tuple, dict[str, dict]] = {}
+    versions = {r.attrs.get("mpi_library_version") for r in runs if r.points}
+    if len(versions) > 1:
+        raise UsageError("the file holds runs of different MPI libraries; tune one library at a time "
+                         "(select runs with --run)")
+    for run in runs:
+        for p in run.points:
+            if (p["collective"] not in COLLECTIVES or p["status"] != "ok" or p["mode"] != "barrier"
+                    or p["in_place"] or p["dtype"] != dtype or p["op"] not in ("sum", "none")):
+                continue
+            forced = p["algorithm"].startswith(LIBRARY + ":")
+            if _name(p["algorithm"]) in RESERVED or (forced and not library_variants):
+                continue
+            if p["algorithm"] != LIBRARY and not forced and not include_handwritten:
+                continue
+            table.setdefault((p["collective"], p["nranks"], p["bytes"]), {})[_name(p["algorithm"])] = p
+    if not table:
+        raise UsageError(f"no {dtype} measurements of {', '.join(COLLECTIVES)} to tune from: run "
+                         "`fabricprobe tune-sweep` first")
+    newest = next(r for r in reversed(runs) if r.points)
+    return table, newest.attrs
+
+
+def decide(by_name: dict[str, dict], size: int, min_gain: float) -> Decision | None:
+    default = by_name.get(DEFAULT)
+    if default is None:
+        return None
+    best_name, best = min(by_name.items(), key=lambda kv: (kv[1]["median_s"], kv[0] != DEFAULT))
+    noise = max(_ci_rel(default), _ci_rel(best))
+    clear = best["ci_high_s"] < default["ci_low_s"] and best["median_s"] < default["median_s"] * (1 - min_gain)
+    if best_name == DEFAULT or not clear:
+        return Decision(size, DEFAULT, default["median_s"], default["median_s"], noise)
+    return Decision(size, best_name, default["median_s"], best["median_s"], noise)
+
+
+def choose(runs: list[Run], dtype: str = "float32", min_gain: float = 0.05, include_handwritten: bool = False,
+           collectives: list[str] | None = None, library_variants: bool = True) -> Table:
+    """Rules over the library's variants (tuning files), or — include_handwritten and not
+    library_variants — over what can be chosen at run time: the library as launched and fabricprobe's
+    hand-written algorithms (fabricprobe's own selection table)."""
+    table, attrs = candidates(runs, dtype, include_handwritten, library_variants)
+    rules: dict[str, dict[int, list[Range]]] = {}
+    for (coll, nranks, size) in sorted(table):
+        if collectives is not None and coll not in collectives:
+            continue
+        decision = decide(table[(coll, nranks, size)], size, min_gain)
+        if decision is None:
+            continue
+        ranges = rules.setdefault(coll, {}).setdefault(nranks, [])
+        if ranges and ranges[-1].winner == decision.winner:
+            ranges[-1].decisions.append(decision)
+        else:
+            if ranges:
+                ranges[-1].hi = size
+            ranges.append(Range(lo=0 if not ranges else size, hi=None, winner=decision.winner, decisions=[decision]))
+    return Table(attrs.get("mpi_vendor", "unknown"), attrs.get("mpi_library_version", ""),
+                 int(attrs.get("nranks", 0) or 0), dtype, rules)

@@ -1,0 +1,92 @@
+"""Intel MPI outputs: I_MPI_ADJUST_<COLL> strings and the I_MPI_TUNING JSON (mpitune's format).
+
+ADJUST strings are compiled into the same selection tree as a tuning file, and a size or
+communicator size outside every range does not return to the default: it takes a neighbouring rule.
+So every string here covers message sizes 0 … 2147483647 and communicator sizes 1 … 2147483647
+without a gap. Intel MPI has no "keep the default" preset (0 is "basic logic"), so a range where
+the default won is given the fastest preset measured there.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fabricprobe.tuning.choose import Range, Table
+from fabricprobe.tuning.libraries import DEFAULT, IMPI_NAMES
+
+MAX = 2147483647
+JSON_COLL = {"allreduce": "Allreduce", "bcast": "Bcast", "reduce": "Reduce", "allgather": "Allgather",
+             "reduce_scatter": "Reduce_scatter_block", "alltoall": "Alltoall"}
+
+
+def preset(r: Range, fallback: int | None) -> int:
+    """The preset number of a range's winner (variants are named presetN)."""
+    if r.winner != DEFAULT:
+        return int(r.winner.removeprefix("preset"))
+    if fallback is None:
+        raise ValueError("Intel MPI cannot keep its default inside an ADJUST string: a measured preset is needed")
+    return fallback
+
+
+def _comm_buckets(sizes: list[int]) -> list[tuple[int, int, int]]:
+    """(measured size, lowest, highest) communicator sizes each section covers, gap-free."""
+    out = []
+    for i, c in enumerate(sizes):
+        lo = 1 if i == 0 else c
+        hi = MAX if i == len(sizes) - 1 else sizes[i + 1] - 1
+        out.append((c, lo, hi))
+    return out
+
+
+def adjust_strings(table: Table, fallbacks: dict[tuple[str, int, int], int]) -> dict[str, str]:
+    """I_MPI_ADJUST_<COLL> -> value. fallbacks[(coll, comm size, range lo)] = best measured preset."""
+    out = {}
+    for coll, sections in table.rules.items():
+        if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
+            continue
+        parts = []
+        for c, lo_c, hi_c in _comm_buckets(sorted(sections)):
+            for r in sections[c]:
+                hi = MAX if r.hi is None else r.hi - 1
+                parts.append(f"{preset(r, fallbacks.get((coll, c, r.lo)))}:{r.lo}-{hi}@{lo_c}-{hi_c}")
+        out[f"I_MPI_ADJUST_{IMPI_NAMES[coll]}"] = ";".join(parts)
+    return out
+
+
+def tuning_json(table: Table, fallbacks: dict[tuple[str, int, int], int], ppn: int) -> str:
+    """mpitune-style JSON: coll -> ppn -> comm_size -> comm_id -> msg_size upper bound -> preset."""
+    doc: dict = {}
+    for coll, sections in table.rules.items():
+        if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
+            continue
+        by_comm = {}
+        for c in sorted(sections):
+            rules = {}
+            for r in sections[c]:
+                bound = -1 if r.hi is None else r.hi - 1
+                rules[f"msg_size={bound}"] = {f"{IMPI_NAMES[coll]}={preset(r, fallbacks.get((coll, c, r.lo)))}": {}}
+            by_comm[f"comm_size={c}"] = {"comm_id=-1": rules}
+        doc[f"coll={JSON_COLL[coll]}"] = {f"ppn={ppn}": by_comm}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def parse_adjust(value: str) -> list[tuple[int, int, int, int, int]]:
+    """(preset, lo, hi, comm lo, comm hi) rules of an ADJUST string; ValueError when the cover has gaps."""
+    rules = []
+    for item in value.split(";"):
+        alg, _, cond = item.partition(":")
+        sizes, _, comms = cond.partition("@")
+        lo, _, hi = sizes.partition("-")
+        clo, _, chi = comms.partition("-")
+        rules.append((int(alg), int(lo), int(hi), int(clo), int(chi)))
+    buckets: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for _, lo, hi, clo, chi in rules:
+        buckets.setdefault((clo, chi), []).append((lo, hi))
+    edges = sorted(buckets)
+    if edges[0][0] != 1 or edges[-1][1] != MAX or any(a[1] + 1 != b[0] for a, b in zip(edges, edges[1:])):
+        raise ValueError("communicator sizes are not covered from 1 to 2147483647 without a gap")
+    for spans in buckets.values():
+        spans.sort()
+        if spans[0][0] != 0 or spans[-1][1] != MAX or any(a[1] + 1 != b[0] for a, b in zip(spans, spans[1:])):
+            raise ValueError("message sizes are not covered from 0 to 2147483647 without a gap")
+    return rules

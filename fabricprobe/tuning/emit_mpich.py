@@ -1,0 +1,184 @@
+"""MPICH outputs: JSON selection trees and the control variables that load them.
+
+MPICH replaces its whole tree with the file it is given (a partial file aborts at MPI_Init), so the
+trees written here are MPICH's own compiled-in defaults — read out of the very libmpi mpi4py loads —
+with the measured parts spliced in:
+
+- the MPIR tree (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE): for each tuned collective, its
+  "comm_type=intra" subtree becomes a chain of communicator-size sections ("comm_size<=N", which
+  MPICH evaluates as <=, and a "comm_size=any" catch-all) of message-size rules ("avg_msg_size<=N" for
+  allreduce, bcast and reduce; "total_msg_size<=N" for allgather, reduce_scatter_block and alltoall,
+  the sizes MPICH defines for them); every chain ends in an "=any" catch-all, and ranges where the
+  default won keep MPICH's original subtree.
+- the POSIX tree (MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE), for bcast, allreduce and
+  reduce: on one node MPICH's shared-memory path takes these over after a few calls, bypassing the
+  MPIR tree; the spliced POSIX tree keeps that path where the default won and hands the other ranges
+  to the MPIR tree. MPICH 5.0.2's POSIX parser knows no "use MPIR" leaf; a search that finds no leaf
+  does use MPIR (that is how MPICH's own tree sends multi-threaded runs there), so those ranges lead
+  to a dead end: "is_multi_threaded=yes" inside the "is_multi_threaded=no" branch, never true.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from fabricprobe.errors import UsageError
+from fabricprobe.tuning.choose import Range, Table
+from fabricprobe.tuning.libraries import DEFAULT, MPICH_POSIX
+
+CSEL = {"allreduce": "allreduce", "bcast": "bcast", "reduce": "reduce", "allgather": "allgather",
+        "reduce_scatter": "reduce_scatter_block", "alltoall": "alltoall"}
+FUNC = {"allreduce": "Allreduce", "bcast": "Bcast", "reduce": "Reduce", "allgather": "Allgather",
+        "reduce_scatter": "Reduce_scatter_block", "alltoall": "Alltoall"}
+SIZE_KEY = {"allreduce": "avg_msg_size", "bcast": "avg_msg_size", "reduce": "avg_msg_size",
+            "allgather": "total_msg_size", "reduce_scatter": "total_msg_size", "alltoall": "total_msg_size"}
+MPIR_DEFAULT = "mpir"  # candidate: MPICH's own MPIR tree, without the POSIX shared-memory path
+
+
+def loaded_libmpi() -> Path:
+    """The libmpi mpi4py loads here (found by loading it, without initialising MPI)."""
+    code = ("import mpi4py; mpi4py.rc.initialize = False\nfrom mpi4py import MPI\n"
+            "print([l.split()[-1] for l in open('/proc/self/maps') if 'libmpi' in l][0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0 or not out.stdout.strip():
+        raise UsageError("could not find the libmpi that mpi4py loads")
+    return Path(out.stdout.strip())
+
+
+def default_trees(libmpi: Path) -> dict[str, dict]:
+    """MPICH's compiled-in selection trees: {"mpir": ..., "posix": ...}."""
+    data = libmpi.read_bytes()
+    trees = {}
+    for match in re.finditer(rb'\{\s*"collective=', data):
+        depth, i = 0, match.start()
+        while i < len(data):
+            c = data[i]
+            if c == 0x7B:
+                depth += 1
+            elif c == 0x7D:
+                depth -= 1
+                if depth == 0:
+                    break
+            elif c == 0:
+                break
+            i += 1
+        try:
+            tree = json.loads(data[match.start():i + 1])
+        except ValueError:
+            continue
+        text = json.dumps(tree)
+        if "algorithm=MPIR_" in text and "MPIDI_POSIX" not in text and "composition=" not in text:
+            trees.setdefault("mpir", tree)
+        elif "MPIDI_POSIX_mpi_" in text:
+            trees.setdefault("posix", tree)
+    if "mpir" not in trees:
+        raise UsageError(f"{libmpi} holds no MPICH selection tree (is this MPICH 4 or later?)")
+    trees["_symbols"] = data  # type: ignore[assignment]  # for checking algorithm names exist
+    return trees
+
+
+def _chain(collective: str, ranges: list[Range], leaf) -> dict[str, Any]:
+    """Message-size rules in order, ending in the "=any" catch-all MPICH requires."""
+    key = SIZE_KEY[collective]
+    chain: dict[str, Any] = {}
+    for i, r in enumerate(ranges):
+        cond = f"{key}=any" if r.hi is None or i == len(ranges) - 1 else f"{key}<={r.hi - 1}"
+        chain[cond] = leaf(r)
+    return chain
+
+
+def _sections(sections: dict[int, list[Range]], make_chain) -> dict[str, Any]:
+    """Communicator-size sections: the rules measured on c ranks serve every size from c up to the next."""
+    sizes = sorted(sections)
+    out: dict[str, Any] = {}
+    for i, c in enumerate(sizes):
+        cond = "comm_size=any" if i == len(sizes) - 1 else f"comm_size<={sizes[i + 1] - 1}"
+        out[cond] = make_chain(sections[c])
+    return out
+
+
+def mpir_tree(table: Table, trees: dict) -> dict:
+    tree = copy.deepcopy(trees["mpir"])
+    symbols = trees.get("_symbols", b"")
+    for coll, sections in table.rules.items():
+        if all(r.winner in (DEFAULT, MPIR_DEFAULT) for rs in sections.values() for r in rs):
+            continue
+        node = tree[f"collective={CSEL[coll]}"]
+        original = node["comm_type=intra"]
+
+        def leaf(r: Range, coll=coll, original=original):
+            if r.winner in (DEFAULT, MPIR_DEFAULT):
+                return copy.deepcopy(original)
+            name = f"MPIR_{FUNC[coll]}_intra_{r.winner}"
+            if symbols and name.encode() not in symbols:
+                raise UsageError(f"MPICH here has no {name}; the tuning file would abort MPI_Init")
+            return {f"algorithm={name}": {}}
+
+        node["comm_type=intra"] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf))
+    return tree
+
+
+def posix_tree(table: Table, trees: dict) -> dict | None:
+    """The POSIX tree with ranges won by an MPIR algorithm handed to the MPIR tree; None if not needed."""
+    if "posix" not in trees:
+        return None
+    tree = copy.deepcopy(trees["posix"])
+    changed = False
+    for coll in MPICH_POSIX:
+        sections = table.rules.get(coll)
+        if not sections or all(r.winner == DEFAULT for rs in sections.values() for r in rs):
+            continue
+        node = tree.get(f"collective={CSEL[coll]}")
+        if node is None:
+            continue
+        parent, cond, default_leaf = _leaf(node)
+        mpir_leaf = {"is_multi_threaded=yes": copy.deepcopy(default_leaf)}  # never matches: MPICH uses MPIR
+
+        def leaf(r: Range, default_leaf=default_leaf, mpir_leaf=mpir_leaf):
+            return copy.deepcopy(default_leaf if r.winner == DEFAULT else mpir_leaf)
+
+        parent[cond] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf))
+        changed = True
+    return tree if changed else None
+
+
+def _leaf(node: dict) -> tuple[dict, str, dict]:
+    """Follow a chain of single conditions to its algorithm leaf: (parent, condition, leaf)."""
+    parent, cond = node, ""
+    while True:
+        key = next(iter(node))
+        if key.startswith("algorithm="):
+            return parent, cond, {key: node[key]}
+        parent, cond, node = node, key, node[key]
+
+
+def write(table: Table, directory: Path, trees: dict) -> dict[str, Path]:
+    files = {}
+    mpir = directory / "mpich_mpir_tuned.json"
+    mpir.write_text(json.dumps(mpir_tree(table, trees), indent=1) + "\n")
+    files["mpir"] = mpir
+    posix = posix_tree(table, trees)
+    if posix is not None:
+        path = directory / "mpich_posix_tuned.json"
+        path.write_text(json.dumps(posix, indent=1) + "\n")
+        files["posix"] = path
+    return files
+
+
+def load_env(files: dict[str, Path]) -> dict[str, str]:
+    env = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(files["mpir"].resolve())}
+    if "posix" in files:
+        env["MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE"] = str(files["posix"].resolve())
+    return env
+
+
+def load_lines(files: dict[str, Path]) -> str:
+    lines = ["# MPICH: use fabricprobe's tuned selection trees (MPICH aborts at MPI_Init if a file is malformed)"]
+    lines += [f"export {k}={v}" for k, v in load_env(files).items()]
+    return "\n".join(lines) + "\n"

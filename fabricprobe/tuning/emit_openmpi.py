@@ -1,0 +1,128 @@
+"""Open MPI coll/tuned outputs: the classic dynamic-rules file (what 5.0.x reads), the rule-file
+format 3 JSON (6.0 and later; not verified here: no 6.0 wheel), and the lines that load them.
+
+Classic format (ompi/mca/coll/tuned/coll_tuned_dynamic_file.c), every quirk of the reference notes
+respected: numbers written plainly (a leading zero would make `%li` read octal), the first
+communicator section keyed 0 (sections are looked up as "the last key <= comm size", and the first
+applies even below it), every section's first rule at message size 0 (otherwise the whole file is
+dropped silently), algorithm 0 meaning "Open MPI's fixed decision".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fabricprobe import __version__
+from fabricprobe.tuning.choose import Range, Table
+from fabricprobe.tuning.libraries import DEFAULT, OMPI_IDS, OMPI_NAMES, OpenMPI
+
+JSON_NAMES = {"allreduce": "allreduce", "bcast": "bcast", "reduce": "reduce", "allgather": "allgather",
+              "reduce_scatter": "reducescatterblock", "alltoall": "alltoall"}
+
+
+def _tuned_collectives(table: Table) -> list[str]:
+    return [c for c, sections in table.rules.items()
+            if any(r.winner != DEFAULT for ranges in sections.values() for r in ranges)]
+
+
+def _alg(library: OpenMPI, collective: str, r: Range) -> int:
+    """Open MPI's id for the winner (read from ompi_info); labels turned "-" into "_" (in-order_binary)."""
+    if r.winner == DEFAULT:
+        return 0
+    for ident, name in library.enumerators.get(OMPI_NAMES[collective], []):
+        if name.replace("-", "_") == r.winner:
+            return ident
+    raise KeyError(f"Open MPI has no {collective} algorithm {r.winner!r}")
+
+
+def classic_rules(table: Table, library: OpenMPI) -> str:
+    colls = _tuned_collectives(table)
+    lines = [f"# fabricprobe {__version__} tuning rules for {table.library_version.splitlines()[0] if table.library_version else 'Open MPI'}",
+             "# load: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename THIS_FILE",
+             f"{len(colls)}  # number of collectives"]
+    for coll in colls:
+        sections = table.rules[coll]
+        sizes = sorted(sections)
+        lines.append(f"{OMPI_IDS[coll]}  # {OMPI_NAMES[coll]}")
+        lines.append(f"{len(sizes)}  # number of communicator-size sections")
+        for i, comm_size in enumerate(sizes):
+            ranges = sections[comm_size]
+            key = 0 if i == 0 else comm_size
+            covers = f"measured on {comm_size} ranks" + (", also used below" if i == 0 else "")
+            lines.append(f"{key} {len(ranges)}  # comm size >= {key} ({covers}); message-size rules")
+            for r in ranges:
+                hi = "inf" if r.hi is None else r.hi
+                lines.append(f"{r.lo} {_alg(library, coll, r)} 0 0  # [{r.lo}, {hi}) -> {r.winner}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_classic_rules(text: str) -> dict[int, list[tuple[int, list[tuple[int, int, int, int]]]]]:
+    """A reader of the classic format, as strict as Open MPI's: collective id -> [(comm size,
+    [(message size, algorithm, fan in/out, segment size)])]. Raises ValueError on what Open MPI
+    would drop silently (counts that do not add up, a section not starting at 0, octal-looking numbers)."""
+    tokens = []
+    for line in text.splitlines():
+        body = line.split("#", 1)[0]
+        if body.strip().startswith("["):  # optional version line
+            continue
+        for tok in body.split():
+            if len(tok) > 1 and tok.startswith("0") and tok.isdigit():
+                raise ValueError(f"{tok!r} would be read as octal")
+            tokens.append(int(tok))
+    pos = 0
+
+    def take() -> int:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise ValueError("file ends early: a count does not match its rules")
+        pos += 1
+        return tokens[pos - 1]
+
+    out = {}
+    for _ in range(take()):
+        coll, sections = take(), []
+        for _ in range(take()):
+            comm_size, rules = take(), []
+            for j in range(take()):
+                rule = (take(), take(), take(), take())
+                if j == 0 and rule[0] != 0:
+                    raise ValueError(f"collective {coll}, comm size {comm_size}: first rule at {rule[0]}, not 0")
+                rules.append(rule)
+            sections.append((comm_size, rules))
+        out[coll] = sections
+    if pos != len(tokens):
+        raise ValueError("trailing numbers: a count does not match its rules")
+    return out
+
+
+def json_rules(table: Table) -> str:
+    """Open MPI >= 6.0 dynamic rules (rule_file_version 3). First match wins; sizes not covered keep
+    the fixed decision, so default ranges are simply left out."""
+    colls = {}
+    for coll in _tuned_collectives(table):
+        sizes = sorted(table.rules[coll])
+        entries = []
+        for i, comm_size in enumerate(sizes):
+            lo = 1 if i == 0 else comm_size
+            hi = "inf" if i == len(sizes) - 1 else sizes[i + 1] - 1
+            rules = [{"msg_size_min": r.lo, "msg_size_max": "inf" if r.hi is None else r.hi - 1, "alg": r.winner}
+                     for r in table.rules[coll][comm_size] if r.winner != DEFAULT]
+            if rules:
+                entries.append({"comm_size_min": lo, "comm_size_max": hi, "comm_rank_distribution": "any",
+                                "rules": rules})
+        colls[JSON_NAMES[coll]] = entries
+    return json.dumps({"rule_file_version": 3, "module": "tuned", "collectives": colls}, indent=1) + "\n"
+
+
+def load_lines(rules_path: Path) -> str:
+    p = rules_path.resolve()
+    return (f"# Open MPI: use fabricprobe's tuned collective rules\n"
+            f"mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {p} ...\n"
+            f"export OMPI_MCA_coll_tuned_use_dynamic_rules=1\n"
+            f"export OMPI_MCA_coll_tuned_dynamic_rules_filename={p}\n")
+
+
+def load_env(rules_path: Path) -> dict[str, str]:
+    return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+            "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(rules_path.resolve())}

@@ -1,0 +1,190 @@
+"""What each MPI library offers for tuning: its algorithms (read from the library's own tools at run
+time), how to force one, and the environment a measurement or a tuned run needs.
+
+- Open MPI: `ompi_info --parsable --param coll tuned --level 9` enumerates each coll/tuned
+  algorithm parameter; forcing is `coll_tuned_use_dynamic_rules=1` + `coll_tuned_<coll>_algorithm=ID`
+  (MCA parameters, read at MPI_Init, so one launch per algorithm).
+- MPICH: `mpivars` prints every control variable with its values; forcing is
+  `MPIR_CVAR_<COLL>_INTRA_ALGORITHM=name`. On one node at thread level single MPICH hands bcast,
+  allreduce and reduce to its POSIX shared-memory path after a few calls, bypassing both the CVAR and
+  the tuning file, so forced runs of those also set `MPIR_CVAR_<COLL>_POSIX_INTRA_ALGORITHM=mpir`, and
+  "mpir" (MPICH's own tree without the POSIX path) is measured as a candidate too.
+- Intel MPI: `impi_info -v I_MPI_ADJUST_<COLL>` gives the preset range; forcing is `I_MPI_ADJUST_<COLL>=ID`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fabricprobe.errors import UsageError
+
+OMPI_NAMES = {"allreduce": "allreduce", "bcast": "bcast", "reduce": "reduce", "allgather": "allgather",
+              "reduce_scatter": "reduce_scatter_block", "alltoall": "alltoall"}
+OMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "bcast": 7, "reduce": 11, "reduce_scatter": 13}
+MPICH_NAMES = {"allreduce": "ALLREDUCE", "bcast": "BCAST", "reduce": "REDUCE", "allgather": "ALLGATHER",
+               "reduce_scatter": "REDUCE_SCATTER_BLOCK", "alltoall": "ALLTOALL"}
+MPICH_POSIX = ("allreduce", "bcast", "reduce")  # collectives MPICH's POSIX path takes over on one node
+IMPI_NAMES = {"allreduce": "ALLREDUCE", "bcast": "BCAST", "reduce": "REDUCE", "allgather": "ALLGATHER",
+              "reduce_scatter": "REDUCE_SCATTER_BLOCK", "alltoall": "ALLTOALL"}
+DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to run a collective: the library's default, or one algorithm forced."""
+
+    collective: str
+    name: str  # "default", or the library's name for the algorithm
+    ident: str  # the value that forces it (Open MPI id, MPICH name, Intel preset)
+    env: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+def tool(name: str) -> str | None:
+    """A library tool next to this Python's mpiexec, else on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def _run(argv: list[str]) -> str:
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"could not run {argv[0]}: {exc}") from None
+
+
+class Library:
+    vendor = "unknown"
+
+    def variants(self, collective: str) -> list[Variant]:
+        raise NotImplementedError
+
+    def default(self, collective: str) -> Variant:
+        return Variant(collective, DEFAULT, "", {})
+
+
+class OpenMPI(Library):
+    vendor = "Open MPI"
+
+    def __init__(self, ompi_info: str | None = None, text: str | None = None) -> None:
+        if text is None:
+            path = ompi_info or tool("ompi_info")
+            if path is None:
+                raise UsageError("ompi_info not found next to mpiexec or on PATH: it lists Open MPI's algorithms")
+            text = _run([path, "--parsable", "--param", "coll", "tuned", "--level", "9"])
+        self.enumerators = parse_ompi_info(text)
+        if not self.enumerators:
+            raise UsageError("ompi_info lists no coll/tuned algorithms (is coll/tuned built?)")
+
+    def variants(self, collective: str) -> list[Variant]:
+        name = OMPI_NAMES[collective]
+        out = [self.default(collective)]
+        for ident, alg in self.enumerators.get(name, []):
+            if ident == 0:  # "ignore": the fixed decision, i.e. the default
+                continue
+            out.append(Variant(collective, alg, str(ident), {
+                "OMPI_MCA_coll_tuned_use_dynamic_rules": "1", f"OMPI_MCA_coll_tuned_{name}_algorithm": str(ident)}))
+        return out
+
+    def algorithm_id(self, collective: str, name: str) -> int:
+        for ident, alg in self.enumerators.get(OMPI_NAMES[collective], []):
+            if alg == name:
+                return ident
+        raise KeyError(f"Open MPI has no {collective} algorithm {name!r}")
+
+
+def parse_ompi_info(text: str) -> dict[str, list[tuple[int, str]]]:
+    """collective -> [(id, name)] from `ompi_info --parsable` coll_tuned_<coll>_algorithm enumerators."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    pattern = re.compile(r"^mca:coll:tuned:param:coll_tuned_(\w+?)_algorithm:enumerator:value:(\d+):(\S+)$")
+    for line in text.splitlines():
+        m = pattern.match(line.strip())
+        if m:
+            out.setdefault(m.group(1), []).append((int(m.group(2)), m.group(3)))
+    return out
+
+
+class MPICH(Library):
+    vendor = "MPICH"
+    EXCLUDED = ("auto", "nb", "ccl")  # nb is the non-blocking path under another name; ccl needs an external library
+
+    def __init__(self, mpivars: str | None = None, text: str | None = None) -> None:
+        if text is None:
+            path = mpivars or tool("mpivars")
+            if path is None:
+                raise UsageError("mpivars not found next to mpiexec or on PATH: it lists MPICH's algorithms")
+            text = _run([path])
+        self.choices = parse_mpivars(text)
+        if not self.choices:
+            raise UsageError("mpivars lists no MPIR_CVAR_*_INTRA_ALGORITHM values")
+
+    def variants(self, collective: str) -> list[Variant]:
+        cvar = MPICH_NAMES[collective]
+        posix = {f"MPIR_CVAR_{cvar}_POSIX_INTRA_ALGORITHM": "mpir"} if collective in MPICH_POSIX else {}
+        out = [self.default(collective)]
+        if posix:
+            out.append(Variant(collective, "mpir", "auto", dict(posix)))
+        for alg in self.choices.get(cvar, []):
+            if alg not in self.EXCLUDED:
+                out.append(Variant(collective, alg, alg, {f"MPIR_CVAR_{cvar}_INTRA_ALGORITHM": alg, **posix}))
+        return out
+
+
+def parse_mpivars(text: str) -> dict[str, list[str]]:
+    """CVAR prefix (ALLREDUCE, ...) -> algorithm names, from `mpivars` output."""
+    out: dict[str, list[str]] = {}
+    current = None
+    head = re.compile(r"^\s+MPIR_CVAR_(\w+)_INTRA_ALGORITHM\s*=")  # names are padded before "="
+    value = re.compile(r"^(\w+)\s+-\s")
+    for line in text.splitlines():
+        m = head.match(line)
+        if m:
+            current = m.group(1)
+            out[current] = []
+            continue
+        if current is not None:
+            v = value.match(line)
+            if v:
+                out[current].append(v.group(1))
+            elif line.startswith("\t") or not line.strip():
+                current = None
+    return {k: v for k, v in out.items() if v}
+
+
+class IntelMPI(Library):
+    vendor = "Intel MPI"
+
+    def __init__(self, impi_info: str | None = None, ranges: dict[str, int] | None = None) -> None:
+        if ranges is None:
+            path = impi_info or tool("impi_info")
+            if path is None:
+                raise UsageError("impi_info not found: it lists Intel MPI's I_MPI_ADJUST presets")
+            ranges = {}
+            for coll, name in IMPI_NAMES.items():
+                text = _run([path, "-v", f"I_MPI_ADJUST_{name}"])
+                found = re.findall(r"(\d+)\s*[-–]\s*(\d+)", text)
+                if found:
+                    ranges[coll] = int(found[0][1])
+        self.ranges = ranges
+
+    def variants(self, collective: str) -> list[Variant]:
+        name = IMPI_NAMES[collective]
+        return [self.default(collective)] + [
+            Variant(collective, f"preset{i}", str(i), {f"I_MPI_ADJUST_{name}": str(i)})
+            for i in range(1, self.ranges.get(collective, 0) + 1)]
+
+
+def for_vendor(vendor: str) -> Library:
+    if vendor == "Open MPI":
+        return OpenMPI()
+    if vendor == "MPICH":
+        return MPICH()
+    if vendor == "Intel MPI":
+        return IntelMPI()
+    raise UsageError(f"tuning supports Open MPI, MPICH and Intel MPI; this MPI is {vendor!r}")

@@ -1,0 +1,139 @@
+"""`fabricprobe tune-sweep`: measure the library's default and each of its algorithms, forced one at
+a time, by launching one mpiexec job per (collective, algorithm) — MCA parameters and CVARs are read
+at MPI_Init, so forcing needs a fresh launch, as open-mpi/ompi-collectives-tuning does. Every job
+appends one run (its points labelled library:NAME) to the same results file; sub-communicators
+(--comm-sizes) give results for every communicator size below the job's in one launch.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from fabricprobe.errors import UsageError
+from fabricprobe.mpi_setup import identify_library
+from fabricprobe.tuning.libraries import Library, Variant, for_vendor
+
+
+def library_in_use() -> str:
+    """The vendor of the MPI library mpi4py loads, asked without initialising MPI."""
+    out = subprocess.run([sys.executable, "-c", "import mpi4py; mpi4py.rc.initialize = False\n"
+                          "from mpi4py import MPI; print(MPI.Get_library_version())"],
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise UsageError(f"could not load MPI through mpi4py: {out.stderr.strip().splitlines()[-1:]}")
+    return identify_library(out.stdout).vendor
+
+
+def default_comm_sizes(n: int) -> list[int]:
+    """2, 4, 8, ... below n, and n itself."""
+    sizes, k = [], 2
+    while k < n:
+        sizes.append(k)
+        k *= 2
+    return sorted(set(sizes + [n]))
+
+
+@dataclass
+class Launch:
+    collective: str
+    variant: Variant
+    returncode: int
+    stderr_tail: str
+
+
+def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
+    path = mpiexec or str(Path(sys.executable).parent / "mpiexec")
+    if not Path(path).exists() and mpiexec is None:
+        raise UsageError("no mpiexec next to this Python; give --mpiexec")
+    args = shlex.split(extra)
+    if vendor == "Open MPI" and "--oversubscribe" not in args and n > (os.cpu_count() or 1):
+        args.append("--oversubscribe")
+    return [path, *args, "-n", str(n)]
+
+
+def run_variant(base: list[str], output: str, collective: str, variant: Variant, comm_sizes: list[int],
+                sweep_args: list[str], timeout: float) -> Launch:
+    label = [] if variant.name == "default" else ["--library-variant", variant_label(variant.name)]
+    argv = base + [sys.executable, "-m", "fabricprobe", "sweep", "-o", output, "--collectives", collective,
+                   "--comm-sizes", ",".join(map(str, comm_sizes)), *label, "--progress", "none", "--quiet",
+                   *sweep_args]
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **variant.env}
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        return Launch(collective, variant, out.returncode, "\n".join(out.stderr.strip().splitlines()[-3:]))
+    except subprocess.TimeoutExpired:
+        return Launch(collective, variant, 124, f"no result within {timeout:g} s")
+
+
+def variant_label(name: str) -> str:
+    """The label a forced algorithm's points carry (library:LABEL): the library's name, "-" as "_"."""
+    return name.replace("-", "_")
+
+
+def variants_for(library: Library, collectives: list[str], only: list[str] | None) -> list[Variant]:
+    out = []
+    for coll in collectives:
+        for v in library.variants(coll):
+            if only is None or v.name in only or v.name == "default":
+                out.append(v)
+    return out
+
+
+def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], sweep_args: list[str],
+            mpiexec: str | None = None, mpiexec_args: str = "", only: list[str] | None = None,
+            timeout: float = 900, progress=None) -> tuple[str, list[Launch]]:
+    vendor = library_in_use()
+    library = for_vendor(vendor)
+    base = launcher(mpiexec, mpiexec_args, n, vendor)
+    todo = variants_for(library, collectives, only)
+    launches = []
+    for i, variant in enumerate(todo):
+        if progress is not None:
+            progress(i, len(todo), variant)
+        launches.append(run_variant(base, output, variant.collective, variant, comm_sizes, sweep_args, timeout))
+    if progress is not None:
+        progress(len(todo), len(todo), None)
+    return vendor, launches
+
+
+def before_after(base: list[str], output: str, table, tuned_env: dict[str, str], sweep_args: list[str],
+                 reps: int = 2, timeout: float = 900) -> list[Launch]:
+    """Re-measure the tuned collectives with the library's default and with the tuning files,
+    alternately `reps` times, labelled library:baseline and library:tuned."""
+    from fabricprobe.tuning.libraries import DEFAULT, Variant
+
+    launches = []
+    for coll, sections in table.rules.items():
+        if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
+            continue
+        sizes = sorted({d.size for rs in sections.values() for r in rs for d in r.decisions})
+        args = ["--sizes", ",".join(map(str, sizes)), *sweep_args]
+        comm_sizes = sorted(sections)
+        for _ in range(reps):
+            for label, env in (("baseline", {}), ("tuned", tuned_env)):
+                launches.append(run_variant(base, output, coll, Variant(coll, label, "", env), comm_sizes, args, timeout))
+    return launches
+
+
+def speedups(runs, table) -> list[dict]:
+    """Per tuned point: baseline and tuned medians (median over repetitions) and their ratio."""
+    import statistics
+
+    times: dict[tuple, dict[str, list[float]]] = {}
+    for run in runs:
+        for p in run.points:
+            if p["algorithm"] in ("library:baseline", "library:tuned") and p["status"] == "ok":
+                key = (p["collective"], p["nranks"], p["bytes"])
+                times.setdefault(key, {}).setdefault(p["algorithm"].split(":")[1], []).append(p["median_s"])
+    out = []
+    for (coll, n, size), t in sorted(times.items()):
+        if "baseline" in t and "tuned" in t:
+            base, tuned = statistics.median(t["baseline"]), statistics.median(t["tuned"])
+            out.append(dict(collective=coll, comm_size=n, size=size, baseline_s=base, tuned_s=tuned,
+                            speedup=base / tuned if tuned > 0 else float("nan")))
+    return out

@@ -1,0 +1,81 @@
+"""One collective call whose algorithm can be recognised afterwards (run under mpiexec).
+
+    python -m fabricprobe.tuning.probe COLLECTIVE BYTES trace|monitor
+
+- trace: reductions only. A commutative user-defined sum records how many elements each local
+  reduction step combines; after 12 untraced calls (MPICH hands some collectives to another path
+  after a few calls) one traced call is made. Prints {"trace": [[steps of rank 0], ...]} on rank 0.
+- monitor: exactly one call, for Open MPI's pml monitoring (enabled by the caller through
+  --mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 1), which prints every internal
+  point-to-point message at MPI_Finalize.
+Sizes are S as fabricprobe defines them (the whole vector; for allgather/alltoall/reduce_scatter the
+whole buffer), float32.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import mpi4py
+
+mpi4py.rc.thread_level = "single"
+from mpi4py import MPI  # noqa: E402
+import numpy as np  # noqa: E402
+
+WARMUP = 12
+
+
+def call(comm, collective: str, nbytes: int, op) -> None:
+    p = comm.size
+    n = nbytes // 4
+    if collective in ("allgather", "alltoall", "reduce_scatter"):
+        n = nbytes // (4 * p)
+    if collective == "allreduce":
+        comm.Allreduce(np.ones(n, np.float32), np.empty(n, np.float32), op=op)
+    elif collective == "reduce":
+        comm.Reduce(np.ones(n, np.float32), np.empty(n, np.float32), op=op, root=0)
+    elif collective == "reduce_scatter":
+        comm.Reduce_scatter_block(np.ones(n * p, np.float32), np.empty(n, np.float32), op=op)
+    elif collective == "bcast":
+        comm.Bcast(np.ones(n, np.float32), root=0)
+    elif collective == "allgather":
+        comm.Allgather(np.ones(n, np.float32), np.empty(n * p, np.float32))
+    elif collective == "alltoall":
+        comm.Alltoall(np.ones(n * p, np.float32), np.empty(n * p, np.float32))
+    else:
+        raise SystemExit(f"unknown collective {collective}")
+
+
+def main() -> int:
+    collective, nbytes, method = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    comm = MPI.COMM_WORLD
+    if method == "monitor":
+        call(comm, collective, nbytes, MPI.SUM)
+        return 0
+    steps: list[int] = []
+    record = [False]
+
+    def traced_sum(inbuf, inoutbuf, datatype):
+        a = np.frombuffer(inbuf, np.float32)
+        b = np.frombuffer(inoutbuf, np.float32)
+        b += a
+        if record[0]:
+            steps.append(int(a.size))
+
+    op = MPI.Op.Create(traced_sum, commute=True)
+    for _ in range(WARMUP):
+        call(comm, collective, nbytes, op)
+    comm.Barrier()
+    record[0] = True
+    call(comm, collective, nbytes, op)
+    record[0] = False
+    gathered = comm.gather(steps, root=0)
+    op.Free()
+    if comm.rank == 0:
+        print(json.dumps({"trace": gathered}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

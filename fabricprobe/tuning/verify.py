@@ -1,0 +1,98 @@
+"""Prove that a tuning file is loaded and applied: at the first and last measured size of every
+rule's range (so on both sides of every boundary), the algorithm that runs with the file must leave
+the same fingerprint as the algorithm the rule names, run forced."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from fabricprobe.tuning.choose import Table
+from fabricprobe.tuning.fingerprint import method_for, probe
+from fabricprobe.tuning.libraries import DEFAULT, Library
+
+VERIFIED = "verified"  # the file's algorithm is the rule's, and it is told apart from the default
+INDISTINGUISHABLE = "indistinguishable"  # it matches, but so would the default: no proof either way
+MISMATCH = "MISMATCH"  # the file did not make the rule's algorithm run
+UNVERIFIABLE = "unverifiable"  # no fingerprint method for this collective on this library
+ERROR = "error"
+
+
+@dataclass
+class Check:
+    collective: str
+    comm_size: int
+    size: int
+    expected: str
+    status: str
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _expected_env(library: Library, collective: str, winner: str) -> dict[str, str] | None:
+    if winner == DEFAULT:
+        return {}
+    for v in library.variants(collective):
+        if v.name.replace("-", "_") == winner:
+            return v.env
+    return None
+
+
+def verify(table: Table, library: Library, tuned_env: dict[str, str], launcher: list[str],
+           progress: Callable[[str], None] | None = None) -> list[Check]:
+    cache: dict[tuple, str] = {}
+
+    def fp(coll: str, n: int, size: int, method: str, env: dict[str, str]) -> str:
+        key = (coll, n, size, method, tuple(sorted(env.items())))
+        if key not in cache:
+            cache[key] = probe(launcher, n, coll, size, method, env)
+        return cache[key]
+
+    checks = []
+    for coll, sections in table.rules.items():
+        if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
+            continue  # nothing of this collective is in the file
+        method = method_for(library.vendor, coll)
+        for n, ranges in sorted(sections.items()):
+            for r in ranges:
+                sizes = sorted({d.size for d in (r.decisions[0], r.decisions[-1]) if d.size > 0})
+                for size in sizes:
+                    if progress is not None:
+                        progress(f"{coll} on {n} ranks at {size} B: expecting {r.winner}")
+                    if method is None:
+                        checks.append(Check(coll, n, size, r.winner, UNVERIFIABLE,
+                                            f"no fingerprint for {coll} on {library.vendor}"))
+                        continue
+                    env = _expected_env(library, coll, r.winner)
+                    if env is None:
+                        checks.append(Check(coll, n, size, r.winner, ERROR, "cannot force this algorithm"))
+                        continue
+                    tuned = fp(coll, n, size, method, tuned_env)
+                    expected = fp(coll, n, size, method, env)
+                    default = fp(coll, n, size, method, {})
+                    if any(x.startswith("error") for x in (tuned, expected, default)):
+                        detail = next(x for x in (tuned, expected, default) if x.startswith("error"))
+                        checks.append(Check(coll, n, size, r.winner, ERROR, detail))
+                    elif tuned != expected:
+                        checks.append(Check(coll, n, size, r.winner, MISMATCH,
+                                            f"with the file: {tuned[:120]}; {r.winner} forced: {expected[:120]}"))
+                    elif r.winner != DEFAULT and expected == default:
+                        checks.append(Check(coll, n, size, r.winner, INDISTINGUISHABLE,
+                                            "the rule's algorithm and the default leave the same fingerprint"))
+                    else:
+                        checks.append(Check(coll, n, size, r.winner, VERIFIED))
+    return checks
+
+
+def summary(checks: list[Check]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in checks:
+        out[c.status] = out.get(c.status, 0) + 1
+    return out
+
+
+def passed(checks: list[Check]) -> bool:
+    """A file is offered as good only when nothing mismatched or failed."""
+    return not any(c.status in (MISMATCH, ERROR) for c in checks)

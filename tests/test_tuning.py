@@ -1,0 +1,217 @@
+"""Tuning without MPI: reading the libraries' tools, choosing rules, and every output format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fabricprobe.errors import UsageError
+from fabricprobe.store import ResultsWriter, load_runs
+from fabricprobe.tuning import emit_intel, emit_mpich, emit_nccl, emit_openmpi, emit_selection
+from fabricprobe.tuning.choose import choose
+from fabricprobe.tuning.libraries import MPICH, OpenMPI, parse_mpivars, parse_ompi_info
+
+OMPI_INFO = """mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:0:ignore
+mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:1:basic_linear
+mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:3:recursive_doubling
+mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:4:ring
+mca:coll:tuned:param:coll_tuned_reduce_algorithm:enumerator:value:6:in-order_binary
+mca:coll:tuned:param:coll_tuned_allreduce_algorithm_count:value:7
+"""
+MPIVARS = """\tMPIR_CVAR_BCAST_INTRA_ALGORITHM =0\tSCOPE_ALL_EQ\tNo-object\tMPI_INT\tVERBOSITY_USER_BASIC\tselect
+auto - Internal algorithm selection
+binomial                                - Force Binomial Tree
+scatter_ring_allgather                  - Force Scatter Ring
+\tMPIR_CVAR_BCAST_TREE_KVAL       =2\tSCOPE_ALL_EQ
+\tMPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=0\tSCOPE_ALL_EQ
+auto - Internal
+nb                       - Force nonblocking algorithm
+ring                     - Force ring algorithm
+"""
+
+
+def test_read_open_mpi_algorithms():
+    lib = OpenMPI(text=OMPI_INFO)
+    assert parse_ompi_info(OMPI_INFO)["allreduce"][1] == (1, "basic_linear")
+    variants = {v.name: v for v in lib.variants("allreduce")}
+    assert set(variants) == {"default", "basic_linear", "recursive_doubling", "ring"}  # 0 "ignore" is the default
+    assert variants["ring"].env == {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                                    "OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}
+    assert variants["default"].env == {}
+
+
+def test_read_mpich_algorithms():
+    assert parse_mpivars(MPIVARS) == {"BCAST": ["auto", "binomial", "scatter_ring_allgather"],
+                                      "ALLREDUCE": ["auto", "nb", "ring"]}
+    variants = {v.name: v for v in MPICH(text=MPIVARS).variants("allreduce")}
+    assert set(variants) == {"default", "mpir", "ring"}  # auto is the default; nb is left out
+    assert variants["ring"].env == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring",
+                                    "MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir"}
+    assert variants["mpir"].env == {"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir"}
+
+
+def _point(alg, n, size, median, ci=0.01, coll="allreduce"):
+    return {"index": 0, "key": f"{alg}{n}{size}", "collective": coll, "algorithm": alg, "dtype": "float32",
+            "op": "sum", "mode": "barrier", "nranks": n, "bytes": size, "median_s": median,
+            "ci_low_s": median * (1 - ci), "ci_high_s": median * (1 + ci), "status": "ok"}
+
+
+@pytest.fixture
+def measured(tmp_path):
+    """A tune-sweep file: ring wins at 1 MiB on 4 ranks, basic_linear is only noise-faster at 8 B."""
+    path = str(tmp_path / "t.h5")
+    w = ResultsWriter(path)
+    w.start_run({"mpi_vendor": "Open MPI", "mpi_library_version": "Open MPI v5.0.11", "nranks": 4})
+    i = 0
+    for alg, timing in {"library": {8: 1.0, 1024: 2.0, 1 << 20: 100.0, 4 << 20: 400.0},
+                        "library:basic_linear": {8: 0.99, 1024: 2.5, 1 << 20: 150.0, 4 << 20: 600.0},
+                        "library:ring": {8: 3.0, 1024: 4.0, 1 << 20: 60.0, 4 << 20: 250.0},
+                        "library:baseline": {8: 0.1, 1024: 0.1, 1 << 20: 0.1, 4 << 20: 0.1},
+                        "ring": {8: 9.0, 1024: 1.0, 1 << 20: 50.0, 4 << 20: 200.0}}.items():
+        for n in (2, 4):
+            for size, t in timing.items():
+                p = _point(alg, n, size, t * 1e-6 * (n / 4 if alg == "library:ring" and n == 2 else 1))
+                p.update(index=i, key=f"{alg}|{n}|{size}")
+                w.append_point(p, None)
+                i += 1
+    return path
+
+
+def test_choose_keeps_the_default_inside_the_noise(measured):
+    table = choose(load_runs(measured))
+    four = table.rules["allreduce"][4]
+    assert [(r.lo, r.hi, r.winner) for r in four] == [(0, 1 << 20, "default"), (1 << 20, None, "ring")]
+    assert four[1].speedup == pytest.approx(100 / 60 if 100 / 60 < 400 / 250 else 400 / 250)
+    # baseline is a before/after label, never a candidate; hand-written ring only when asked
+    assert all(r.winner in ("default", "ring") for rs in table.rules["allreduce"].values() for r in rs)
+    own = choose(load_runs(measured), include_handwritten=True, library_variants=False)
+    assert [(r.lo, r.winner) for r in own.rules["allreduce"][4]] == [(0, "default"), (1024, "ring")]
+
+
+def test_choose_needs_measurements(tmp_path):
+    path = str(tmp_path / "e.h5")
+    ResultsWriter(path).start_run({"nranks": 2})
+    with pytest.raises(UsageError, match="tune-sweep"):
+        choose(load_runs(path))
+
+
+def test_open_mpi_classic_rules_avoid_every_silent_failure(measured):
+    table = choose(load_runs(measured))
+    text = emit_openmpi.classic_rules(table, OpenMPI(text=OMPI_INFO))
+    parsed = emit_openmpi.parse_classic_rules(text)
+    sections = parsed[2]  # allreduce's collective id
+    assert [c for c, _ in sections] == [0, 4]  # first section keyed 0: it also serves smaller communicators
+    assert all(rules[0][0] == 0 for _, rules in sections)  # every section starts at message size 0
+    assert sections[1][1] == [(0, 0, 0, 0), (1 << 20, 4, 0, 0)]  # default = 0 (fixed decision), ring = 4
+    assert not any(tok.startswith("0") and len(tok) > 1 for line in text.splitlines()
+                   for tok in line.split("#")[0].split())
+    assert text.isascii()
+
+
+@pytest.mark.parametrize("bad,why", [("1\n2\n1\n0 1\n64 4 0 0\n", "first rule"), ("1\n2\n1\n0 2\n0 4 0 0\n", "ends early"),
+                                     ("1\n2\n1\n0 1\n0 4 0 0\n7\n", "trailing"), ("1\n2\n1\n0 1\n010000 4 0 0\n", "octal")])
+def test_our_reader_rejects_what_open_mpi_drops_silently(bad, why):
+    with pytest.raises(ValueError, match=why):
+        emit_openmpi.parse_classic_rules(bad)
+
+
+def test_open_mpi_json(measured):
+    doc = json.loads(emit_openmpi.json_rules(choose(load_runs(measured))))
+    assert doc["rule_file_version"] == 3 and doc["module"] == "tuned"
+    entry = doc["collectives"]["allreduce"][-1]
+    assert entry["comm_size_min"] == 4 and entry["comm_size_max"] == "inf"
+    assert entry["rules"] == [{"msg_size_min": 1 << 20, "msg_size_max": "inf", "alg": "ring"}]
+
+
+TREE = {"collective=allreduce": {"comm_type=intra": {"avg_msg_size<=8": {"algorithm=MPIR_Allreduce_intra_x": {}},
+                                                     "avg_msg_size=any": {"algorithm=MPIR_Allreduce_intra_y": {}}},
+                                 "comm_type=inter": {"algorithm=MPIR_Allreduce_inter_z": {}}},
+        "collective=allgather": {"comm_type=intra": {"algorithm=MPIR_Allgather_intra_brucks": {}}}}
+POSIX = {"collective=allreduce": {"comm_type=intra": {"is_multi_threaded=no": {
+    "is_commutative=yes": {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}}}}}
+
+
+def _catch_alls(node: dict) -> bool:
+    """Every level of conditions ends in a catch-all, as MPICH requires (algorithm leaves excepted)."""
+    keys = list(node)
+    if not keys or keys[0].startswith("algorithm="):
+        return True
+    if keys[0].startswith(("avg_msg_size", "total_msg_size", "comm_size")) and "=any" not in keys[-1]:
+        return False
+    return all(_catch_alls(child) for child in node.values())
+
+
+def test_mpich_trees_are_spliced_into_the_default(measured):
+    table = choose(load_runs(measured))
+    trees = {"mpir": TREE, "posix": POSIX, "_symbols": b"MPIR_Allreduce_intra_ring"}
+    mpir = emit_mpich.mpir_tree(table, trees)
+    intra = mpir["collective=allreduce"]["comm_type=intra"]
+    assert list(intra) == ["comm_size<=3", "comm_size=any"]  # MPICH reads "<" as "<=": write what is meant
+    assert list(intra["comm_size=any"]) == ["avg_msg_size<=1048575", "avg_msg_size=any"]
+    assert intra["comm_size=any"]["avg_msg_size<=1048575"] == TREE["collective=allreduce"]["comm_type=intra"]
+    assert intra["comm_size=any"]["avg_msg_size=any"] == {"algorithm=MPIR_Allreduce_intra_ring": {}}
+    assert mpir["collective=allgather"] == TREE["collective=allgather"]  # the rest of the tree is kept
+    assert mpir["collective=allreduce"]["comm_type=inter"] == TREE["collective=allreduce"]["comm_type=inter"]
+    assert _catch_alls(mpir)
+    posix = emit_mpich.posix_tree(table, trees)
+    chain = posix["collective=allreduce"]["comm_type=intra"]["is_multi_threaded=no"]["is_commutative=yes"]
+    leaf = chain["comm_size=any"]["avg_msg_size=any"]
+    assert leaf == {"is_multi_threaded=yes": {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}}
+    assert chain["comm_size=any"]["avg_msg_size<=1048575"] == {
+        "algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}
+
+
+def test_mpich_refuses_an_algorithm_the_library_lacks(measured):
+    with pytest.raises(UsageError, match="MPIR_Allreduce_intra_ring"):
+        emit_mpich.mpir_tree(choose(load_runs(measured)), {"mpir": TREE, "_symbols": b"nothing"})
+
+
+def test_mpich_size_keys_follow_mpich():
+    assert emit_mpich.SIZE_KEY["allreduce"] == "avg_msg_size" and emit_mpich.SIZE_KEY["allgather"] == "total_msg_size"
+
+
+def test_intel_adjust_covers_everything_without_gaps(measured):
+    table = choose(load_runs(measured))
+    for sections in table.rules.values():
+        for ranges in sections.values():
+            for r in ranges:
+                if r.winner != "default":
+                    r.winner = "preset8"
+    with pytest.raises(ValueError):
+        emit_intel.adjust_strings(table, {})  # a default range without a measured preset
+    fallbacks = {(c, n, r.lo): 1 for c, s in table.rules.items() for n, rs in s.items() for r in rs}
+    value = emit_intel.adjust_strings(table, fallbacks)["I_MPI_ADJUST_ALLREDUCE"]
+    rules = emit_intel.parse_adjust(value)  # raises on a gap
+    assert (8, 1 << 20, 2147483647, 4, 2147483647) in rules and (1, 0, (1 << 20) - 1, 1, 3) in rules
+    doc = json.loads(emit_intel.tuning_json(table, fallbacks, ppn=4))
+    assert doc["coll=Allreduce"]["ppn=4"]["comm_size=4"]["comm_id=-1"]["msg_size=-1"] == {"ALLREDUCE=8": {}}
+    with pytest.raises(ValueError, match="gap"):
+        emit_intel.parse_adjust("1:0-100@1-2147483647")
+
+
+def test_nccl_csv(measured):
+    table = choose(load_runs(measured))
+    table.rules["allreduce"][4][1].winner = "tree.ll128"
+    lines = emit_nccl.tuner_csv(table, nodes=2).splitlines()
+    assert "allreduce,1048576,-1,tree,ll128,-1,2,4" in lines and lines[0].startswith("# collective_type")
+
+
+def test_selection_table_drives_tuned(measured, tmp_path, monkeypatch):
+    from fabricprobe import tuned
+
+    own = choose(load_runs(measured), include_handwritten=True, library_variants=False)
+    path = tmp_path / "sel.json"
+    path.write_text(emit_selection.selection_json(own))
+    tuned.load(str(path))
+    assert tuned.algorithm_for("allreduce", 4, 8) == "library"
+    assert tuned.algorithm_for("allreduce", 4, 4096) == "ring"
+    assert tuned.algorithm_for("allreduce", 64, 1 << 22) == "ring"  # larger communicators use the largest section
+    assert tuned.algorithm_for("bcast", 4, 8) == "library"  # nothing chosen: the library
+    monkeypatch.setenv("FABRICPROBE_SELECTION", "")
+    tuned.load()
+    assert tuned.algorithm_for("allreduce", 4, 4096) == "library"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(UsageError):
+        tuned.load(str(bad))

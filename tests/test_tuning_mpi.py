@@ -1,0 +1,174 @@
+"""Tuning against the real libraries: the quirks the emitters rely on, proof that emitted files
+apply (and that a file which is not applied is caught), and the commands end to end."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabricprobe.store import ResultsWriter
+from fabricprobe.tuning import emit_mpich, emit_openmpi
+from fabricprobe.tuning.choose import Decision, Range, Table
+from fabricprobe.tuning.fingerprint import probe
+from fabricprobe.tuning.verify import INDISTINGUISHABLE, MISMATCH, VERIFIED, verify
+from mpirun import error_lines, launcher, mpi_env, run_local
+
+pytestmark = pytest.mark.mpi
+
+
+def _needs(vendor: str):
+    found = launcher()
+    if found is None or found.vendor != vendor:
+        pytest.skip(f"needs {vendor}")
+    return found
+
+
+def _base(found) -> list[str]:
+    return found.argv(1)[:-2]
+
+
+def _ring_above_64k(vendor: str, n: int) -> Table:
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    ranges = [Range(0, 65536, "default", [d(8)]), Range(65536, None, "ring", [d(65536), d(1 << 20)])]
+    return Table(vendor, "", n, "float32", {"allreduce": {n: ranges}})
+
+
+# ---- Open MPI: the quirks behind the classic rules file ----
+
+def _ompi_probe(found, tmp_path, rules: str, nbytes: int, n: int = 4) -> str:
+    path = tmp_path / "rules.conf"
+    path.write_text(rules)
+    return probe(_base(found), n, "allreduce", nbytes, "monitor", emit_openmpi.load_env(path))
+
+
+def _forced(found, alg: int, nbytes: int, n: int = 4) -> str:
+    return probe(_base(found), n, "allreduce", nbytes, "monitor",
+                 {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": str(alg)})
+
+
+def test_open_mpi_reads_zero_padded_sizes_as_octal(tmp_path):
+    found = _needs("Open MPI")
+    # "010000" is octal 4096: at 4096 B ring (4) already applies; read as decimal it would still be basic_linear (1)
+    got = _ompi_probe(found, tmp_path, "1\n2\n1\n0 2\n0 1 0 0\n010000 4 0 0\n", 4096)
+    assert got == _forced(found, 4, 4096) != _forced(found, 1, 4096)
+
+
+def test_open_mpi_silently_drops_a_file_whose_first_rule_is_not_zero(tmp_path):
+    found = _needs("Open MPI")
+    got = _ompi_probe(found, tmp_path, "1\n2\n1\n0 1\n64 4 0 0\n", 1 << 20)
+    assert got == probe(_base(found), 4, "allreduce", 1 << 20, "monitor", {}) != _forced(found, 4, 1 << 20)
+
+
+def test_open_mpi_first_section_serves_smaller_communicators(tmp_path):
+    found = _needs("Open MPI")
+    got = _ompi_probe(found, tmp_path, "1\n2\n1\n64 1\n0 4 0 0\n", 1 << 20)  # only a "64 ranks" section
+    assert got == _forced(found, 4, 1 << 20)
+
+
+# ---- MPICH: the strictness behind the spliced trees ----
+
+def _mpich_probe(found, tree: dict, tmp_path) -> str:
+    path = tmp_path / "tree.json"
+    path.write_text(json.dumps(tree))
+    return probe(_base(found), 2, "allreduce", 64, "trace", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)})
+
+
+def test_mpich_aborts_without_catch_all_or_with_a_partial_tree(tmp_path):
+    found = _needs("MPICH")
+    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    assert not _mpich_probe(found, trees["mpir"], tmp_path).startswith("error")  # the default itself loads
+    no_catch_all = json.loads(json.dumps(trees["mpir"]))
+    no_catch_all["collective=allreduce"]["comm_type=intra"] = {
+        "avg_msg_size<=8": {"algorithm=MPIR_Allreduce_intra_ring": {}}}
+    assert _mpich_probe(found, no_catch_all, tmp_path).startswith("error")
+    partial = {"collective=allreduce": trees["mpir"]["collective=allreduce"]}
+    assert _mpich_probe(found, partial, tmp_path).startswith("error")
+
+
+# ---- proof: emitted files apply, and a file that is not applied is caught ----
+
+def _emit(vendor: str, table: Table, tmp_path) -> dict[str, str]:
+    if vendor == "Open MPI":
+        from fabricprobe.tuning.libraries import OpenMPI
+
+        path = tmp_path / "ompi_rules.conf"
+        path.write_text(emit_openmpi.classic_rules(table, OpenMPI()))
+        return emit_openmpi.load_env(path)
+    files = emit_mpich.write(table, tmp_path, emit_mpich.default_trees(emit_mpich.loaded_libmpi()))
+    return emit_mpich.load_env(files)
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_verification(tmp_path, applied):
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    from fabricprobe.tuning.libraries import for_vendor
+
+    n = 4 if found.vendor == "Open MPI" else 2
+    table = _ring_above_64k(found.vendor, n)
+    env = _emit(found.vendor, table, tmp_path) if applied else {}
+    checks = verify(table, for_vendor(found.vendor), env, _base(found))
+    statuses = {(c.size, c.status) for c in checks}
+    assert len(checks) == 3  # 8 B (default), 64 KiB and 1 MiB (ring): both sides of the boundary
+    if applied:
+        assert {s for _, s in statuses} <= {VERIFIED, INDISTINGUISHABLE}
+        assert (1 << 20, VERIFIED) in statuses  # ring at 1 MiB is told apart from the default on both libraries
+    else:
+        assert (1 << 20, MISMATCH) in statuses
+
+
+# ---- the commands ----
+
+def test_tune_sweep_and_tune_end_to_end(tmp_path):
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    n = 4 if found.vendor == "Open MPI" else 2
+    only = "ring,recursive_doubling" if found.vendor == "Open MPI" else "ring"
+    data = tmp_path / "t.h5"
+    out = run_local(["tune-sweep", "-n", str(n), "-o", str(data), "--collectives", "allreduce", "--only", only,
+                     "--sizes", "8,1M", "--iters", "30", "--max-time", "0.2"], timeout=600)
+    assert out.returncode == 0, out.stderr
+    out = run_local(["tune", str(data), "-o", str(tmp_path / "tuning"), "--verify", "--reps", "1"], timeout=600)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "tuning rules" in out.stdout
+    manifest = json.loads((tmp_path / "tuning" / "tuning.json").read_text())
+    assert (tmp_path / "tuning" / "fabricprobe_selection.json").exists()
+    tuned = any(r["winner"] != "default" for s in manifest["rules"]["rules"].values() for rs in s.values() for r in rs)
+    if tuned:
+        assert manifest["verification"]["passed"] and manifest["before_after"]
+        for path in manifest["files"].values():
+            assert Path(path).exists()
+
+
+def test_tune_bad_inputs(tmp_path):
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    plain = tmp_path / "plain.h5"
+    w = ResultsWriter(str(plain))
+    w.start_run({"mpi_vendor": found.vendor, "mpi_library_version": "x", "nranks": 2})
+    out = run_local(["tune", str(plain)])
+    assert out.returncode == 2 and "tune-sweep" in error_lines(out.stderr)[0]
+    other = tmp_path / "other.h5"
+    w = ResultsWriter(str(other))
+    vendor = "MPICH" if found.vendor == "Open MPI" else "Open MPI"
+    w.start_run({"mpi_vendor": vendor, "mpi_library_version": vendor, "nranks": 2})
+    for i, alg in enumerate(("library", "library:ring")):
+        w.append_point({"index": i, "key": str(i), "collective": "allreduce", "algorithm": alg, "dtype": "float32",
+                        "op": "sum", "mode": "barrier", "nranks": 2, "bytes": 8, "median_s": 1e-6 * (2 - i),
+                        "ci_low_s": 1e-6 * (2 - i), "ci_high_s": 1e-6 * (2 - i), "status": "ok"}, None)
+    out = run_local(["tune", str(other), "-o", str(tmp_path / "x")])
+    assert out.returncode == 2 and "this environment's MPI" in error_lines(out.stderr)[0]
+    text = tmp_path / "junk.h5"
+    text.write_text("junk")
+    assert run_local(["tune", str(text)]).returncode == 2
+    import subprocess
+
+    nested = subprocess.run(found.argv(1) + [sys.executable, "-m", "fabricprobe", "tune-sweep", "-n", "2"],
+                            capture_output=True, text=True, env=mpi_env(), timeout=120)
+    assert nested.returncode == 2 and "not under mpiexec" in nested.stderr
