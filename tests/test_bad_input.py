@@ -23,6 +23,7 @@ BAD_SWEEPS = [
     (["--thread-level", "many"], "invalid choice"),
     (["--root", "7"], "not a rank"),
     (["--bogus"], "unrecognized arguments"),
+    (["--library-variant", "a" * 57], "at most 56 characters"),
 ]
 
 

@@ -27,7 +27,7 @@ def test_round_trip(results):
                           "config": {"sizes": [8]}, "oversubscribed": False})
     samples = np.arange(6.0).reshape(3, 2)
     w.append_point(_row(0), samples)
-    w.append_point(_row(1, note="x" * 500), None)  # over-long strings are truncated, not fatal
+    w.append_point(_row(1, note="x" * 500), None)  # an over-long free-text note is cut, not fatal
     w.update_run({"status": "complete"})
     runs = load_runs(str(results))
     assert [r.id for r in runs] == [run_id] == ["0001"]
@@ -38,6 +38,17 @@ def test_round_trip(results):
     assert len(run.points[1]["note"]) == POINT_DTYPE["note"].itemsize
     np.testing.assert_array_equal(run.samples(0), samples)
     assert run.samples(1) is None
+
+
+def test_names_are_never_cut(results):
+    """MPICH's longest algorithm names once lost their tail in a 32-byte field and stood for no
+    algorithm at all; a name that does not fit must fail loudly instead."""
+    from fabricprobe.store.schema import make_row
+
+    longest = "library:" + "k_reduce_scatter_allgather"
+    assert make_row({"algorithm": longest})["algorithm"][0].decode() == longest
+    with pytest.raises(ValueError, match="algorithm"):
+        make_row({"algorithm": "x" * (POINT_DTYPE["algorithm"].itemsize + 1)})
 
 
 def test_plain_h5py_and_pandas_read_it(results):

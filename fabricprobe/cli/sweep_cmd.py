@@ -120,9 +120,14 @@ def _comm_sizes(text: str) -> list[int]:
     return sorted({int(p) for p in parts})
 
 
+VARIANT_MAX = 56  # "library:" + the name must fit the schema's 64-byte algorithm field
+
+
 def _variant(text: str) -> str:
     if text and not all(c.isalnum() or c in "_-." for c in text):
         raise UsageError(f"invalid --library-variant {text!r}: letters, digits, _ - . only")
+    if len(text) > VARIANT_MAX:
+        raise UsageError(f"invalid --library-variant {text!r}: at most {VARIANT_MAX} characters")
     return text
 
 

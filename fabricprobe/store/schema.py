@@ -27,9 +27,9 @@ POINT_NOT_RUNNABLE = "not_runnable"  # cannot run in this setting (reason in `no
 
 POINT_FIELDS: list[tuple[str, str, str]] = [
     ("index", "i4", "position of the point in the run, also its samples dataset name"),
-    ("key", "S120", "identity of the point, used by --resume"),
+    ("key", "S200", "identity of the point, used by --resume"),
     ("collective", "S24", "allreduce, reduce, bcast, allgather, reduce_scatter, alltoall, barrier, latency, bw, bibw, empty"),
-    ("algorithm", "S32", '"library" for the MPI library\'s own; otherwise the hand-written algorithm'),
+    ("algorithm", "S64", '"library" for the MPI library\'s own; otherwise the hand-written algorithm'),
     ("dtype", "S12", "float32, float64, int32, int64; byte for point-to-point"),
     ("op", "S8", "sum, max, min, prod; none for collectives that do not reduce"),
     ("in_place", "?", "MPI_IN_PLACE was used"),
@@ -81,7 +81,9 @@ JSON_ATTRS = ("config", "hosts", "rank_nodes", "topology_ranks_per_node", "rank_
 
 
 def make_row(values: dict) -> np.ndarray:
-    """One table row from a dict; missing fields are zero/empty, strings are truncated to fit."""
+    """One table row from a dict; missing fields are zero/empty. A string too long for its field is
+    an error, never cut (a cut name would silently stand for another algorithm); only the free-text
+    note is cut to fit."""
     row = np.zeros(1, dtype=POINT_DTYPE)
     for name in POINT_DTYPE.names:
         if name not in values:
@@ -89,7 +91,9 @@ def make_row(values: dict) -> np.ndarray:
         value = values[name]
         if name in STRING_FIELDS:
             width = POINT_DTYPE[name].itemsize
-            value = str(value).encode("utf-8")[:width]
+            value = str(value).encode("utf-8")
+            if len(value) > width and name != "note":
+                raise ValueError(f"{name} {value.decode()!r} is longer than the {width} bytes the schema holds")
         row[name] = value
     return row
 
