@@ -13,12 +13,21 @@ from typing import Any
 import numpy as np
 
 from fabricprobe.collectives import Batch
-from fabricprobe.stats import summarize
+from fabricprobe.stats import median_ci_rel, per_iteration
 
 STOP_CONVERGED = "converged"  # the median's CI became narrower than the target
 STOP_TIME_CAP = "time_cap"  # the per-point time budget ran out first
 STOP_ITERATION_CAP = "iteration_cap"
 STOP_FIXED = "fixed"  # adaptivity off (ci_target 0): exactly the requested iterations
+
+# Rank 0 holds a point's samples (iterations × ranks float64) while deciding and writes them all:
+# bound the matrix so a fast fabric at thousands of ranks cannot fill rank 0's memory (64 MiB).
+SAMPLE_CAP = 8 << 20
+
+
+def iteration_cap(budget: "Budget", nranks: int) -> int:
+    """The most iterations a point may take on `nranks` ranks."""
+    return max(budget.min_iterations, min(budget.max_iterations, SAMPLE_CAP // max(nranks, 1)))
 
 
 @dataclass(frozen=True)
@@ -59,9 +68,11 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
     # Every rank must size the batches the same way: agree on the slowest estimate.
     per_call = comm.allreduce(per_call if budget.warmup > 0 else 0.0, op=MPI.MAX)
 
-    n = _first_batch(budget, per_call)
+    cap = iteration_cap(budget, comm.size)
+    n = min(_first_batch(budget, per_call), cap)
     root = comm.rank == 0
-    chunks: list[np.ndarray] = []
+    chunks: list[np.ndarray] = []  # rank 0: each batch's (iterations × ranks) samples
+    times: list[np.ndarray] = []  # rank 0: each batch's per-iteration times (slowest rank)
     total = batches = 0
     started = wtime()
     reason = STOP_FIXED
@@ -75,24 +86,25 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
         next_n = 0
         if root:
             chunks.append(gathered.T)
-            next_n, reason = _decide(np.concatenate(chunks), budget, total, wtime() - started)
+            times.append(per_iteration(gathered.T))  # decide on these, never re-reducing all samples
+            next_n, reason = _decide(np.concatenate(times), budget, total, wtime() - started, cap)
         n, reason = comm.bcast((next_n, reason), root=0)
     samples = np.ascontiguousarray(np.concatenate(chunks)) if root else None
     return Measurement(samples=samples, stop_reason=reason, batches=batches, iterations=total)
 
 
-def _decide(samples: np.ndarray, budget: Budget, total: int, elapsed: float) -> tuple[int, str]:
+def _decide(times: np.ndarray, budget: Budget, total: int, elapsed: float, cap: int) -> tuple[int, str]:
     """(size of the next batch, reason): 0 means stop for that reason."""
     if budget.ci_target <= 0:
-        return 0, STOP_FIXED
-    if summarize(samples).ci_rel_halfwidth <= budget.ci_target:
+        return 0, STOP_FIXED if total >= budget.iterations else STOP_ITERATION_CAP
+    if median_ci_rel(times) <= budget.ci_target:
         return 0, STOP_CONVERGED
     if elapsed >= budget.max_time:
         return 0, STOP_TIME_CAP
-    if total >= budget.max_iterations:
+    if total >= cap:
         return 0, STOP_ITERATION_CAP
     per_iteration = elapsed / total
     fits = int((budget.max_time - elapsed) / per_iteration) if per_iteration > 0 else total
     # Double the sample while time allows; never schedule a batch that overruns the budget by much.
-    n = min(total, budget.max_iterations - total, max(fits, budget.min_iterations))
+    n = min(total, cap - total, max(fits, budget.min_iterations))
     return (n, STOP_TIME_CAP) if n > 0 else (0, STOP_TIME_CAP)

@@ -13,7 +13,7 @@ from fabricprobe.config import SweepConfig
 from fabricprobe.datatypes import numpy_dtype
 from fabricprobe.plan import EMPTY, PointSpec, pair_ranks
 from fabricprobe.sparse import traffic
-from fabricprobe.specs import SPECS, pt2pt
+from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
 from fabricprobe.stats import bandwidths, summarize
 from fabricprobe.store.schema import POINT_ERROR, POINT_OK, POINT_WRONG

@@ -59,6 +59,15 @@ def median_ci(sorted_values: np.ndarray, z: float = CONFIDENCE_Z) -> tuple[float
     return float(sorted_values[lo]), float(sorted_values[hi])
 
 
+def median_ci_rel(times: np.ndarray) -> float:
+    """Relative half-width of the median's confidence interval, from per-iteration times."""
+    ordered = np.sort(times[np.isfinite(times)])
+    if ordered.size == 0:
+        return math.inf
+    lo, hi = median_ci(ordered)
+    return _rel_halfwidth(lo, hi, float(np.median(ordered)))
+
+
 def per_iteration(samples: np.ndarray) -> np.ndarray:
     """The slowest timing rank's time in each iteration."""
     timed = ~np.all(np.isnan(samples), axis=1)

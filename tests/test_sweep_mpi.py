@@ -69,6 +69,7 @@ def test_schema_and_provenance(results):
         assert run.attrs["thread_level_provided"] == "single"
         assert run.attrs["mpi_vendor"] in ("MPICH", "Open MPI")
         assert len(run["samples"]) == run["points"].shape[0]
+        assert 20 < run.attrs["rank0_peak_rss_mib"] <= run.attrs["peak_rss_mib"] < 4096
 
 
 def test_modes_timers_and_in_place(results):

@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         fitted = replace(fitted, params=replace(fitted.params, nic_sharing=False))
     shape = run_shape(run_.attrs)
     dense = [c for c in colls if c != "sparse_allreduce"]
-    comparisons = compare(run_.points, fitted, *shape, collectives=dense)
+    # sub-communicator points (--comm-sizes) have another shape than the one modelled
+    whole = [p for p in run_.points if p["nranks"] == int(run_.attrs.get("nranks", 0) or 0)]
+    comparisons = compare(whole, fitted, *shape, collectives=dense)
     predictions = [at_scale(c, registry.names_for(c), n, g, fitted, sizes, software=args.software)
                    for c in dense for n, g in scales]
     sparse, sparse_scales = [], []

@@ -24,6 +24,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--run", metavar="ID", help="only this run (id, or -1 for the last)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.add_argument("--collectives", metavar="LIST", help="only these collectives (comma-separated)")
+    p.add_argument("--summary", action="store_true",
+                   help="per collective: latency, peak busbw, n½, the winning algorithm per size range and the\n"
+                        "crossover sizes (table or json)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the export to FILE instead of stdout")
     p.set_defaults(handler=run)
 
@@ -54,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     elif not runs:
         raise UsageError(f"{args.file} holds no runs")
     colls = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives else None
+    if args.summary:
+        return _summary(args, runs, colls)
     if args.format == "table":
         from fabricprobe.console import make_console
         from fabricprobe.report.tables import render_run
@@ -69,4 +74,35 @@ def run(args: argparse.Namespace) -> int:
         _write_atomically(args.output, text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> int:
+    if args.format not in ("table", "json"):
+        raise UsageError("--summary is shown as a table or exported as json")
+    if args.format == "json":
+        import json
+
+        from fabricprobe.report.export import json_safe
+        from fabricprobe.report.summary import summarize
+
+        doc = {"runs": [{"id": r.id, "mpi_vendor": r.attrs.get("mpi_vendor"), "nranks": r.attrs.get("nranks"),
+                         "cases": [s.as_dict() for s in summarize(
+                             [p for p in r.points if colls is None or p["collective"] in colls])]} for r in runs]}
+        text = json.dumps(json_safe(doc), indent=1) + "\n"
+        if args.output:
+            _write_atomically(args.output, text)
+        else:
+            sys.stdout.write(text)
+        return 0
+    if args.output:
+        raise UsageError("-o/--output is for exports; add --format json")
+    from fabricprobe.console import make_console
+    from fabricprobe.report.tables import run_header, summary_table
+
+    console = make_console()
+    for run in runs:
+        console.print(run_header(run))
+        console.print(summary_table(run, colls))
+        console.print()
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from typing import Any
 
 from fabricprobe import collectives
@@ -238,6 +237,13 @@ def _load_resume(path: str, run_id: str | None, nranks: int):
     return run.id, config, done, list(run.attrs.get("resumed_at") or [])
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def run(args: argparse.Namespace) -> int:
     from fabricprobe import provenance, topology
     from fabricprobe.console import make_console
@@ -301,8 +307,10 @@ def run(args: argparse.Namespace) -> int:
             writer.update_run({"status": STATUS_INTERRUPTED, "status_reason": "interrupted by a signal",
                                "ended": provenance.utc_now()})
         return EXIT_INTERRUPTED
+    rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
     if writer is not None:
-        writer.update_run({"status": STATUS_COMPLETE, "ended": provenance.utc_now(), "notes": outcome.notes})
+        writer.update_run({"status": STATUS_COMPLETE, "ended": provenance.utc_now(), "notes": outcome.notes,
+                           "rank0_peak_rss_mib": round(rss[0], 1), "peak_rss_mib": round(max(rss), 1)})
         if not args.quiet:
             render_run(select_run(load_runs(path), run_id, path), make_console())
         if outcome.failed:

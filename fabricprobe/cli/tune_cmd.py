@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +118,7 @@ def _rules_table(table, title: str):
 def run_tune(args: argparse.Namespace) -> int:
     from fabricprobe.console import make_console
     from fabricprobe.store import load_runs
-    from fabricprobe.tuning import emit_intel, emit_mpich, emit_nccl, emit_openmpi, emit_selection
+    from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi, emit_selection
     from fabricprobe.tuning.choose import choose
     from fabricprobe.tuning.libraries import for_vendor
     from fabricprobe.tuning.measure import library_in_use

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from fabricprobe.model.analysis import Comparison, ScalePrediction
 from fabricprobe.model.fit import Fitted
+from fabricprobe.report.export import json_safe
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size
 
@@ -155,16 +154,6 @@ def render(console: Console, fitted: Fitted, shape: tuple[int, int], comparisons
         console.print()
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def to_json(fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison], scales: list[ScalePrediction],
             sparse: list | None = None, sparse_scales: list | None = None) -> str:
     doc = {
@@ -182,4 +171,4 @@ def to_json(fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison
                    for c in sparse or []],
         "sparse_scales": [dict(nodes=n, ranks_per_node=g, crossover_density=t) for n, g, t in sparse_scales or []],
     }
-    return json.dumps(_clean(doc), indent=1) + "\n"
+    return json.dumps(json_safe(doc), indent=1) + "\n"

@@ -12,7 +12,7 @@ from fabricprobe.collectives import LIBRARY
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size
 
-CASE_FIELDS = ("collective", "dtype", "op", "in_place", "mode", "pair", "density")
+CASE_FIELDS = ("collective", "dtype", "op", "in_place", "mode", "pair", "density", "nranks")
 
 
 def comparison_groups(points: list[dict[str, Any]]) -> "OrderedDict[tuple, dict[str, dict[int, dict]]]":
@@ -36,11 +36,11 @@ def winners(by_algorithm: dict[str, dict[int, dict]]) -> dict[int, str]:
 
 
 def comparison_table(case: tuple, by_algorithm: dict[str, dict[int, dict]]) -> Table:
-    collective, dtype, op, in_place, mode, pair, density = case
+    collective, dtype, op, in_place, mode, pair, density, nranks = case
     names = sorted(by_algorithm, key=lambda n: (n != LIBRARY, n))
     title = " · ".join(x for x in (f"[bold]{collective}[/]: algorithms side by side", dtype,
                                    op if op != "none" else "", "in-place" if in_place else "", f"{mode} mode",
-                                   f"density {density:g}" if density else "") if x)
+                                   f"density {density:g}" if density else "", f"{nranks} ranks") if x)
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("size", justify="right")
     for name in names:

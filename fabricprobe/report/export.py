@@ -19,14 +19,14 @@ from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
 _CONFIG_KEY = "config"
 
 
-def _clean(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON has no NaN or infinity: they become null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -51,7 +51,7 @@ def to_json(runs: list[Run], collectives: list[str] | None = None) -> str:
             for run in runs
         ],
     }
-    return json.dumps(_clean(doc), indent=1, sort_keys=False) + "\n"
+    return json.dumps(json_safe(doc), indent=1, sort_keys=False) + "\n"
 
 
 def to_csv(runs: list[Run], collectives: list[str] | None = None) -> str:
@@ -89,9 +89,9 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
     for run in runs:
         points = [p for p in _filtered(run, collectives) if p["collective"] != EMPTY and p["status"] != "error"]
         for key, rows in group_series(points).items():
-            coll, alg, dtype, op, in_place, mode, pair, density = key
+            coll, alg, dtype, op, in_place, mode, pair, density, nranks = key
             lines.append(f"# OSU MPI {_OSU_TITLES.get(coll, coll)} (fabricprobe {__version__} export, run {run.id}, "
-                         f"algorithm {alg}, {mode} mode{', in-place' if in_place else ''}{', ' + pair + ' pair' if pair else ''})")
+                         f"algorithm {alg}, {nranks} ranks, {mode} mode{', in-place' if in_place else ''}{', ' + pair + ' pair' if pair else ''})")
             lines.append(f"# Datatype: {_OSU_TYPES.get(dtype, dtype)}." + (f" Op: {op}." if op != "none" else ""))
             itemsize = numpy_dtype(dtype).itemsize
             if coll in ("bw", "bibw"):

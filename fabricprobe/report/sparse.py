@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from fabricprobe.report.summary import log_crossing
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size
 
@@ -31,24 +32,24 @@ def crossover_density(speedups: list[tuple[float, float]]) -> tuple[str, float |
         return f"dense wins from {pts[0][0]:g}", None
     for (d0, s0), (d1, s1) in zip(pts, pts[1:]):
         if s0 >= 1 > s1:
-            t = math.log(s0) / (math.log(s0) - math.log(s1))
-            d = math.exp(math.log(d0) + t * (math.log(d1) - math.log(d0)))
+            d = log_crossing(d0, s0, d1, s1)
             return f"{d:.3g}", d
     return "-", None
 
 
-def sparse_tables(points: list[dict[str, Any]], nranks: int) -> list[Table]:
+def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
     sparse = [p for p in points if p["collective"] == "sparse_allreduce" and p["status"] == "ok"]
     if not sparse:
         return []
-    dense = {(p["dtype"], p["bytes"]): p for p in points
+    dense = {(p["nranks"], p["dtype"], p["bytes"]): p for p in points
              if p["collective"] == "allreduce" and p["algorithm"] == "library" and p["status"] == "ok"
              and p["mode"] == "barrier" and not p["in_place"]}
+    # top-k selection is local to a rank, the same whatever the communicator
     select = {(p["dtype"], p["bytes"], p["density"], p["algorithm"]): p["median_s"] for p in points
               if p["collective"] == "topk_local" and p["status"] == "ok"}
     tables = []
-    for dtype in sorted({p["dtype"] for p in sparse}):
-        rows = [p for p in sparse if p["dtype"] == dtype]
+    for nranks, dtype in sorted({(p["nranks"], p["dtype"]) for p in sparse}):
+        rows = [p for p in sparse if p["dtype"] == dtype and p["nranks"] == nranks]
         algorithms = sorted({p["algorithm"] for p in rows})
         t = Table(title=f"[bold]sparse allreduce against the library's dense allreduce[/] · {dtype} · n={nranks}",
                   title_justify="left", show_edge=False, pad_edge=False)
@@ -59,7 +60,7 @@ def sparse_tables(points: list[dict[str, Any]], nranks: int) -> list[Table]:
         t.add_column("top-k select µs\nnumba / argpartition", justify="right")
         crossings = []
         for size in sorted({p["bytes"] for p in rows}):
-            d = dense.get((dtype, size))
+            d = dense.get((nranks, dtype, size))
             dense_s = d["median_s"] if d else math.nan
             ring_bytes = 2 * (nranks - 1) / nranks * size if nranks > 1 else 0
             by_alg: dict[str, list[tuple[float, float]]] = {a: [] for a in algorithms}

@@ -14,8 +14,9 @@ from fabricprobe.datatypes import BYTE, NO_OP
 from fabricprobe.plan import EMPTY, PAIR_LABELS
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
 from fabricprobe.report.groups import ci_rel, group_series
-from fabricprobe.report.units import gbps, percent, usec
 from fabricprobe.report.sparse import sparse_tables
+from fabricprobe.report.summary import Crossover, SizeRange, summarize
+from fabricprobe.report.units import gbps, percent, usec
 from fabricprobe.report.warnings import run_notes, run_warnings
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
@@ -32,6 +33,9 @@ def run_header(run: Run) -> Panel:
         + (f"   hardware: {a.get('nnodes')} node(s), {a.get('ranks_per_node')} ranks on {a.get('cores_per_node')} cores"
            if a.get("virtual_topology") else ""),
     ]
+    cost = _cost(a)
+    if cost:
+        lines.append(cost)
     floors = [p for p in run.points if p["collective"] == EMPTY and p["status"] == "ok"]
     if floors:
         text = ", ".join(f"{p['algorithm']} {usec(p['median_s'])} µs" + (f" ({p['mode']})" if p["mode"] != "barrier" else "")
@@ -45,8 +49,23 @@ def run_header(run: Run) -> Panel:
     return Panel(Group(*body), title="fabricprobe results", expand=False)
 
 
+def _cost(a: dict[str, Any]) -> str:
+    """Wall time and peak memory of the run, where recorded."""
+    from datetime import datetime
+
+    parts = []
+    try:
+        took = datetime.fromisoformat(a["ended"]) - datetime.fromisoformat(a["started"])
+        parts.append(f"wall time {took.total_seconds():.0f} s")
+    except (KeyError, TypeError, ValueError):
+        pass
+    if a.get("peak_rss_mib"):
+        parts.append(f"peak memory: rank 0 {a['rank0_peak_rss_mib']:.0f} MiB, largest rank {a['peak_rss_mib']:.0f} MiB")
+    return "   ".join(parts)
+
+
 def _title(key: tuple) -> str:
-    collective, algorithm, dtype, op, in_place, mode, pair, density = key
+    collective, algorithm, dtype, op, in_place, mode, pair, density, nranks = key
     parts = [f"[bold]{collective}[/]", algorithm]
     if dtype != BYTE:
         parts.append(dtype)
@@ -59,6 +78,7 @@ def _title(key: tuple) -> str:
         parts.append(f"{PAIR_LABELS.get(pair, pair)} pair")
     if density:
         parts.append(f"density {density:g}")
+    parts.append(f"{nranks} ranks")
     return " · ".join(parts)
 
 
@@ -104,17 +124,80 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int) -> Table:
 
 def render_run(run: Run, console: Console, collectives: list[str] | None = None) -> None:
     console.print(run_header(run))
-    nranks = int(run.attrs.get("nranks", 0) or 0)
     points = [p for p in run.points if p["collective"] != EMPTY
               and (collectives is None or p["collective"] in collectives)]
     if not points:
         console.print("(no measured points)")
-    for table in sparse_tables(points, nranks):
+    for table in sparse_tables(points):
         console.print(table)
         console.print()
     for case, by_algorithm in comparison_groups(points).items():
         console.print(comparison_table(case, by_algorithm))
         console.print()
     for key, rows in group_series(points).items():
-        console.print(series_table(key, rows, nranks or rows[0]["nranks"]))
+        console.print(series_table(key, rows, key[-1]))
         console.print()
+
+
+def _case_title(case: dict[str, Any]) -> str:
+    parts = [f"[bold]{case['collective']}[/]", case["dtype"]]
+    if case["op"] != NO_OP:
+        parts.append(case["op"])
+    if case["in_place"]:
+        parts.append("in-place")
+    if case["mode"] != "barrier":
+        parts.append(f"{case['mode']} mode")
+    if case["pair"]:
+        parts.append(f"{PAIR_LABELS.get(case['pair'], case['pair'])} pair")
+    if case["density"]:
+        parts.append(f"density {case['density']:g}")
+    return " · ".join(parts)
+
+
+def _range_text(r: SizeRange, baseline: str) -> str:
+    span = format_size(r.lo) if r.lo == r.hi else f"{format_size(r.lo)}–{format_size(r.hi)}"
+    if r.winner == baseline:
+        return f"{span}: {r.winner}"
+    gain = f"{r.speedup_min:.2f}×" if abs(r.speedup_max - r.speedup_min) < 0.005 else \
+        f"{r.speedup_min:.2f}–{r.speedup_max:.2f}×"
+    return f"{span}: [green]{r.winner}[/] ({gain})"
+
+
+def _crossover_text(algorithm: str, crossings: list[Crossover]) -> str:
+    """The size intervals, bounded by crossovers, where the algorithm beats the baseline."""
+    spans, start = [], None
+    for c in crossings:
+        if c.faster == "above":
+            start = c.estimate
+        else:
+            spans.append(f"{'≈' + format_size(start) if start else 'up to'} – ≈{format_size(c.estimate)}")
+            start = None
+    if start is not None:
+        spans.append(f"from ≈{format_size(start)}")
+    return f"{algorithm} faster {', '.join(spans)}"
+
+
+def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
+    """One row per collective case: latency, peak busbw, n½, winners per size range, crossovers."""
+    points = [p for p in run.points if collectives is None or p["collective"] in collectives]
+    table = Table(title=f"[bold]summary of run {run.id}[/] ({run.attrs.get('mpi_vendor', '?')}, "
+                        f"{run.attrs.get('nranks', '?')} ranks)", title_justify="left", show_lines=True,
+                  show_edge=False, pad_edge=False)
+    for col, just in (("case", "left"), ("ranks", "right"), ("latency µs", "right"), ("peak busbw", "right"),
+                      ("n½", "right"), ("winner per size range", "left"), ("crossovers", "left")):
+        table.add_column(col, justify=just)
+    for s in summarize(points):
+        table.add_row(
+            _case_title(s.case), str(s.case["nranks"]), f"{usec(s.latency_s)} @ {format_size(s.latency_bytes)}",
+            f"{gbps(s.peak_busbw_gbps)} GB/s @ {format_size(s.peak_bytes)}",
+            format_size(s.half_peak_bytes) if s.half_peak_bytes is not None else "-",
+            "\n".join(_range_text(r, s.baseline) for r in s.ranges),
+            "\n".join(_crossover_text(a, [c for c in s.crossovers if c.algorithm == a])
+                      for a in dict.fromkeys(c.algorithm for c in s.crossovers))
+            or ("-" if len(s.algorithms) > 1 else "(one algorithm)"),
+        )
+    table.caption = ("latency: the baseline (the library's own) at the smallest size; n½: smallest size reaching half "
+                     "the peak busbw.\nA range goes to another algorithm only where its median's 95% CI lies wholly "
+                     "below the baseline's (× = speedup over the baseline); crossovers likewise ignore noise.")
+    table.caption_justify = "left"
+    return table

@@ -1,0 +1,129 @@
+"""Compare two sets of points — two files, two runs, two algorithms, before and after tuning — size
+by size, saying where the difference exceeds both sides' noise."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricprobe.errors import UsageError
+from fabricprobe.plan import EMPTY
+from fabricprobe.store import Run, load_runs, select_run
+
+MATCH_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "nranks", "bytes")
+
+
+@dataclass
+class Side:
+    label: str
+    run: Run
+    algorithm: str | None  # restrict to one algorithm (then algorithms are not matched)
+
+    def points(self, collectives: list[str] | None = None) -> list[dict[str, Any]]:
+        return [p for p in self.run.points if p["status"] == "ok" and p["collective"] != EMPTY
+                and (self.algorithm is None or p["algorithm"] == self.algorithm)
+                and (collectives is None or p["collective"] in collectives)]
+
+
+def parse_side(text: str) -> Side:
+    """FILE[:RUN][@ALGORITHM] — RUN an id or -1 (last); ALGORITHM e.g. library, ring, library:tuned."""
+    path, _, algorithm = text.partition("@")
+    run_id = None
+    head, sep, tail = path.rpartition(":")
+    if sep and (tail.isdigit() or (tail.startswith("-") and tail[1:].isdigit())):
+        path, run_id = head, tail
+    runs = load_runs(path)
+    run = select_run(runs, run_id, path)
+    return Side(text, run, algorithm or None)
+
+
+@dataclass
+class Row:
+    key: dict[str, Any]
+    a: dict[str, Any]
+    b: dict[str, Any]
+
+    @property
+    def ratio(self) -> float:
+        """B's median time over A's (below 1: B is faster)."""
+        return self.b["median_s"] / self.a["median_s"] if self.a["median_s"] > 0 else math.nan
+
+    @property
+    def significant(self) -> bool:
+        """The confidence intervals of the two medians do not overlap, and the ratio is further from 1
+        than both sides' relative noise (half-width of their 95% CIs)."""
+        a, b = self.a, self.b
+        apart = b["ci_high_s"] < a["ci_low_s"] or a["ci_high_s"] < b["ci_low_s"]
+        noise = max(_rel(a), _rel(b))
+        return apart and abs(self.ratio - 1) > noise
+
+
+def _rel(p: dict[str, Any]) -> float:
+    return (p["ci_high_s"] - p["ci_low_s"]) / (2 * p["median_s"]) if p["median_s"] > 0 else math.inf
+
+
+@dataclass
+class Comparison:
+    a: Side
+    b: Side
+    rows: list[Row] = field(default_factory=list)
+    only_a: list[dict[str, Any]] = field(default_factory=list)
+    only_b: list[dict[str, Any]] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+
+
+def compare(a: Side, b: Side, collectives: list[str] | None = None) -> Comparison:
+    fields = [f for f in MATCH_FIELDS if not (f == "algorithm" and (a.algorithm or b.algorithm))]
+
+    def key(p: dict[str, Any]) -> tuple:
+        return tuple(p[f] for f in fields)
+
+    pa, pb = {key(p): p for p in a.points(collectives)}, {key(p): p for p in b.points(collectives)}
+    for side, found in ((a, pa), (b, pb)):
+        if not found:
+            names = sorted({p["algorithm"] for p in side.run.points if p["collective"] != EMPTY})
+            raise UsageError(f"{side.label} has no measured points{' of these collectives' if collectives else ''}"
+                             f" (algorithms in run {side.run.id}: {', '.join(names) or 'none'})")
+    out = Comparison(a, b)
+    for k in sorted(set(pa) & set(pb), key=lambda k: tuple(str(x) for x in k[:-1]) + (k[-1],)):
+        out.rows.append(Row(dict(zip(fields, k)), pa[k], pb[k]))
+    out.only_a = [pa[k] for k in sorted(set(pa) - set(pb), key=str)]
+    out.only_b = [pb[k] for k in sorted(set(pb) - set(pa), key=str)]
+    ranks_a = sorted({p["nranks"] for p in pa.values()})
+    ranks_b = sorted({p["nranks"] for p in pb.values()})
+    if ranks_a != ranks_b:
+        out.mismatches.append(f"rank counts differ: {a.label} has {ranks_a}, {b.label} has {ranks_b}")
+    for coll in sorted({p["collective"] for p in pa.values()} | {p["collective"] for p in pb.values()}):
+        sa = {p["bytes"] for p in pa.values() if p["collective"] == coll}
+        sb = {p["bytes"] for p in pb.values() if p["collective"] == coll}
+        if sa and sb and sa != sb:
+            out.mismatches.append(f"{coll}: sizes differ ({len(sa ^ sb)} measured on one side only)")
+        elif not sa or not sb:
+            out.mismatches.append(f"{coll}: measured only in {a.label if sa else b.label}")
+    if not out.rows and not out.mismatches:
+        raise UsageError(f"{a.label} and {b.label} have no points in common")
+    return out
+
+
+def verdicts(comp: Comparison) -> dict[str, str]:
+    """One line per collective: who is faster, by how much (geometric mean ratio), how often beyond noise."""
+    out = {}
+    for coll in sorted({r.key["collective"] for r in comp.rows}):
+        rows = [r for r in comp.rows if r.key["collective"] == coll and math.isfinite(r.ratio) and r.ratio > 0]
+        if not rows:
+            continue
+        gm = math.exp(sum(math.log(r.ratio) for r in rows) / len(rows))
+        sig = [r for r in rows if r.significant]
+        faster_b = sum(1 for r in sig if r.ratio < 1)
+        faster_a = len(sig) - faster_b
+        if not sig:
+            text = f"no difference beyond the noise at any of {len(rows)} sizes (B/A {gm:.2f}× on average)"
+        else:
+            fast, slow = (comp.b.label, comp.a.label) if gm < 1 else (comp.a.label, comp.b.label)
+            times = 1 / gm if gm < 1 else gm
+            text = (f"{fast} is faster: {slow} takes {times:.2f}× as long (geometric mean over sizes); beyond the "
+                    f"noise at {len(sig)} of {len(rows)} sizes ({faster_b} favour {comp.b.label}, "
+                    f"{faster_a} favour {comp.a.label})")
+        out[coll] = text
+    return out

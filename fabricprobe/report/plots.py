@@ -1,0 +1,101 @@
+"""Pictures of results: per collective, median time and busbw against message size on log axes, one
+line per algorithm (or per input), with a band from the fastest iteration to the 90th percentile to
+show the noise. matplotlib is an optional extra: pip install 'fabricprobe[plot]'."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from fabricprobe.errors import UsageError
+from fabricprobe.report.compare import Side
+from fabricprobe.specs import SPECS
+
+FORMATS = (".png", ".svg", ".pdf")
+MAX_ROWS = 12
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("plots need matplotlib: pip install 'fabricprobe[plot]'") from None
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable and editable
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _series(sides: list[Side], collectives: list[str] | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """collective -> line label -> points sorted by size."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for side in sides:
+        for p in side.points():
+            spec = SPECS.get(p["collective"])
+            if spec is None or not spec.sized or p["bytes"] <= 0:
+                continue
+            if collectives is not None and p["collective"] not in collectives:
+                continue
+            label = p["algorithm"]
+            extras = [x for x in (p["pair"], f"d={p['density']:g}" if p["density"] else "",
+                                  f"{p['nranks']} ranks" if p["nranks"] != side.run.attrs.get("nranks") else "") if x]
+            if extras:
+                label += f" ({', '.join(extras)})"
+            if len(sides) > 1:
+                label = f"{side.label}: {label}"
+            out.setdefault(p["collective"], {}).setdefault(label, []).append(p)
+    for lines in out.values():
+        for rows in lines.values():
+            rows.sort(key=lambda p: p["bytes"])
+    return out
+
+
+def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -> Path:
+    path = Path(output)
+    if path.suffix.lower() not in FORMATS:
+        raise UsageError(f"cannot tell the image format of {output}: use {', '.join(FORMATS)}")
+    if not path.resolve().parent.is_dir():
+        raise UsageError(f"cannot write {output}: directory {path.resolve().parent} does not exist")
+    series = _series(sides, collectives)
+    if not series:
+        raise UsageError("nothing to plot: no sized points in the selection")
+    names = list(series)[:MAX_ROWS]
+    plt = _matplotlib()
+    fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.6 * len(names)), squeeze=False)
+    for row, coll in enumerate(names):
+        lat, bw = axes[row]
+        for label, pts in series[coll].items():
+            x = [p["bytes"] for p in pts]
+            line, = lat.plot(x, [p["median_s"] * 1e6 for p in pts], marker="o", ms=3, label=label)
+            lat.fill_between(x, [p["min_s"] * 1e6 for p in pts], [p["p90_s"] * 1e6 for p in pts],
+                             color=line.get_color(), alpha=0.15, linewidth=0)
+            factor = [p["busbw_factor"] for p in pts]
+            bw.plot(x, [p["busbw_gbps"] for p in pts], marker="o", ms=3, color=line.get_color(), label=label)
+            lo = [b * f / (p["p90_s"] * 1e9) if p["p90_s"] > 0 else 0 for b, f, p in zip(x, factor, pts)]
+            hi = [b * f / (p["min_s"] * 1e9) if p["min_s"] > 0 else 0 for b, f, p in zip(x, factor, pts)]
+            bw.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
+        for ax in (lat, bw):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("message size (bytes)")
+            ax.grid(True, which="both", alpha=0.3)
+        lat.set_yscale("log")
+        lat.set_ylabel("median time (µs)")
+        lat.set_title(f"{coll}: time (band: fastest to 90th percentile)")
+        spec = SPECS[coll]
+        bw.set_ylabel("busbw (GB/s)")
+        bw.set_title(f"{coll}: busbw = algbw × {spec.busbw_formula}")
+        lat.legend(fontsize=7)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror}") from None
+    finally:
+        plt.close(fig)
+        if tmp.exists():
+            tmp.unlink()
+    return path
