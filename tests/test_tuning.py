@@ -215,3 +215,30 @@ def test_selection_table_drives_tuned(measured, tmp_path, monkeypatch):
     bad.write_text("{}")
     with pytest.raises(UsageError):
         tuned.load(str(bad))
+
+
+def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monkeypatch):
+    """Open MPI's two_proc algorithms abort on more than 2 ranks: one failing size must not cost the
+    sizes the algorithm can run on."""
+    from fabricprobe.tuning import measure as m
+    from fabricprobe.tuning.libraries import Variant
+
+    class Lib:
+        def variants(self, collective):
+            return [Variant(collective, "default", "", {}), Variant(collective, "two_proc", "8", {})]
+
+    calls = []
+
+    def fake_run(base, output, collective, variant, comm_sizes, sweep_args, timeout):
+        calls.append((variant.name, tuple(comm_sizes)))
+        code = 1 if variant.name == "two_proc" and max(comm_sizes) > 2 else 0
+        return m.Launch(collective, variant, code, "", tuple(comm_sizes))
+
+    monkeypatch.setattr(m, "library_in_use", lambda: "Open MPI")
+    monkeypatch.setattr(m, "for_vendor", lambda vendor: Lib())
+    monkeypatch.setattr(m, "run_variant", fake_run)
+    _, launches = m.measure(8, "out.h5", ["allgather"], [2, 4, 8], [], mpiexec="/bin/true")
+    assert calls == [("default", (2, 4, 8)), ("two_proc", (2, 4, 8)), ("two_proc", (2,)), ("two_proc", (4,)),
+                     ("two_proc", (8,))]
+    assert [(x.variant.name, x.comm_sizes, x.returncode) for x in launches] == [
+        ("default", (2, 4, 8), 0), ("two_proc", (2,), 0), ("two_proc", (4,), 1), ("two_proc", (8,), 1)]

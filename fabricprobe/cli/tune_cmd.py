@@ -89,8 +89,9 @@ def run_sweep(args: argparse.Namespace) -> int:
                                args.mpiexec_args, only, args.job_timeout, progress)
     failed = [launch for launch in launches if launch.returncode != 0]
     for launch in failed:
-        console.print(f"[yellow]{launch.collective}/{launch.variant.name} failed (exit {launch.returncode}):[/] "
-                      f"{launch.stderr_tail}")
+        sizes = ",".join(map(str, launch.comm_sizes))
+        console.print(f"[yellow]{launch.collective}/{launch.variant.name} on {sizes} ranks failed "
+                      f"(exit {launch.returncode}):[/] {launch.stderr_tail}")
     console.print(f"{vendor}: {len(launches) - len(failed)} of {len(launches)} jobs measured into {args.output}; "
                   f"next: fabricprobe tune {args.output}")
     return EXIT_OK

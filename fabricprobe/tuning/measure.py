@@ -44,6 +44,7 @@ class Launch:
     variant: Variant
     returncode: int
     stderr_tail: str
+    comm_sizes: tuple[int, ...] = ()
 
 
 def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
@@ -65,9 +66,10 @@ def run_variant(base: list[str], output: str, collective: str, variant: Variant,
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **variant.env}
     try:
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
-        return Launch(collective, variant, out.returncode, "\n".join(out.stderr.strip().splitlines()[-3:]))
+        return Launch(collective, variant, out.returncode, "\n".join(out.stderr.strip().splitlines()[-3:]),
+                      tuple(comm_sizes))
     except subprocess.TimeoutExpired:
-        return Launch(collective, variant, 124, f"no result within {timeout:g} s")
+        return Launch(collective, variant, 124, f"no result within {timeout:g} s", tuple(comm_sizes))
 
 
 def variant_label(name: str) -> str:
@@ -95,7 +97,14 @@ def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], 
     for i, variant in enumerate(todo):
         if progress is not None:
             progress(i, len(todo), variant)
-        launches.append(run_variant(base, output, variant.collective, variant, comm_sizes, sweep_args, timeout))
+        launch = run_variant(base, output, variant.collective, variant, comm_sizes, sweep_args, timeout)
+        if launch.returncode not in (0, 124) and len(comm_sizes) > 1:
+            # Some algorithms run on some communicator sizes only (Open MPI's two_proc: 2 ranks), and
+            # one failing size ends the job: measure every size on its own instead.
+            launches += [run_variant(base, output, variant.collective, variant, [c], sweep_args, timeout)
+                         for c in comm_sizes]
+        else:
+            launches.append(launch)
     if progress is not None:
         progress(len(todo), len(todo), None)
     return vendor, launches
