@@ -31,12 +31,18 @@ def test_the_checker_catches_a_wrong_algorithm():
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16])
 def test_every_algorithm_matches_the_library(n):
     report = _run(n)
-    assert report["checked"] > 2000
+    from fabricprobe import collectives
+    expected = {f"{c}/{a}" for c in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
+                for a in collectives.names_for(c) if a != collectives.LIBRARY}
+    assert set(report["per_algorithm"]) == expected
+    assert all(count >= 20 for count in report["per_algorithm"].values()), report["per_algorithm"]
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 
 
 @pytest.mark.parametrize("n,layout", [(8, "4"), (8, "2"), (8, "3,3,2"), (7, "3"), (5, "2,3")])
 def test_hierarchical_on_virtual_topologies(n, layout):
     report = _run(n, "--ranks-per-node", layout, "--collectives", "allreduce", "--algorithms", HIERARCHICAL)
-    assert report["checked"] > 800
+    # Every named algorithm ran its full case list (all dtypes and ops at the small and large counts).
+    assert sorted(report["per_algorithm"]) == sorted(f"allreduce/{a}" for a in HIERARCHICAL.split(","))
+    assert all(count >= 150 for count in report["per_algorithm"].values()), report["per_algorithm"]
     assert report["nfailures"] == 0, "\n".join(report["failures"])

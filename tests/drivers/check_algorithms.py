@@ -131,7 +131,7 @@ def main() -> int:
         sizes = topology.node_sizes(topology.parse_ranks_per_node(args.ranks_per_node), p)
         topology.set_active(comm, topology.virtual(topology.detect(comm), sizes))
     small = sorted({0, 1, max(p - 1, 0), p, p + 1, 7, 100})
-    checked, failures = 0, []
+    checked, failures, per_algorithm = 0, [], {}
     for coll in args.collectives.split(","):
         names = [n for n in collectives.names_for(coll) if n != collectives.LIBRARY]
         if args.algorithms:
@@ -148,6 +148,7 @@ def main() -> int:
             # dtype and op, so at the large count one in-place case (float32 sum) suffices.
             cases += [(dt, op, large, ip) for dt, op in large_ops if coll in REDUCING or op == "sum"
                       for ip in places if not ip or (dt, op) == ("float32", "sum")]
+            per_algorithm[f"{coll}/{name}"] = len(cases)
             for i, (dtname, op, count, in_place) in enumerate(cases):
                 root = (i * 7 + 3) % p
                 error = check(comm, coll, name, DTYPES[dtname], op, count, in_place, root, seed=i)
@@ -157,7 +158,7 @@ def main() -> int:
                                     f"{'in-place' if in_place else 'out-of-place'} root={root} rank {comm.rank}: {error}")
     failures = [f for per_rank in comm.gather(failures, root=0) or [] for f in per_rank]
     if comm.rank == 0:
-        print(json.dumps({"nranks": p, "checked": checked, "failures": failures[:50], "nfailures": len(failures)}))
+        print(json.dumps({"nranks": p, "checked": checked, "per_algorithm": per_algorithm, "failures": failures[:50], "nfailures": len(failures)}))
     return 0
 
 
