@@ -150,7 +150,10 @@ def test_mpich_trees_are_spliced_into_the_default(measured):
     assert list(intra) == ["comm_size<=3", "comm_size=any"]  # MPICH reads "<" as "<=": write what is meant
     assert list(intra["comm_size=any"]) == ["avg_msg_size<=1048575", "avg_msg_size=any"]
     assert intra["comm_size=any"]["avg_msg_size<=1048575"] == TREE["collective=allreduce"]["comm_type=intra"]
-    assert intra["comm_size=any"]["avg_msg_size=any"] == {"algorithm=MPIR_Allreduce_intra_ring": {}}
+    # ring needs a commutative op (a JSON leaf has no fallback): other calls keep MPICH's subtree
+    assert intra["comm_size=any"]["avg_msg_size=any"] == {
+        "is_commutative=yes": {"algorithm=MPIR_Allreduce_intra_ring": {}},
+        "is_commutative=any": TREE["collective=allreduce"]["comm_type=intra"]}
     assert mpir["collective=allgather"] == TREE["collective=allgather"]  # the rest of the tree is kept
     assert mpir["collective=allreduce"]["comm_type=inter"] == TREE["collective=allreduce"]["comm_type=inter"]
     assert _catch_alls(mpir)
@@ -160,6 +163,17 @@ def test_mpich_trees_are_spliced_into_the_default(measured):
     assert leaf == {"is_multi_threaded=yes": {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}}
     assert chain["comm_size=any"]["avg_msg_size<=1048575"] == {
         "algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}
+
+
+def test_mpich_guards_follow_the_restrictions():
+    leaf, fallback = {"algorithm=A": {}}, {"algorithm=D": {}}
+    node = emit_mpich.guarded("allreduce", "reduce_scatter_allgather", leaf, fallback)
+    assert node == {"count<pow2": fallback, "count=any": {"is_op_built_in=yes": leaf, "is_op_built_in=any": fallback}}
+    assert emit_mpich.guarded("alltoall", "pairwise_sendrecv_replace", leaf, fallback) == {
+        "is_sendbuf_inplace=yes": leaf, "is_sendbuf_inplace=any": fallback}
+    assert emit_mpich.guarded("bcast", "binomial", leaf, fallback) == leaf  # no restriction, no guard
+    assert emit_mpich.needs_builtin_op("reduce", "reduce_scatter_gather")
+    assert not emit_mpich.needs_builtin_op("allreduce", "ring")
 
 
 def test_mpich_refuses_an_algorithm_the_library_lacks(measured):

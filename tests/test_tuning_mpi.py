@@ -70,10 +70,10 @@ def test_open_mpi_first_section_serves_smaller_communicators(tmp_path):
 
 # ---- MPICH: the strictness behind the spliced trees ----
 
-def _mpich_probe(found, tree: dict, tmp_path) -> str:
+def _mpich_probe(found, tree: dict, tmp_path, nbytes: int = 64) -> str:
     path = tmp_path / "tree.json"
     path.write_text(json.dumps(tree))
-    return probe(_base(found), 2, "allreduce", 64, "trace", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)})
+    return probe(_base(found), 2, "allreduce", nbytes, "trace", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)})
 
 
 def test_mpich_aborts_without_catch_all_or_with_a_partial_tree(tmp_path):
@@ -86,6 +86,23 @@ def test_mpich_aborts_without_catch_all_or_with_a_partial_tree(tmp_path):
     assert _mpich_probe(found, no_catch_all, tmp_path).startswith("error")
     partial = {"collective=allreduce": trees["mpir"]["collective=allreduce"]}
     assert _mpich_probe(found, partial, tmp_path).startswith("error")
+
+
+def test_mpich_guards_an_algorithm_that_needs_a_built_in_op(tmp_path):
+    """A JSON leaf has no fallback: reduce_scatter_allgather reached with a user-defined op (the
+    trace's) aborts MPICH, so the emitter guards it and the user op takes the original subtree."""
+    found = _needs("MPICH")
+    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    original = trees["mpir"]["collective=allreduce"]["comm_type=intra"]
+    leaf = {"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather": {}}
+    bare = json.loads(json.dumps(trees["mpir"]))
+    bare["collective=allreduce"]["comm_type=intra"] = {"avg_msg_size=any": leaf}
+    assert _mpich_probe(found, bare, tmp_path, nbytes=1 << 20).startswith("error")
+    guarded = json.loads(json.dumps(trees["mpir"]))
+    guarded["collective=allreduce"]["comm_type=intra"] = {
+        "avg_msg_size=any": emit_mpich.guarded("allreduce", "reduce_scatter_allgather", leaf, original)}
+    default = _mpich_probe(found, trees["mpir"], tmp_path, nbytes=1 << 20)
+    assert not default.startswith("error") and _mpich_probe(found, guarded, tmp_path, nbytes=1 << 20) == default
 
 
 # ---- proof: emitted files apply, and a file that is not applied is caught ----

@@ -40,6 +40,51 @@ SIZE_KEY = {"allreduce": "avg_msg_size", "bcast": "avg_msg_size", "reduce": "avg
             "allgather": "total_msg_size", "reduce_scatter": "total_msg_size", "alltoall": "total_msg_size"}
 MPIR_DEFAULT = "mpir"  # candidate: MPICH's own MPIR tree, without the POSIX shared-memory path
 
+# What an algorithm needs of a call (MPICH's src/mpi/coll/coll_algorithms.txt "restrictions"). A forced
+# CVAR falls back when they fail; a JSON leaf does not: reduce_scatter_allgather reached with a
+# user-defined op aborts with "Internal error" (found by tune --verify). So every leaf is guarded, and
+# calls that fail the guard take MPICH's original subtree. k_reduce_scatter_allgather is not in that
+# list before 4.2; it is guarded like its sibling (an assumption: a needless guard only costs a branch).
+RESTRICTIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("allreduce", "reduce_scatter_allgather"): ("size-ge-pof2", "builtin-op"),
+    ("allreduce", "k_reduce_scatter_allgather"): ("builtin-op", "commutative"),
+    ("allreduce", "ring"): ("commutative",),
+    ("allreduce", "smp"): ("commutative",),
+    ("reduce", "reduce_scatter_gather"): ("size-ge-pof2", "builtin-op"),
+    ("reduce", "smp"): ("commutative",),
+    ("reduce_scatter", "pairwise"): ("commutative",),
+    ("reduce_scatter", "recursive_halving"): ("commutative",),
+    ("reduce_scatter", "noncommutative"): ("power-of-two",),
+    ("bcast", "scatter_recursive_doubling_allgather"): ("power-of-two",),
+    ("allgather", "recursive_doubling"): ("power-of-two",),
+    ("alltoall", "brucks"): ("noinplace",),
+    ("alltoall", "pairwise"): ("noinplace",),
+    ("alltoall", "scattered"): ("noinplace",),
+    ("alltoall", "pairwise_sendrecv_replace"): ("inplace",),
+}
+# restriction -> (condition under which the algorithm may run, the catch-all for everything else)
+_GUARDS = {"builtin-op": ("is_op_built_in=yes", "is_op_built_in=any"),
+           "commutative": ("is_commutative=yes", "is_commutative=any"),
+           "power-of-two": ("comm_size=pow2", "comm_size=any"),
+           "inplace": ("is_sendbuf_inplace=yes", "is_sendbuf_inplace=any"),
+           "noinplace": ("is_sendbuf_inplace=no", "is_sendbuf_inplace=any")}
+
+
+def needs_builtin_op(collective: str, algorithm: str) -> bool:
+    return "builtin-op" in RESTRICTIONS.get((collective, algorithm), ())
+
+
+def guarded(collective: str, algorithm: str, leaf: dict, fallback: dict) -> dict:
+    """`leaf` where the algorithm's restrictions hold, a copy of `fallback` everywhere else."""
+    node = leaf
+    for restriction in reversed(RESTRICTIONS.get((collective, algorithm), ())):
+        if restriction == "size-ge-pof2":  # MPICH's "count<pow2": fewer elements than ranks' power of two
+            node = {"count<pow2": copy.deepcopy(fallback), "count=any": node}
+        else:
+            ok, rest = _GUARDS[restriction]
+            node = {ok: node, rest: copy.deepcopy(fallback)}
+    return node
+
 
 def loaded_libmpi() -> Path:
     """The libmpi mpi4py loads here (found by loading it, without initialising MPI)."""
@@ -118,7 +163,7 @@ def mpir_tree(table: Table, trees: dict) -> dict:
             name = f"MPIR_{FUNC[coll]}_intra_{r.winner}"
             if symbols and name.encode() not in symbols:
                 raise UsageError(f"MPICH here has no {name}; the tuning file would abort MPI_Init")
-            return {f"algorithm={name}": {}}
+            return guarded(coll, r.winner, {f"algorithm={name}": {}}, original)
 
         node["comm_type=intra"] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf))
     return tree
