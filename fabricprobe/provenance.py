@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import sys
@@ -10,6 +11,7 @@ from importlib import metadata
 from typing import Any
 
 from fabricprobe import __version__, native
+from fabricprobe.lab import state as lab_state
 from fabricprobe.mpi_setup import library_info, provided_thread_level
 from fabricprobe.topology import Topology
 
@@ -62,6 +64,9 @@ def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: li
     lib = library_info(MPI)
     nat = native.load(MPI)
     hw = topo.hardware
+    lab = lab_state.from_environment()
+    # Emulated hosts share one machine's cores: oversubscription is counted against the machine.
+    oversubscribed = topo.oversubscribed or bool(lab and comm.size > int(lab.get("machine_cores") or comm.size))
     return {
         "fabricprobe_version": __version__,
         "mpi_vendor": lib.vendor,
@@ -84,7 +89,9 @@ def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: li
         "virtual_topology": topo.virtual,
         "rank_nodes": list(topo.node_of),
         "topology_ranks_per_node": topo.ranks_per_node,
-        "oversubscribed": topo.oversubscribed,
+        "oversubscribed": oversubscribed,
+        "lab": lab["description"] if lab else "",
+        "lab_spec": json.dumps(lab) if lab else "",
         "topology": topo.describe(),
         "wtick_s": MPI.Wtick(),
         "wtime_is_global": bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL) or False),

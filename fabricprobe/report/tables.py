@@ -31,7 +31,8 @@ def run_header(run: Run) -> Panel:
         f"thread level {a.get('thread_level_requested', '?')} → provided {a.get('thread_level_provided', '?')}",
         f"ranks: {a.get('nranks', '?')} on {a.get('topology', '?')}   hosts: {', '.join(sorted(set(a.get('hosts') or [])))}"
         + (f"   hardware: {a.get('nnodes')} node(s), {a.get('ranks_per_node')} ranks on {a.get('cores_per_node')} cores"
-           if a.get("virtual_topology") else ""),
+           if a.get("virtual_topology") else "")
+        + (f"   [bold magenta]{a['lab']}[/] (fabric lab)" if a.get("lab") else ""),
     ]
     cost = _cost(a)
     if cost:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from fabricprobe.plan import EMPTY
 from fabricprobe.store import Run
 
@@ -9,7 +11,12 @@ from fabricprobe.store import Run
 def run_warnings(run: Run) -> list[str]:
     attrs = run.attrs
     out = []
-    if attrs.get("oversubscribed"):
+    if attrs.get("oversubscribed") and attrs.get("lab"):
+        spec = attrs.get("lab_spec") or {}
+        cores = (json.loads(spec) if isinstance(spec, str) else spec).get("machine_cores", "?")
+        out.append(f"oversubscribed: the lab's {attrs.get('nranks')} ranks share one machine's {cores} cores. "
+                   "Times include scheduler waits: compare them with each other, not with real nodes.")
+    elif attrs.get("oversubscribed"):
         ranks = attrs.get("ranks_per_node") or []
         cores = attrs.get("cores_per_node") or []
         out.append(f"oversubscribed: {max(ranks, default=0)} ranks on a node with {min(cores, default=0)} cores. "

