@@ -256,3 +256,17 @@ def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monke
                      ("two_proc", (8,))]
     assert [(x.variant.name, x.comm_sizes, x.returncode) for x in launches] == [
         ("default", (2, 4, 8), 0), ("two_proc", (2,), 0), ("two_proc", (4,), 1), ("two_proc", (8,), 1)]
+
+
+def test_rules_the_library_did_not_apply_are_given_back_to_the_default():
+    from fabricprobe.cli.tune_cmd import _prune
+    from fabricprobe.tuning.choose import Decision, Range, Table
+    from fabricprobe.tuning.verify import MISMATCH, VERIFIED, Check
+
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    table = Table("Open MPI", "", 4, "float32", {"bcast": {4: [Range(0, 1024, "chain", [d(8)]),
+                                                                Range(1024, None, "binomial", [d(1024), d(4096)])]}})
+    dropped = _prune(table, [Check("bcast", 4, 8, "chain", MISMATCH), Check("bcast", 4, 4096, "binomial", VERIFIED)])
+    assert [r.winner for r in table.rules["bcast"][4]] == ["default", "binomial"]
+    assert dropped == ["bcast on 4 ranks [0 B, 1 KiB): chain"]
+    assert table.tuned()

@@ -76,6 +76,26 @@ def _mpich_probe(found, tree: dict, tmp_path, nbytes: int = 64) -> str:
     return probe(_base(found), 2, "allreduce", nbytes, "trace", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)})
 
 
+def test_open_mpi_rules_build_the_tree_the_forced_algorithm_measured(tmp_path):
+    """A rule's fan-in/out of 0 turned bcast "chain" into a plain pipeline on 4 ranks, unlike the forced
+    algorithm that was measured (MCA chain fan-out 4): rules carry the MCA default now."""
+    found = _needs("Open MPI")
+    from fabricprobe.tuning.libraries import OpenMPI
+
+    lib = OpenMPI()
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    table = Table("Open MPI", "", 4, "float32", {"bcast": {4: [Range(0, None, "chain", [d(65536)])]}})
+    path = tmp_path / "rules.conf"
+    path.write_text(emit_openmpi.classic_rules(table, lib))
+    forced = next(v for v in lib.variants("bcast") if v.name == "chain")
+    with_file = probe(_base(found), 4, "bcast", 65536, "monitor", emit_openmpi.load_env(path))
+    assert with_file == probe(_base(found), 4, "bcast", 65536, "monitor", forced.env)
+    zero = tmp_path / "zero.conf"  # the old rules, fan-in/out 0: a different tree
+    zero.write_text(path.read_text().replace(" 4 0  #", " 0 0  #"))
+    assert zero.read_text() != path.read_text()
+    assert probe(_base(found), 4, "bcast", 65536, "monitor", emit_openmpi.load_env(zero)) != with_file
+
+
 def test_mpich_aborts_without_catch_all_or_with_a_partial_tree(tmp_path):
     found = _needs("MPICH")
     trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())

@@ -119,7 +119,7 @@ def _rules_table(table, title: str):
 def run_tune(args: argparse.Namespace) -> int:
     from fabricprobe.console import make_console
     from fabricprobe.store import load_runs
-    from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi, emit_selection
+    from fabricprobe.tuning import emit_selection
     from fabricprobe.tuning.choose import choose
     from fabricprobe.tuning.libraries import for_vendor
     from fabricprobe.tuning.measure import library_in_use
@@ -150,6 +150,31 @@ def run_tune(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot create {out}: {exc.strerror}") from None
     console = make_console()
     console.print(_rules_table(table, f"[bold]tuning rules[/] from {args.file} ({table.vendor}, {table.dtype})"))
+    files, tuned_env, loads = _emit_library(table, emits, library, runs, out, console)
+    if "fabricprobe" in emits:
+        own = choose(runs, args.dtype, args.min_gain, include_handwritten=True, collectives=colls,
+                     library_variants=False)
+        files["fabricprobe"] = out / "fabricprobe_selection.json"
+        files["fabricprobe"].write_text(emit_selection.selection_json(own))
+        loads.append(f"# fabricprobe.tuned: export FABRICPROBE_SELECTION={files['fabricprobe'].resolve()}\n")
+    for kind, path in files.items():
+        console.print(f"wrote {kind}: {path}")
+    for text in loads:
+        console.print(text, markup=False, highlight=False)
+    manifest = {"source": str(Path(args.file).resolve()), "rules": table.as_dict(),
+                "files": {k: str(v) for k, v in files.items()}, "load_env": tuned_env}
+    status = EXIT_OK
+    if args.verify and tuned_env:
+        status = _verify(args, table, library, tuned_env, files, manifest, console,
+                         reemit=lambda t: _emit_library(t, emits, library, runs, out, console))
+    (out / "tuning.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    return status
+
+
+def _emit_library(table, emits, library, runs, out: Path, console) -> tuple[dict[str, Path], dict[str, str], list[str]]:
+    """Write the MPI library's files for `table`: (files, the environment that loads them, load lines)."""
+    from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi
+
     files: dict[str, Path] = {}
     tuned_env: dict[str, str] = {}
     loads: list[str] = []
@@ -181,23 +206,7 @@ def run_tune(args: argparse.Namespace) -> int:
         files["intel-tuning"].write_text(emit_intel.tuning_json(table, fallbacks, ppn=table.world))
         tuned_env = dict(adjust)
         loads.append(files["intel-adjust"].read_text())
-    if "fabricprobe" in emits:
-        own = choose(runs, args.dtype, args.min_gain, include_handwritten=True, collectives=colls,
-                     library_variants=False)
-        files["fabricprobe"] = out / "fabricprobe_selection.json"
-        files["fabricprobe"].write_text(emit_selection.selection_json(own))
-        loads.append(f"# fabricprobe.tuned: export FABRICPROBE_SELECTION={files['fabricprobe'].resolve()}\n")
-    for kind, path in files.items():
-        console.print(f"wrote {kind}: {path}")
-    for text in loads:
-        console.print(text, markup=False, highlight=False)
-    manifest = {"source": str(Path(args.file).resolve()), "rules": table.as_dict(),
-                "files": {k: str(v) for k, v in files.items()}, "load_env": tuned_env}
-    status = EXIT_OK
-    if args.verify and tuned_env:
-        status = _verify(args, table, library, tuned_env, files, manifest, console)
-    (out / "tuning.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
-    return status
+    return files, tuned_env, loads
 
 
 def _intel_fallbacks(runs, table) -> dict[tuple[str, int, int], int]:
@@ -216,7 +225,25 @@ def _intel_fallbacks(runs, table) -> dict[tuple[str, int, int], int]:
     return out
 
 
-def _verify(args, table, library, tuned_env, files, manifest, console) -> int:
+def _prune(table, checks) -> list[str]:
+    """Give the default back the ranges whose rule the library did not apply (the file would not do
+    what was measured there); returns what was dropped."""
+    from fabricprobe.tuning.libraries import DEFAULT
+    from fabricprobe.tuning.verify import ERROR, MISMATCH
+
+    dropped = []
+    for c in checks:
+        if c.status not in (MISMATCH, ERROR):
+            continue
+        for r in table.rules.get(c.collective, {}).get(c.comm_size, []):
+            if r.lo <= c.size and (r.hi is None or c.size < r.hi) and r.winner != DEFAULT:
+                dropped.append(f"{c.collective} on {c.comm_size} ranks [{format_size(r.lo)}, "
+                               f"{'∞' if r.hi is None else format_size(r.hi)}): {r.winner}")
+                r.winner = DEFAULT
+    return dropped
+
+
+def _verify(args, table, library, tuned_env, files, manifest, console, reemit=None) -> int:
     from rich.table import Table
 
     from fabricprobe.report.units import usec
@@ -226,6 +253,19 @@ def _verify(args, table, library, tuned_env, files, manifest, console) -> int:
 
     base = launcher(args.mpiexec, args.mpiexec_args, table.world, table.vendor)[:-2]  # without "-n N"
     checks = verify(table, library, tuned_env, base, progress=lambda text: console.print(f"verifying {text}"))
+    dropped: list[str] = []
+    if not passed(checks) and reemit is not None:
+        # Rules the library does not apply as measured (an algorithm that calls other collectives
+        # which the file also retunes, a JSON leaf that takes another path) are given back to the
+        # default; the smaller file is written and verified again, once.
+        dropped = _prune(table, checks)
+        console.print("[yellow]not applied as measured, given back to the default:[/] " + "; ".join(dropped))
+        if table.tuned():
+            files_now, tuned_env, _ = reemit(table)
+            files.update(files_now)
+            manifest["rules"], manifest["load_env"] = table.as_dict(), tuned_env
+            checks = verify(table, library, tuned_env, base,
+                            progress=lambda text: console.print(f"verifying again {text}"))
     t = Table(title="[bold]verification[/] (fingerprints with the files vs. the rule's algorithm forced)",
               title_justify="left", show_edge=False)
     for col in ("collective", "comm size", "size", "expected", "status", "detail"):
@@ -236,7 +276,8 @@ def _verify(args, table, library, tuned_env, files, manifest, console) -> int:
                   c.detail[:100])
     console.print(t)
     ok = passed(checks)
-    manifest["verification"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks]}
+    manifest["verification"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks],
+                                "dropped_rules": dropped}
     if not ok:
         for kind, path in files.items():
             if kind != "fabricprobe":

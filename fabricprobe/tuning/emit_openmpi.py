@@ -53,7 +53,10 @@ def classic_rules(table: Table, library: OpenMPI) -> str:
             lines.append(f"{key} {len(ranges)}  # comm size >= {key} ({covers}); message-size rules")
             for r in ranges:
                 hi = "inf" if r.hi is None else r.hi
-                lines.append(f"{r.lo} {_alg(library, coll, r)} 0 0  # [{r.lo}, {hi}) -> {r.winner}")
+                # A forced algorithm (how it was measured) gets the chain fan-out MCA default; a rule's
+                # fan-in/out of 0 builds a different tree (bcast "chain" became a plain pipeline).
+                fanout = getattr(library, "chain_fanout", {}).get(OMPI_NAMES[coll], 0)
+                lines.append(f"{r.lo} {_alg(library, coll, r)} {fanout} 0  # [{r.lo}, {hi}) -> {r.winner}")
     return "\n".join(lines) + "\n"
 
 

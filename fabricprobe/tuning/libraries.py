@@ -79,6 +79,8 @@ class OpenMPI(Library):
                 raise UsageError("ompi_info not found next to mpiexec or on PATH: it lists Open MPI's algorithms")
             text = _run([path, "--parsable", "--param", "coll", "tuned", "--level", "9"])
         self.enumerators = parse_ompi_info(text)
+        self.chain_fanout = {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"coll_tuned_(\w+?)_algorithm_chain_fanout:value:(\d+)", text)}
         if not self.enumerators:
             raise UsageError("ompi_info lists no coll/tuned algorithms (is coll/tuned built?)")
 
