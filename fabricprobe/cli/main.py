@@ -11,7 +11,7 @@ import sys
 import traceback
 
 from fabricprobe import __version__
-from fabricprobe.cli import compare_cmd, info_cmd, lab_cmd, model_cmd, plot_cmd, report_cmd, sweep_cmd, tune_cmd
+from fabricprobe.cli import compare_cmd, info_cmd, lab_cmd, model_cmd, plot_cmd, report_cmd, sweep_cmd, train_cmd, tune_cmd
 from fabricprobe.cli.output import error_line
 from fabricprobe.cli.parser import HelpFormatter, Parser
 from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
@@ -25,7 +25,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"fabricprobe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
     sub.required = True
-    for module in (sweep_cmd, report_cmd, compare_cmd, plot_cmd, model_cmd, tune_cmd, info_cmd, lab_cmd):
+    for module in (sweep_cmd, report_cmd, compare_cmd, plot_cmd, model_cmd, tune_cmd, train_cmd, info_cmd, lab_cmd):
         module.add_parser(sub)
     return parser
 

@@ -1,0 +1,58 @@
+"""Under mpiexec: (dp) run dp_sgd for a few steps in float64 and save the parameters (rank 0) so the
+test can compare p ranks with one; (hybrid) one hybrid step's gradient against the sequential
+model's gradient on the same global batch. Prints one JSON line on rank 0."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import mpi4py
+
+mpi4py.rc.thread_level = "single"
+from mpi4py import MPI  # noqa: E402
+import numpy as np  # noqa: E402
+
+from trainers.core import Options, run  # noqa: E402
+from trainers.data import batches, load  # noqa: E402
+from trainers.dp_sgd import DPSGD  # noqa: E402
+from trainers.hybrid import Hybrid  # noqa: E402
+from trainers.model import MLP, gradient_sum  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=("dp", "hybrid"))
+    ap.add_argument("--allreduce", default="library")
+    ap.add_argument("--save", default="")
+    ap.add_argument("--stages", type=int, default=2)
+    args = ap.parse_args()
+    comm = MPI.COMM_WORLD
+    data = load("digits", dtype=np.float64)
+    if args.what == "dp":
+        opts = Options(epochs=1, batch=60, lr=0.2, dtype="float64", allreduce=args.allreduce, eval_every=10**9,
+                       bucket_bytes=20000)
+        trainer = DPSGD(comm, data, opts)
+        run(trainer)
+        params = comm.gather(trainer.model.params.copy(), root=0)
+        if comm.rank == 0:
+            spread = max(float(np.abs(p - params[0]).max()) for p in params)  # every rank holds the same model
+            np.save(args.save, params[0])
+            print(json.dumps({"nranks": comm.size, "spread": spread}))
+        return 0
+    opts = Options(batch=60, lr=0.2, dtype="float64", stages=args.stages, micro_batches=3, allreduce=args.allreduce)
+    trainer = Hybrid(comm, data, opts)
+    idx = batches(data.y_train.size, opts.batch, 0, opts.seed)[0]
+    trainer.step(idx)
+    full = trainer.full_gradient()
+    if comm.rank == 0:
+        sequential = MLP(trainer.model.sizes, seed=opts.seed, dtype=np.float64)
+        gradient_sum(sequential, data.x_train[idx], data.y_train[idx])
+        err = float(np.abs(full - sequential.grads).max() / np.abs(sequential.grads).max())
+        print(json.dumps({"nranks": comm.size, "relative_error": err}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Elastic averaging SGD (Zhang, Choromanska, LeCun 2015; You, Buluç, Demmel SC'17 for the variants).
+Workers take local SGD steps on their shard; every τ steps each is pulled toward a centre variable x̃
+and x̃ toward them, with α = ηρ:
+
+- sync: every rank is a worker; one allreduce of the parameters every τ steps gives
+  x_i ← x_i − α(x_i − x̃),  x̃ ← x̃ + α Σ_i (x_i − x̃)   (β = pα), deterministic, replicated x̃.
+- fcfs: rank 0 holds x̃ and serves whichever worker asks first (MPI_ANY_SOURCE): the worker receives
+  x̃, sends d = α(x_i − x̃), and sets x_i ← x_i − d; the master sets x̃ ← x̃ + d (Async EASGD).
+- round_robin: the same exchange, but the master serves workers strictly in rank order (the
+  original EASGD), so a worker waits for its turn.
+Async timing: t_comm is the whole exchange with the master, queueing included (t_wait stays 0)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabricprobe.errors import UsageError
+from trainers.core import Trainer
+from trainers.model import MLP, gradient_sum
+
+MODES = ("sync", "fcfs", "round_robin")
+REQUEST, CENTRE, DELTA, DONE = 11, 12, 13, 14
+
+
+class EASGD(Trainer):
+    name = "easgd"
+
+    def __init__(self, comm, data, opts) -> None:
+        super().__init__(comm, data, opts)
+        if opts.mode not in MODES:
+            raise UsageError(f"invalid --mode {opts.mode!r}: choose from {', '.join(MODES)}")
+        if opts.tau < 1:
+            raise UsageError(f"invalid --tau {opts.tau}: at least 1")
+        if opts.mode != "sync" and comm.size < 2:
+            raise UsageError(f"--mode {opts.mode} needs at least 2 ranks (a master and a worker)")
+        self.nworkers = len(self.workers())
+        self.alpha = opts.alpha or 0.9 / self.nworkers
+        self.centre = MLP(self.model.sizes, seed=opts.seed, dtype=self.dtype)  # x̃ starts at x_i
+        self.total = np.empty_like(self.model.params)
+        self.t = 0
+        self.synchronous = opts.mode == "sync"
+
+    def workers(self) -> list[int]:
+        return list(range(self.comm.size)) if self.opts.mode == "sync" else list(range(1, self.comm.size))
+
+    def is_server(self) -> bool:
+        return self.opts.mode != "sync" and self.comm.rank == 0
+
+    def step(self, idx: np.ndarray) -> float:
+        c, m = self.clock, self.model
+        x, y = self.local(idx)
+        with c.timing("compute"):
+            loss = gradient_sum(m, x, y)
+            m.params -= (self.opts.lr / max(y.size, 1)) * m.grads
+        self.t += 1
+        if self.t % self.opts.tau == 0:
+            self._elastic()
+        return loss
+
+    def _elastic(self) -> None:
+        c, x, xc = self.clock, self.model.params, self.centre.params
+        if self.opts.mode == "sync":
+            if self.comm.size > 1:
+                with c.timing("wait"):
+                    self.comm.Barrier()
+            with c.timing("comm"):
+                self.comm.Allreduce(x, self.total)
+            c.bytes_sent += 2 * (self.comm.size - 1) * x.nbytes // max(self.comm.size, 1)
+            with c.timing("compute"):
+                d = self.alpha * (x - xc)
+                xc += self.alpha * (self.total - self.comm.size * xc)
+                x -= d
+            return
+        with c.timing("comm"):
+            self.comm.Send(np.zeros(1, np.int8), dest=0, tag=REQUEST)
+            self.comm.Recv(xc, source=0, tag=CENTRE)
+            d = self.alpha * (x - xc)
+            self.comm.Send(d, dest=0, tag=DELTA)
+        c.bytes_sent += 1 + d.nbytes
+        x -= d
+
+    def serve(self) -> None:
+        """The master's loop (async modes): serve exchanges until every worker has said it is done."""
+        from mpi4py import MPI
+
+        xc, d = self.centre.params, np.empty_like(self.centre.params)
+        flag, status = np.zeros(1, np.int8), MPI.Status()
+        active = set(self.workers())
+        turn = 0
+        order = self.workers()
+        while active:
+            if self.opts.mode == "fcfs":
+                self.comm.Recv(flag, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status)
+            else:  # round robin: only the worker whose turn it is
+                src = order[turn % len(order)]
+                turn += 1
+                if src not in active:
+                    continue
+                self.comm.Recv(flag, source=src, tag=MPI.ANY_TAG, status=status)
+            src, tag = status.Get_source(), status.Get_tag()
+            if tag == DONE:
+                active.discard(src)
+                continue
+            self.comm.Send(xc, dest=src, tag=CENTRE)
+            self.comm.Recv(d, source=src, tag=DELTA)
+            xc += d
+
+    def done(self) -> None:
+        if self.opts.mode != "sync":
+            self.comm.Send(np.zeros(1, np.int8), dest=0, tag=DONE)
+
+    def eval_model(self):
+        reporter = 0 if self.opts.mode == "sync" else 1
+        if self.comm.rank != reporter:
+            return None
+        return self.centre if self.opts.mode == "sync" else self.model
+
+    def finish(self):
+        self.comm.Bcast(self.centre.params, root=0)  # the master's x̃ (sync: identical everywhere)
+        return self.centre if self.comm.rank == 0 else None
+
+    def describe(self) -> dict:
+        return {"collective": "allreduce" if self.opts.mode == "sync" else f"p2p:{self.opts.mode}",
+                "alpha": self.alpha, "beta": self.alpha * self.nworkers}

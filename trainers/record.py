@@ -1,0 +1,92 @@
+"""Training runs in the results file: /training/NNNN beside the sweeps' /runs, written by rank 0
+once the ranks' logs are gathered (a run is one group, written whole with signals held, so a file
+never holds half a training run). See docs/trainers.md for the layout."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import h5py
+import numpy as np
+
+from fabricprobe.store.attrs import write_attrs
+from fabricprobe.store.safety import deferred_signals, retry_locked
+from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION
+from trainers.core import Log
+
+STEP_DTYPE = np.dtype([("step", "i8"), ("epoch", "i4"), ("loss", "f8"), ("t_compute", "f8"), ("t_comm", "f8"),
+                       ("t_wait", "f8"), ("bytes_sent", "i8")])
+EVAL_DTYPE = np.dtype([("step", "i8"), ("test_accuracy", "f8")])
+
+
+def combine(logs: list[Log], batch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """(per-step table over the working ranks, evals, per-rank times [rank, step, compute/comm/wait],
+    working ranks). Step loss is the global batch's mean (ranks hold sums of their shards); times
+    are the mean over working ranks; bytes the mean a rank sent."""
+    working = [r for r, log in enumerate(logs) if log.steps]
+    arrays = [logs[r].step_array() for r in working]
+    n = min(a.size for a in arrays) if arrays else 0
+    steps = np.zeros(n, STEP_DTYPE)
+    per_rank = np.zeros((len(working), n, 3), np.float64)
+    if n:
+        steps["step"], steps["epoch"] = arrays[0]["step"][:n], arrays[0]["epoch"][:n]
+        steps["loss"] = sum(a["loss"][:n] for a in arrays) / batch
+        for i, a in enumerate(arrays):
+            per_rank[i] = np.stack([a["t_compute"][:n], a["t_comm"][:n], a["t_wait"][:n]], axis=1)
+        steps["t_compute"], steps["t_comm"], steps["t_wait"] = per_rank.mean(axis=0).T
+        steps["bytes_sent"] = np.mean([a["bytes_sent"][:n] for a in arrays], axis=0).astype(np.int64)
+    reporter = next((log.evals for log in logs if any(np.isfinite(a) for _, a in log.evals)), [])
+    evals = np.array(reporter, dtype=EVAL_DTYPE) if reporter else np.zeros(0, EVAL_DTYPE)
+    return steps, evals, per_rank, working
+
+
+def summary(steps: np.ndarray) -> dict[str, float]:
+    total = float(steps["t_compute"].sum() + steps["t_comm"].sum() + steps["t_wait"].sum())
+    return {"compute_s": float(steps["t_compute"].sum()), "comm_s": float(steps["t_comm"].sum()),
+            "wait_s": float(steps["t_wait"].sum()),
+            "comm_fraction": float((steps["t_comm"].sum() + steps["t_wait"].sum()) / total) if total else 0.0,
+            "bytes_sent_per_step": float(steps["bytes_sent"].mean()) if steps.size else 0.0}
+
+
+def write(path: str, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarray, per_rank: np.ndarray) -> str:
+    def opener() -> h5py.File:
+        f = h5py.File(path, "a")
+        if "format" not in f.attrs:
+            f.attrs["format"] = FORMAT
+            f.attrs["schema_version"] = SCHEMA_VERSION
+            f.require_group("runs")
+        return f
+
+    with deferred_signals(), retry_locked(opener) as f:
+        root = f.require_group("training")
+        number = max((int(k) for k in root.keys() if k.isdigit()), default=0) + 1
+        run_id = f"{number:04d}"
+        group = root.create_group(run_id)
+        group.create_dataset("steps", data=steps, compression="gzip")
+        group.create_dataset("evals", data=evals)
+        group.create_dataset("rank_times", data=per_rank.astype(np.float32), compression="gzip")
+        write_attrs(group, attrs)
+    return run_id
+
+
+def _decoded(value: Any) -> Any:
+    """Lists and dicts were stored as JSON text (write_attrs); give them back as such."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def read(path: str) -> list[dict[str, Any]]:
+    """Every training run in a file: attrs plus the steps and evals tables."""
+    from fabricprobe.store.attrs import read_attrs
+
+    out = []
+    with h5py.File(path, "r") as f:
+        for run_id, group in sorted(f.get("training", {}).items()):
+            attrs = {k: _decoded(v) for k, v in read_attrs(group).items()}
+            out.append({"id": run_id, **attrs, "steps": group["steps"][()], "evals": group["evals"][()]})
+    return out
