@@ -132,6 +132,17 @@ def remove(name: str) -> list[str]:
     return gone
 
 
+def _qdisc_summary(text: str) -> str:
+    """"qdisc tbf 8002: root refcnt 3 rate 1Gbit burst 250000b lat 50ms" -> "tbf rate 1Gbit burst 250000b lat 50ms"."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    if not line:
+        return "-"
+    words = line.split()
+    kind = words[1] if len(words) > 1 else line
+    rest = line.split("refcnt", 1)[1].split(None, 1)[1:] if "refcnt" in line else []
+    return " ".join([kind, *rest]) if kind == "tbf" else kind
+
+
 def link_state(spec: LabSpec) -> dict[str, dict[str, str]]:
     """host -> {address, link up?, qdisc} as the system reports them now."""
     out = {}
@@ -142,6 +153,6 @@ def link_state(spec: LabSpec) -> dict[str, dict[str, str]]:
         out[host] = {
             "address": fields[2] if len(fields) > 2 else "-",
             "state": fields[1] if len(fields) > 1 else ("missing" if addr.returncode else "?"),
-            "qdisc": qdisc.stdout.strip().splitlines()[0] if qdisc.stdout.strip() else "-",
+            "qdisc": _qdisc_summary(qdisc.stdout),
         }
     return out
