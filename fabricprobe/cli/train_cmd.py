@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -148,7 +149,8 @@ def _train(args, comm, trainer, prov) -> int:
     totals = record.summary(steps)
     attrs = {**prov, **trainer.opts.as_attrs(), **trainer.describe(), **totals,
              "trainer": args.trainer, "dataset_source": trainer.data.source, "final_test_accuracy": final_acc,
-             "wall_s": wall, "working_ranks": working, "status": "complete", "parameters": int(trainer.model.params.size)}
+             "wall_s": wall, "working_ranks": working,
+             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "") or os.environ.get("OMP_NUM_THREADS", ""), "status": "complete", "parameters": int(trainer.model.params.size)}
     run_id = record.write(args.output, attrs, steps, evals, per_rank)
     out = Console()
     out.print(f"[bold]{args.trainer}[/] on {trainer.opts.dataset}, {comm.size} rank(s), {trainer.describe()['collective']}: "
