@@ -270,3 +270,10 @@ def test_rules_the_library_did_not_apply_are_given_back_to_the_default():
     assert [r.winner for r in table.rules["bcast"][4]] == ["default", "binomial"]
     assert dropped == ["bcast on 4 ranks [0 B, 1 KiB): chain"]
     assert table.tuned()
+
+
+def test_mpich_leaves_carry_the_parameters_the_forced_cvar_used():
+    cvars = {"MPIR_CVAR_ALLREDUCE_RECEXCH_KVAL": "4"}
+    assert emit_mpich.leaf_params("allreduce", "k_reduce_scatter_allgather", cvars) == {
+        "k=4": {}, "single_phase_recv=0": {}}
+    assert emit_mpich.leaf_params("allreduce", "ring", cvars) == {}

@@ -125,6 +125,26 @@ def test_mpich_guards_an_algorithm_that_needs_a_built_in_op(tmp_path):
     assert not default.startswith("error") and _mpich_probe(found, guarded, tmp_path, nbytes=1 << 20) == default
 
 
+def test_mpich_parameterised_leaf_needs_its_parameters(tmp_path):
+    """k_reduce_scatter_allgather as a bare leaf gets k = 0 and aborts on a built-in op; with the
+    parameters the emitter writes, it runs."""
+    found = _needs("MPICH")
+    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    from fabricprobe.tuning.libraries import MPICH
+
+    cvars = MPICH().cvars
+    results = {}
+    for label, params in (("bare", {}), ("emitted", emit_mpich.leaf_params("allreduce", "k_reduce_scatter_allgather", cvars))):
+        tree = json.loads(json.dumps(trees["mpir"]))
+        tree["collective=allreduce"]["comm_type=intra"] = {
+            "avg_msg_size=any": {"algorithm=MPIR_Allreduce_intra_k_reduce_scatter_allgather": params}}
+        path = tmp_path / f"{label}.json"
+        path.write_text(json.dumps(tree))
+        env = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path), "MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir"}
+        results[label] = probe(_base(found), 2, "allreduce", 1 << 20, "smoke", env)
+    assert results["bare"].startswith("error") and results["emitted"] == "ok"
+
+
 # ---- proof: emitted files apply, and a file that is not applied is caught ----
 
 def _emit(vendor: str, table: Table, tmp_path) -> dict[str, str]:

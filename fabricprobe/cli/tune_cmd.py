@@ -193,7 +193,9 @@ def _emit_library(table, emits, library, runs, out: Path, console) -> tuple[dict
             files["openmpi-json"] = out / "ompi_rules.json"
             files["openmpi-json"].write_text(emit_openmpi.json_rules(table))
     if table.tuned() and "mpich" in emits:
-        written = emit_mpich.write(table, out, emit_mpich.default_trees(emit_mpich.loaded_libmpi()))
+        trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+        trees["_cvars"] = getattr(library, "cvars", {})  # the values the forced measurements ran with
+        written = emit_mpich.write(table, out, trees)
         files.update({f"mpich-{k}": v for k, v in written.items()})
         tuned_env = emit_mpich.load_env(written)
         loads.append(emit_mpich.load_lines(written))
@@ -297,5 +299,13 @@ def _verify(args, table, library, tuned_env, files, manifest, console, reemit=No
         st.add_row(r["collective"], str(r["comm_size"]), format_size(r["size"]), usec(r["baseline_s"]),
                    usec(r["tuned_s"]), f"{r['speedup']:.2f}×")
     console.print(st)
+    slower = [r for r in rows if r["speedup"] < 0.9]
+    manifest["regressions"] = slower
+    if slower:
+        # The rule was chosen on the sweep's medians; a re-measurement that disagrees means one of
+        # them caught a slow phase of the machine. Say so rather than offer the rule silently.
+        console.print("[yellow]slower with the files than without at: " + "; ".join(
+            f"{r['collective']} on {r['comm_size']} ranks at {format_size(r['size'])} ({r['speedup']:.2f}×)"
+            for r in slower) + ". Re-run tune-sweep with more --iters before trusting those rules.[/]")
     console.print(f"verification: {summary(checks)}; before/after stored in {args.file}")
     return EXIT_OK

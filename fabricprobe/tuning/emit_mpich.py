@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
@@ -68,6 +69,39 @@ _GUARDS = {"builtin-op": ("is_op_built_in=yes", "is_op_built_in=any"),
            "power-of-two": ("comm_size=pow2", "comm_size=any"),
            "inplace": ("is_sendbuf_inplace=yes", "is_sendbuf_inplace=any"),
            "noinplace": ("is_sendbuf_inplace=no", "is_sendbuf_inplace=any")}
+
+
+# Parameters a leaf must carry: a JSON leaf without them gets zeros (k = 0: "Internal error" abort on
+# the first call, found by tune --verify's smoke run), while the forced CVAR that was measured used
+# these CVARs' values. JSON key -> CVAR whose value (read from mpivars) the leaf gets.
+PARAMS: dict[tuple[str, str], dict[str, str]] = {
+    ("allreduce", "k_reduce_scatter_allgather"): {"k": "ALLREDUCE_RECEXCH_KVAL",
+                                                  "single_phase_recv": "ALLREDUCE_RECEXCH_SINGLE_PHASE_RECV"},
+    ("allreduce", "recexch"): {"k": "ALLREDUCE_RECEXCH_KVAL", "single_phase_recv": "ALLREDUCE_RECEXCH_SINGLE_PHASE_RECV"},
+    ("allreduce", "recursive_multiplying"): {"k": "ALLREDUCE_RECURSIVE_MULTIPLYING_KVAL"},
+    ("allreduce", "tree"): {"tree_type": "ALLREDUCE_TREE_TYPE", "k": "ALLREDUCE_TREE_KVAL",
+                            "chunk_size": "ALLREDUCE_TREE_PIPELINE_CHUNK_SIZE",
+                            "buffer_per_child": "ALLREDUCE_TREE_BUFFER_PER_CHILD"},
+    ("bcast", "tree"): {"tree_type": "BCAST_TREE_TYPE", "k": "BCAST_TREE_KVAL", "is_non_blocking": "BCAST_IS_NON_BLOCKING"},
+    ("bcast", "pipelined_tree"): {"tree_type": "BCAST_TREE_TYPE", "k": "BCAST_TREE_KVAL",
+                                  "is_non_blocking": "BCAST_IS_NON_BLOCKING", "chunk_size": "BCAST_TREE_PIPELINE_CHUNK_SIZE",
+                                  "recv_pre_posted": "BCAST_RECV_PRE_POST"},
+    ("allgather", "k_brucks"): {"k": "ALLGATHER_BRUCKS_KVAL"},
+    ("allgather", "recexch_doubling"): {"k": "ALLGATHER_RECEXCH_KVAL", "single_phase_recv": "ALLGATHER_RECEXCH_SINGLE_PHASE_RECV"},
+    ("allgather", "recexch_halving"): {"k": "ALLGATHER_RECEXCH_KVAL", "single_phase_recv": "ALLGATHER_RECEXCH_SINGLE_PHASE_RECV"},
+    ("alltoall", "k_brucks"): {"k": "ALLTOALL_BRUCKS_KVAL"},
+}
+PARAM_FALLBACK = {"k": "2", "single_phase_recv": "0", "tree_type": "knomial_1", "chunk_size": "0",
+                  "buffer_per_child": "0", "is_non_blocking": "1", "recv_pre_posted": "0"}
+
+
+def leaf_params(collective: str, algorithm: str, cvars: dict[str, str]) -> dict[str, dict]:
+    """The leaf's parameter object, e.g. {"k=2": {}, "single_phase_recv=0": {}}."""
+    out = {}
+    for key, cvar in PARAMS.get((collective, algorithm), {}).items():
+        value = os.environ.get(f"MPIR_CVAR_{cvar}") or cvars.get(f"MPIR_CVAR_{cvar}") or PARAM_FALLBACK[key]
+        out[f"{key}={value}"] = {}
+    return out
 
 
 def needs_builtin_op(collective: str, algorithm: str) -> bool:
@@ -163,7 +197,8 @@ def mpir_tree(table: Table, trees: dict) -> dict:
             name = f"MPIR_{FUNC[coll]}_intra_{r.winner}"
             if symbols and name.encode() not in symbols:
                 raise UsageError(f"MPICH here has no {name}; the tuning file would abort MPI_Init")
-            return guarded(coll, r.winner, {f"algorithm={name}": {}}, original)
+            leaf = {f"algorithm={name}": leaf_params(coll, r.winner, trees.get("_cvars", {}))}
+            return guarded(coll, r.winner, leaf, original)
 
         node["comm_type=intra"] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf))
     return tree

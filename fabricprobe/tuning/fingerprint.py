@@ -39,5 +39,7 @@ def probe(launcher: list[str], nranks: int, collective: str, nbytes: int, method
     if method == "monitor":
         pairs = sorted((int(s), int(d), int(b), int(m)) for s, d, b, m in _MONITOR.findall(out.stderr + out.stdout))
         return json.dumps(pairs)
+    if method == "smoke":
+        return "ok" if '{"smoke": "ok"}' in out.stdout else "error: the smoke run printed nothing"
     lines = [line for line in out.stdout.splitlines() if line.startswith('{"trace"')]
     return json.dumps(json.loads(lines[-1])["trace"]) if lines else "error: no trace printed"

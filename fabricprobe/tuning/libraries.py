@@ -123,6 +123,7 @@ class MPICH(Library):
                 raise UsageError("mpivars not found next to mpiexec or on PATH: it lists MPICH's algorithms")
             text = _run([path])
         self.choices = parse_mpivars(text)
+        self.cvars = {m.group(1): m.group(2) for m in re.finditer(r"^\s*(MPIR_CVAR_\w+)\s*=(\S+)", text, re.M)}
         if not self.choices:
             raise UsageError("mpivars lists no MPIR_CVAR_*_INTRA_ALGORITHM values")
 
