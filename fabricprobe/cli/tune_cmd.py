@@ -288,7 +288,17 @@ def _verify(args, table, library, tuned_env, files, manifest, console, reemit=No
                       "and must not be used[/]")
         return EXIT_WRONG
     full = launcher(args.mpiexec, args.mpiexec_args, table.world, table.vendor)
-    before_after(full, args.file, table, tuned_env, ["--iters", "100", "--max-time", "0.5"], reps=args.reps)
+    launches = before_after(full, args.file, table, tuned_env, ["--iters", "100", "--max-time", "0.5"], reps=args.reps)
+    failed = [la for la in launches if la.returncode != 0]
+    if failed:
+        manifest["before_after_failures"] = [f"{la.collective} {la.variant.name}: {la.stderr_tail}" for la in failed]
+        if any(la.variant.name == "tuned" for la in failed):
+            for kind, path in files.items():
+                if kind != "fabricprobe" and path.exists():
+                    path.rename(path.with_name(path.name + ".UNVERIFIED"))
+            console.print("[bold red]the library failed with the files while re-measuring: "
+                          + "; ".join(manifest["before_after_failures"]) + ". The files are renamed *.UNVERIFIED.[/]")
+            return EXIT_WRONG
     rows = speedups(load_runs(args.file), table)
     manifest["before_after"] = rows
     st = Table(title="[bold]before / after[/] (median of repetitions; default vs tuned)", title_justify="left",
