@@ -44,10 +44,25 @@ def register_backend(module_prefix: str, backend: Backend) -> None:
     _BACKENDS[module_prefix] = backend
 
 
+def _register_gpu(module: str) -> None:
+    """Device kernels load on first use, so numpy-only runs never import CuPy or numba.cuda."""
+    if module.startswith("cupy") and "cupy" not in _BACKENDS:
+        import cupy
+
+        from fabricprobe.kernels.gpu_xp import make_backend
+
+        register_backend("cupy", make_backend(cupy))
+    elif module.startswith("numba.cuda") and "numba.cuda" not in _BACKENDS:
+        from fabricprobe.kernels import gpu_numba
+
+        register_backend("numba.cuda", gpu_numba.backend())
+
+
 def backend_for(arr: Any) -> Backend:
     if isinstance(arr, np.ndarray):
         return CPU
     module = type(arr).__module__
+    _register_gpu(module)
     for prefix, backend in _BACKENDS.items():
         if module.startswith(prefix):
             return backend
