@@ -10,7 +10,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from fabricprobe import __version__, native
+from fabricprobe import __version__, gpu_info, native
 from fabricprobe.lab import state as lab_state
 from fabricprobe.mpi_setup import library_info, provided_thread_level
 from fabricprobe.topology import Topology
@@ -65,6 +65,9 @@ def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: li
     nat = native.load(MPI)
     hw = topo.hardware
     lab = lab_state.from_environment()
+    aware, aware_how = gpu_info.cuda_aware(lib.vendor)
+    gpus = gpu_info.devices()
+    rank_gpus = comm.allgather(gpus.get("gpu_device", -1))
     # Emulated hosts share one machine's cores: oversubscription is counted against the machine.
     oversubscribed = topo.oversubscribed or bool(lab and comm.size > int(lab.get("machine_cores") or comm.size))
     return {
@@ -91,6 +94,10 @@ def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: li
         "topology_ranks_per_node": topo.ranks_per_node,
         "oversubscribed": oversubscribed,
         "lab": lab["description"] if lab else "",
+        "cuda_aware": aware,
+        "cuda_aware_method": aware_how,
+        "gpu": gpus,
+        "rank_gpus": rank_gpus,
         "lab_spec": json.dumps(lab) if lab else "",
         "topology": topo.describe(),
         "wtick_s": MPI.Wtick(),

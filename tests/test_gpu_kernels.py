@@ -61,3 +61,15 @@ def test_numba_cuda_kernels_under_the_simulator():
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["backend"] == "numba-cuda" and report["checked"] > 60
     assert report["failures"] == [], report["failures"][:10]
+
+
+@pytest.mark.mpi
+def test_provenance_asks_the_library_about_cuda(tmp_path):
+    from mpirun import run_mpi
+
+    out = run_mpi(2, ["info", "--json"], timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    prov = json.loads(out.stdout[out.stdout.index("{"):])
+    # Neither PyPI wheel is built with CUDA, and the library (not fabricprobe) says so.
+    assert prov["cuda_aware"] == "no" and prov["cuda_aware_method"].startswith("MPIX_")
+    assert prov["rank_gpus"] == [-1, -1] and prov["gpu"] == {}

@@ -77,7 +77,7 @@ STRING_FIELDS = tuple(name for name, kind, _ in POINT_FIELDS if kind.startswith(
 
 # Run attributes stored as JSON text (everything else is a plain HDF5 scalar attribute).
 JSON_ATTRS = ("config", "hosts", "rank_nodes", "topology_ranks_per_node", "rank_cpus", "ranks_per_node", "cores_per_node", "environment", "notes",
-              "resumed_at")
+              "resumed_at", "gpu", "rank_gpus")
 
 
 def make_row(values: dict) -> np.ndarray:
