@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from typing import Any
 
@@ -68,7 +69,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--micro-batches", type=int, default=4, help="hybrid: micro-batches per replica and step")
     p.add_argument("--thread-level", choices=("single", "funneled", "serialized", "multiple"), default="single",
                    help="MPI thread level to request")
-    p.add_argument("--progress", choices=("auto", "bar", "none"), default="auto", help="live progress on rank 0")
+    p.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default="auto",
+                   help="rank 0's progress: a live bar (rich; auto on a terminal), a line per evaluation (plain), or none")
     p.set_defaults(handler=run)
 
 
@@ -128,7 +130,8 @@ def _train(args, comm, trainer, prov) -> int:
     from trainers import core, record
 
     console = Console(stderr=True)
-    show = comm.rank == 0 and args.progress != "none" and (args.progress == "bar" or console.is_terminal)
+    show = comm.rank == 0 and (args.progress == "rich" or (args.progress == "auto" and console.is_terminal))
+    plain = comm.rank == 0 and (args.progress == "plain" or (args.progress == "auto" and not console.is_terminal))
     bar = Progress(TextColumn(f"[bold]{args.trainer}[/] {trainer.opts.dataset}"), BarColumn(),
                    TextColumn("{task.completed}/{task.total} steps  test acc {task.fields[acc]}"),
                    TimeElapsedColumn(), console=console, disable=not show)
@@ -136,6 +139,8 @@ def _train(args, comm, trainer, prov) -> int:
 
     def progress(step: int, total: int, acc: float) -> None:
         bar.update(task, completed=step, total=total, acc=f"{acc:.3f}")
+        if plain:
+            print(f"[{step:>6}/{total}] {args.trainer}: test accuracy {acc:.4f}", file=sys.stderr, flush=True)
 
     comm.Barrier()
     t0 = time.perf_counter()
