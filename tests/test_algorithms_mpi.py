@@ -1,5 +1,6 @@
 """Every hand-written algorithm equals the MPI library's result: p = 1..9 and 16, counts 0, 1,
-p−1, p, p+1 and ≥ 1M elements, every dtype and op, in place and not, and virtual topologies."""
+p−1, p, p+1 (every dtype and op) and ≥ 1M elements (float32 and float64), in place and not, and
+virtual topologies 2×4, 4×2, 3+3+2 and 2+3."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def test_every_algorithm_matches_the_library(n):
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 
 
-@pytest.mark.parametrize("n,layout", [(8, "4"), (8, "2"), (8, "3,3,2"), (7, "3"), (5, "2,3")])
+@pytest.mark.parametrize("n,layout", [(8, "4"), (8, "2"), (8, "3,3,2"), (5, "2,3")])
 def test_hierarchical_on_virtual_topologies(n, layout):
     report = _run(n, "--ranks-per-node", layout, "--collectives", "allreduce", "--algorithms", HIERARCHICAL)
     # Every named algorithm ran its full case list (all dtypes and ops at the small and large counts).

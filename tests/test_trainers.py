@@ -77,10 +77,15 @@ def _dp(n: int, algorithm: str, tmp_path: Path) -> np.ndarray:
     return np.load(path)
 
 
+@pytest.fixture(scope="module")
+def single_process_params(tmp_path_factory) -> np.ndarray:
+    return _dp(1, "library", tmp_path_factory.mktemp("single"))
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("algorithm", ["library", "ring", "rabenseifner", "recursive_doubling", "hierarchical"])
-def test_dp_sgd_equals_single_process_training(algorithm, tmp_path):
-    single = _dp(1, "library", tmp_path)
+def test_dp_sgd_equals_single_process_training(algorithm, tmp_path, single_process_params):
+    single = single_process_params
     for n in (2, 4) if _many_ranks() else (2,):
         np.testing.assert_allclose(_dp(n, algorithm, tmp_path), single, rtol=1e-9, atol=1e-11)
 

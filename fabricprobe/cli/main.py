@@ -8,13 +8,17 @@ so no rank is left waiting.
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 
 from fabricprobe import __version__
 from fabricprobe.cli import compare_cmd, info_cmd, lab_cmd, model_cmd, plot_cmd, report_cmd, sweep_cmd, train_cmd, tune_cmd
-from fabricprobe.cli.output import error_line
+from fabricprobe.cli.output import error_line, is_root
 from fabricprobe.cli.parser import HelpFormatter, Parser
 from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from fabricprobe.launch import launched_by_mpiexec
+
+NON_ROOT_EXIT_DELAY_S = 1.5
 
 
 def build_parser() -> Parser:
@@ -43,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except UsageError as exc:
         error_line(str(exc))
+        if not is_root() and launched_by_mpiexec():
+            # Every rank rejects the same input, but only rank 0 says so; the launcher kills the job
+            # when the first rank exits, so give rank 0 time to print its line first (seen in CI:
+            # rank 1 won the race and the job ended with no error message at all).
+            time.sleep(NON_ROOT_EXIT_DELAY_S)
         return EXIT_USAGE
     except KeyboardInterrupt:
         error_line("interrupted")
