@@ -8,7 +8,11 @@ and x̃ toward them, with α = ηρ:
   x̃, sends d = α(x_i − x̃), and sets x_i ← x_i − d; the master sets x̃ ← x̃ + d (Async EASGD).
 - round_robin: the same exchange, but the master serves workers strictly in rank order (the
   original EASGD), so a worker waits for its turn.
-Async timing: t_comm is the whole exchange with the master, queueing included (t_wait stays 0)."""
+Async workers never block on the master: every τ steps a worker posts its request and a non-blocking
+receive of x̃ and goes on computing; the step on which the receive has completed (MPI_Test) applies
+the elastic update with that x̃ and sends d without waiting. t_comm is the time spent posting and
+testing; t_wait is only the final wait at the end of training (a worker that finds its previous
+exchange still open when the next is due waits for it too, and that shows in t_wait)."""
 
 from __future__ import annotations
 
@@ -39,6 +43,8 @@ class EASGD(Trainer):
         self.total = np.empty_like(self.model.params)
         self.t = 0
         self.synchronous = opts.mode == "sync"
+        self._pending = None  # async: the open receive of x̃, or None
+        self._sends: list = []  # async: requests of sends still in flight (and the buffers they read)
 
     def workers(self) -> list[int]:
         return list(range(self.comm.size)) if self.opts.mode == "sync" else list(range(1, self.comm.size))
@@ -53,8 +59,11 @@ class EASGD(Trainer):
             loss = gradient_sum(m, x, y)
             m.params -= (self.opts.lr / max(y.size, 1)) * m.grads
         self.t += 1
-        if self.t % self.opts.tau == 0:
-            self._elastic()
+        if self.opts.mode == "sync":
+            if self.t % self.opts.tau == 0:
+                self._elastic()
+        else:
+            self._async_progress(due=self.t % self.opts.tau == 0)
         return loss
 
     def _elastic(self) -> None:
@@ -71,13 +80,32 @@ class EASGD(Trainer):
                 xc += self.alpha * (self.total - self.comm.size * xc)
                 x -= d
             return
-        with c.timing("comm"):
-            self.comm.Send(np.zeros(1, np.int8), dest=0, tag=REQUEST)
-            self.comm.Recv(xc, source=0, tag=CENTRE)
-            d = self.alpha * (x - xc)
-            self.comm.Send(d, dest=0, tag=DELTA)
-        c.bytes_sent += 1 + d.nbytes
-        x -= d
+
+    def _async_progress(self, due: bool) -> None:
+        """Finish an exchange whose x̃ has arrived; open a new one when one is due."""
+        c, x, xc = self.clock, self.model.params, self.centre.params
+        if self._pending is not None:
+            with c.timing("comm"):
+                arrived = self._pending.Test()
+            if not arrived and due:  # the next exchange is due and the last is still open
+                with c.timing("wait"):
+                    self._pending.Wait()
+                arrived = True
+            if arrived:
+                self._pending = None
+                with c.timing("compute"):
+                    d = self.alpha * (x - xc)
+                    x -= d
+                with c.timing("comm"):
+                    self._sends = [(r, buf) for r, buf in self._sends if not r.Test()]  # drop finished sends
+                    self._sends.append((self.comm.Isend(d, dest=0, tag=DELTA), d))
+                c.bytes_sent += d.nbytes
+        if due and self._pending is None:
+            with c.timing("comm"):
+                flag = np.zeros(1, np.int8)
+                self._sends.append((self.comm.Isend(flag, dest=0, tag=REQUEST), flag))
+                self._pending = self.comm.Irecv(xc, source=0, tag=CENTRE)
+            c.bytes_sent += 1
 
     def serve(self) -> None:
         """The master's loop (async modes): serve exchanges until every worker has said it is done."""
@@ -106,8 +134,20 @@ class EASGD(Trainer):
             xc += d
 
     def done(self) -> None:
-        if self.opts.mode != "sync":
-            self.comm.Send(np.zeros(1, np.int8), dest=0, tag=DONE)
+        if self.opts.mode == "sync":
+            return
+        from mpi4py import MPI
+
+        with self.clock.timing("wait"):
+            if self._pending is not None:  # the master answers every request: finish the last exchange
+                self._pending.Wait()
+                d = self.alpha * (self.model.params - self.centre.params)
+                self.model.params -= d
+                self._sends.append((self.comm.Isend(d, dest=0, tag=DELTA), d))
+                self._pending = None
+            MPI.Request.Waitall([r for r, _ in self._sends])
+            self._sends = []
+        self.comm.Send(np.zeros(1, np.int8), dest=0, tag=DONE)
 
     def eval_model(self):
         reporter = 0 if self.opts.mode == "sync" else 1
