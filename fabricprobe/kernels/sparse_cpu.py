@@ -44,6 +44,17 @@ def _merge_sorted(a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _boundary(hist, need):  # pragma: no cover - compiled
+    """(the bucket holding the need-th largest key counting from the top, the keys above it)."""
+    above = 0
+    d = hist.size - 1
+    while d > 0 and above + hist[d] < need:
+        above += hist[d]
+        d -= 1
+    return d, above
+
+
+@njit(cache=True, nogil=True)
 def topk_raw(raw, width, signed_int, sign_mask, k, out_idx):  # pragma: no cover - compiled
     """Indices of the k largest magnitudes (ties: lowest index first), ascending, in out_idx.
 
@@ -65,11 +76,7 @@ def topk_raw(raw, width, signed_int, sign_mask, k, out_idx):  # pragma: no cover
     hist = np.zeros(1 << digit, dtype=np.int64)
     for i in range(n):
         hist[_key(raw[i], signed_int, sign_mask) >> np.uint64(shift)] += 1
-    above = 0
-    d = (1 << digit) - 1
-    while d > 0 and above + hist[d] < k:
-        above += hist[d]
-        d -= 1
+    d, above = _boundary(hist, k)
     sure = np.empty(above, dtype=np.int64)
     cand = np.empty(hist[d], dtype=np.int64)
     cand_keys = np.empty(hist[d], dtype=np.uint64)
@@ -92,11 +99,7 @@ def topk_raw(raw, width, signed_int, sign_mask, k, out_idx):  # pragma: no cover
         hist2 = np.zeros(1 << bits, dtype=np.int64)
         for j in range(nc):
             hist2[(cand_keys[j] >> np.uint64(lower)) & mask] += 1
-        above2 = 0
-        d2 = (1 << bits) - 1
-        while d2 > 0 and above2 + hist2[d2] < need:
-            above2 += hist2[d2]
-            d2 -= 1
+        d2, above2 = _boundary(hist2, need)
         more = np.empty(above2, dtype=np.int64)
         keep = np.empty(hist2[d2], dtype=np.int64)
         keep_keys = np.empty(hist2[d2], dtype=np.uint64)
