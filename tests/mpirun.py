@@ -63,6 +63,12 @@ def need_ranks(n: int) -> Launcher:
     return found
 
 
+def more_ranks_than_cores() -> bool:
+    """Whether this environment's MPI runs well with more ranks than cores (Open MPI yields; MPICH busy-polls)."""
+    found = launcher()
+    return found is not None and found.max_ranks > 2
+
+
 def fabricprobe_argv() -> list[str]:
     return [sys.executable, "-m", "fabricprobe"]
 

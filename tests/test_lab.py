@@ -15,16 +15,15 @@ import pytest
 from fabricprobe.errors import UsageError
 from fabricprobe.lab import launch, network
 from fabricprobe.lab.spec import LabSpec, format_rate, parse_rate
-from mpirun import launcher, mpi_env
+from mpirun import launcher, mpi_env, more_ranks_than_cores, need_ranks, run_local
 
 DRIVERS = Path(__file__).parent / "drivers"
 NAME = f"fpt{os.getpid() % 10000}"  # a lab of its own: never touches a user's "fplab"
 SUBNET = "10.214.77.0/24"
 
 
-def _fp(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fabricprobe", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env or mpi_env())
+def _fp(*args: str) -> subprocess.CompletedProcess:
+    return run_local(list(args), timeout=600)
 
 
 # ---- everywhere ----
@@ -137,13 +136,9 @@ def _layout(n: int) -> dict:
     return json.loads(out.stdout[out.stdout.index("{"):])
 
 
-def _many_ranks_ok() -> bool:
-    return launcher().vendor == "Open MPI"  # MPICH busy-polls: more ranks than cores crawl (docs/testing.md)
-
-
 @needs_lab
 def test_every_allreduce_across_two_hosts_of_two(lab):
-    per_host = 2 if _many_ranks_ok() else 1
+    per_host = 2 if more_ranks_than_cores() else 1
     _up(2, per_host)
     n = 2 * per_host
     prov = _layout(n)
@@ -156,8 +151,7 @@ def test_every_allreduce_across_two_hosts_of_two(lab):
 
 @needs_lab
 def test_every_allreduce_across_three_uneven_hosts(lab):
-    if not _many_ranks_ok():
-        pytest.skip("5 ranks on 2 cores: Open MPI only (MPICH busy-polls)")
+    need_ranks(5)  # 5 ranks on 2 cores: Open MPI only (MPICH busy-polls)
     _up(3, 2, rate="10gbit")
     prov = _layout(5)  # slots 2, 2, 2 filled in order: 2 + 2 + 1
     assert prov["ranks_per_node"] == [2, 2, 1] and prov["oversubscribed"]

@@ -10,17 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpirun import launcher, run_mpi
+from mpirun import error_lines, more_ranks_than_cores, run_mpi
 from trainers import record
 from trainers.data import batches, load, shard, synthetic
 from trainers.model import MLP, gradient_sum, softmax_xent_grad
 
 DRIVER = str(Path(__file__).parent / "drivers" / "check_trainers.py")
-
-
-def _many_ranks() -> bool:
-    found = launcher()
-    return found is not None and found.vendor == "Open MPI"  # MPICH busy-polls: at most 2 ranks here
 
 
 # ---- no MPI ----
@@ -86,14 +81,14 @@ def single_process_params(tmp_path_factory) -> np.ndarray:
 @pytest.mark.parametrize("algorithm", ["library", "ring", "rabenseifner", "recursive_doubling", "hierarchical"])
 def test_dp_sgd_equals_single_process_training(algorithm, tmp_path, single_process_params):
     single = single_process_params
-    for n in (2, 4) if _many_ranks() else (2,):
+    for n in (2, 4) if more_ranks_than_cores() else (2,):
         np.testing.assert_allclose(_dp(n, algorithm, tmp_path), single, rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("n,stages", [(2, 2), (3, 3), (4, 2), (6, 3)])
 def test_hybrid_gradient_equals_the_sequential_model(n, stages):
-    if n > 2 and not _many_ranks():
+    if n > 2 and not more_ranks_than_cores():
         pytest.skip("more ranks than cores: Open MPI only")
     out = run_mpi(n, [], python_args=[DRIVER, "hybrid", "--stages", str(stages), "--allreduce", "ring"], timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -126,7 +121,7 @@ def test_dp_sgd_and_sparse_dp_end_to_end(tmp_path):
 @pytest.mark.mpi
 @pytest.mark.parametrize("mode", ["sync", "fcfs", "round_robin"])
 def test_easgd_modes_train(mode, tmp_path):
-    n = 3 if _many_ranks() else 2
+    n = 3 if more_ranks_than_cores() else 2
     run = _train(n, tmp_path / "e.h5", "easgd", "--mode", mode, "--tau", "4", "--epochs", "8")
     assert run["final_test_accuracy"] >= 0.9 and run["opt_mode"] == mode
     assert run["working_ranks"] == (list(range(n)) if mode == "sync" else list(range(1, n)))
@@ -134,7 +129,7 @@ def test_easgd_modes_train(mode, tmp_path):
 
 @pytest.mark.mpi
 def test_hybrid_trains(tmp_path):
-    n, stages = (4, 2) if _many_ranks() else (2, 2)
+    n, stages = (4, 2) if more_ranks_than_cores() else (2, 2)
     run = _train(n, tmp_path / "h.h5", "hybrid", "--stages", str(stages), "--epochs", "8")
     assert run["final_test_accuracy"] >= 0.93 and run["stages"] == stages
 
@@ -147,5 +142,5 @@ def test_train_bad_input_is_one_line_and_exit_2(args, tmp_path):
     results = tmp_path / "bad.h5"
     out = run_mpi(2, ["train", *args, "-o", str(results)], timeout=300)
     assert out.returncode == 2, out.stderr[-2000:]
-    lines = [line for line in out.stderr.splitlines() if line.startswith("fabricprobe: error:")]
+    lines = error_lines(out.stderr)
     assert len(lines) == 1 and "Traceback" not in out.stderr and not results.exists()
