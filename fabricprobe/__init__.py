@@ -2,12 +2,14 @@
 
 import os as _os
 
+from fabricprobe.launch import launched_by_mpiexec as _launched_by_mpiexec
+
 __version__ = "0.1.0"
 
 # Under mpiexec every rank is a process: one BLAS thread each, as MPI+BLAS codes run, unless the
 # user says otherwise. Left to itself OpenBLAS starts a thread per core in every rank, and ranks
 # sharing cores thrash (the trainers' compute time grew 7-20x at 2 ranks on 2 cores). It must be
 # set before numpy loads its BLAS, hence here.
-if any(_v in _os.environ for _v in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID")):
+if _launched_by_mpiexec():
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         _os.environ.setdefault(_var, "1")

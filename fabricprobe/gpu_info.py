@@ -12,16 +12,13 @@ import ctypes
 import os
 from typing import Any
 
+from fabricprobe.mpi_setup import loaded_libmpi_paths
+
 MPIX_GPU_SUPPORT_CUDA = 0
 
 
 def _libmpi() -> ctypes.CDLL | None:
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps if os.path.basename(line.split()[-1]).startswith("libmpi.so")})
-    except OSError:
-        return None
-    for path in paths:
+    for path in loaded_libmpi_paths():
         try:
             return ctypes.CDLL(path)
         except OSError:

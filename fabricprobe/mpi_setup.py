@@ -7,6 +7,7 @@ what the library provided.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -69,3 +70,18 @@ def identify_library(version_string: str, standard: tuple[int, int] = (0, 0)) ->
 
 def library_info(MPI: "MPIModule") -> LibraryInfo:
     return identify_library(MPI.Get_library_version(), MPI.Get_version())
+
+
+def loaded_libmpi_paths() -> list[str]:
+    """The MPI libraries mapped into this process (libmpi.so.*, libmpich.so.*), in load order."""
+    paths: list[str] = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                name = os.path.basename(path)
+                if "libmpi" in name and ".so" in name and path not in paths:
+                    paths.append(path)
+    except OSError:
+        pass
+    return paths

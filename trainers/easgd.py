@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricprobe.errors import UsageError
+from trainers.comm_ops import dense_bytes_sent
 from trainers.core import Trainer
 from trainers.model import MLP, gradient_sum
 
@@ -74,7 +75,7 @@ class EASGD(Trainer):
                     self.comm.Barrier()
             with c.timing("comm"):
                 self.comm.Allreduce(x, self.total)
-            c.bytes_sent += 2 * (self.comm.size - 1) * x.nbytes // max(self.comm.size, 1)
+            c.bytes_sent += dense_bytes_sent(x.nbytes, self.comm.size)
             with c.timing("compute"):
                 d = self.alpha * (x - xc)
                 xc += self.alpha * (self.total - self.comm.size * xc)

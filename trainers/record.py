@@ -11,8 +11,8 @@ import h5py
 import numpy as np
 
 from fabricprobe.store.attrs import write_attrs
-from fabricprobe.store.safety import deferred_signals, retry_locked
-from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION
+from fabricprobe.store.safety import deferred_signals
+from fabricprobe.store.writer import open_results
 from trainers.core import Log
 
 STEP_DTYPE = np.dtype([("step", "i8"), ("epoch", "i4"), ("loss", "f8"), ("t_compute", "f8"), ("t_comm", "f8"),
@@ -50,15 +50,7 @@ def summary(steps: np.ndarray) -> dict[str, float]:
 
 
 def write(path: str, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarray, per_rank: np.ndarray) -> str:
-    def opener() -> h5py.File:
-        f = h5py.File(path, "a")
-        if "format" not in f.attrs:
-            f.attrs["format"] = FORMAT
-            f.attrs["schema_version"] = SCHEMA_VERSION
-            f.require_group("runs")
-        return f
-
-    with deferred_signals(), retry_locked(opener) as f:
+    with deferred_signals(), open_results(path) as f:
         root = f.require_group("training")
         number = max((int(k) for k in root.keys() if k.isdigit()), default=0) + 1
         run_id = f"{number:04d}"

@@ -10,6 +10,7 @@ from typing import Any
 
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
+from fabricprobe.mpi_setup import THREAD_LEVELS
 
 
 def _positive_int(text: str) -> int:
@@ -67,7 +68,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-error-feedback", action="store_true", help="sparse_dp: drop what is not sent (ablation)")
     p.add_argument("--stages", type=int, default=2, help="hybrid: pipeline stages")
     p.add_argument("--micro-batches", type=int, default=4, help="hybrid: micro-batches per replica and step")
-    p.add_argument("--thread-level", choices=("single", "funneled", "serialized", "multiple"), default="single",
+    p.add_argument("--thread-level", choices=THREAD_LEVELS, default="single",
                    help="MPI thread level to request")
     p.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default="auto",
                    help="rank 0's progress: a live bar (rich; auto on a terminal), a line per evaluation (plain), or none")

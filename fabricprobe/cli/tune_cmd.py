@@ -245,6 +245,13 @@ def _prune(table, checks) -> list[str]:
     return dropped
 
 
+def _withdraw(files: dict[str, Path]) -> None:
+    """Rename the library's files *.UNVERIFIED so nobody loads them (fabricprobe's own table stays)."""
+    for kind, path in files.items():
+        if kind != "fabricprobe" and path.exists():
+            path.rename(path.with_name(path.name + ".UNVERIFIED"))
+
+
 def _verify(args, table, library, tuned_env, files, manifest, console, reemit=None) -> int:
     from rich.table import Table
 
@@ -281,9 +288,7 @@ def _verify(args, table, library, tuned_env, files, manifest, console, reemit=No
     manifest["verification"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks],
                                 "dropped_rules": dropped}
     if not ok:
-        for kind, path in files.items():
-            if kind != "fabricprobe":
-                path.rename(path.with_name(path.name + ".UNVERIFIED"))
+        _withdraw(files)
         console.print("[bold red]the library did not apply the files as intended: they are renamed *.UNVERIFIED "
                       "and must not be used[/]")
         return EXIT_WRONG
@@ -293,9 +298,7 @@ def _verify(args, table, library, tuned_env, files, manifest, console, reemit=No
     if failed:
         manifest["before_after_failures"] = [f"{la.collective} {la.variant.name}: {la.stderr_tail}" for la in failed]
         if any(la.variant.name == "tuned" for la in failed):
-            for kind, path in files.items():
-                if kind != "fabricprobe" and path.exists():
-                    path.rename(path.with_name(path.name + ".UNVERIFIED"))
+            _withdraw(files)
             console.print("[bold red]the library failed with the files while re-measuring: "
                           + "; ".join(manifest["before_after_failures"]) + ". The files are renamed *.UNVERIFIED.[/]")
             return EXIT_WRONG

@@ -49,16 +49,17 @@ def preflight() -> None:
     _run(["ip", "netns", "del", probe], check=False)
 
 
+def _belongs(entry: str, name: str) -> bool:
+    """Whether a namespace (or /etc/netns folder) is one lab `name` makes: NAME0.. or NAME-sw."""
+    rest = entry[len(name):]
+    return entry.startswith(name) and (rest == "-sw" or rest.isdigit())
+
+
 def existing(name: str) -> list[str]:
     """The namespaces of lab `name` that exist now (found by name, so a crashed lab is found too)."""
     if not NETNS_DIR.is_dir():
         return []
-    ours = []
-    for entry in sorted(os.listdir(NETNS_DIR)):
-        rest = entry[len(name):]
-        if entry.startswith(name) and (rest == "-sw" or rest.isdigit()):
-            ours.append(entry)
-    return ours
+    return [entry for entry in sorted(os.listdir(NETNS_DIR)) if _belongs(entry, name)]
 
 
 def tbf_burst(rate_bits: float) -> int:
@@ -126,8 +127,7 @@ def remove(name: str) -> list[str]:
         gone.append(ns)
     if ETC_NETNS.is_dir():
         for entry in ETC_NETNS.iterdir():
-            rest = entry.name[len(name):]
-            if entry.name.startswith(name) and (rest == "-sw" or rest.isdigit()):
+            if _belongs(entry.name, name):
                 shutil.rmtree(entry, ignore_errors=True)
     return gone
 

@@ -33,6 +33,19 @@ def check_output_path(path: str) -> None:
         raise UsageError(f"cannot write results to {path}: directory {parent} is not writable")
 
 
+def open_results(path: str) -> h5py.File:
+    """Open a results file for appending, creating its format attributes if it is new (lock-retrying)."""
+    def opener() -> h5py.File:
+        f = h5py.File(path, "a")
+        if "format" not in f.attrs:
+            f.attrs["format"] = FORMAT
+            f.attrs["schema_version"] = SCHEMA_VERSION
+            f.require_group("runs")
+        return f
+
+    return retry_locked(opener)
+
+
 class ResultsWriter:
     """Appends one run's points to a results file."""
 
@@ -41,15 +54,7 @@ class ResultsWriter:
         self.run_id: str | None = None
 
     def _open(self) -> h5py.File:
-        def opener() -> h5py.File:
-            f = h5py.File(self.path, "a")
-            if "format" not in f.attrs:
-                f.attrs["format"] = FORMAT
-                f.attrs["schema_version"] = SCHEMA_VERSION
-                f.require_group("runs")
-            return f
-
-        return retry_locked(opener)
+        return open_results(self.path)
 
     def start_run(self, attrs: dict[str, Any]) -> str:
         with deferred_signals(), self._open() as f:
