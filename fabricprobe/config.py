@@ -58,6 +58,10 @@ class SweepConfig:
     root: int = 0
     point_timeout: float = 120.0
     hugepages: bool = False
+    buffer: str = "host"  # host, cupy or numba (fabricprobe.memory)
+    gpudirect: str = "both"  # device buffers: on, off or both (fabricprobe.gpudirect)
+    stage_chunk: int = 1 << 20  # bytes per chunk of the pipelined staging
+    assume_cuda_aware: bool = False  # claim direct points although the library does not say it is CUDA-aware
     quick: bool = False
 
     def to_dict(self) -> dict:

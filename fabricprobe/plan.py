@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabricprobe import collectives
+from fabricprobe import collectives, gpudirect
 from fabricprobe.config import SweepConfig
 from fabricprobe.datatypes import BYTE, NO_OP, numpy_dtype
 from fabricprobe.sizes import format_size
@@ -15,6 +15,7 @@ from fabricprobe.topology import Topology
 EMPTY = "empty"  # the harness floor: a timed region with nothing in it
 PAIR_LABELS = {"intra": "intra-node", "inter": "inter-node", "all": "all pairs"}
 _INT_MAX = 2**31 - 1
+DEVICE_BASELINES = ("nccl",)  # added to every collective they implement when device buffers go direct
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,16 @@ class PointSpec:
     pair: str = ""  # point-to-point tests: intra, inter or all
     density: float = 0.0  # sparse tests
     nranks: int = 0  # communicator size (the first nranks ranks); 0 = the world
+    buffer: str = "host"  # host, cupy or numba
+    transfer: str = ""  # device buffers: direct, staged or pipelined; "" for host buffers and local tests
 
     @property
     def key(self) -> str:
         parts = [self.collective, self.algorithm, self.dtype, self.op, "inplace" if self.in_place else "outofplace",
                  self.mode, str(self.layout.nbytes)]
         return "|".join(parts + ([self.pair] if self.pair else []) + ([f"d{self.density:g}"] if self.density else [])
-                        + ([f"n{self.nranks}"] if self.nranks else []))
+                        + ([f"n{self.nranks}"] if self.nranks else [])
+                        + ([f"{self.buffer}-{self.transfer or 'local'}"] if self.buffer != "host" else []))
 
     @property
     def label(self) -> str:
@@ -60,6 +64,8 @@ class PointSpec:
             parts.append(f"density {self.density:g}")
         if self.nranks:
             parts.append(f"on {self.nranks} ranks")
+        if self.buffer != "host":
+            parts.append(f"[{self.buffer}{', ' + self.transfer if self.transfer else ''}]")
         return " ".join(parts)
 
 
@@ -88,6 +94,23 @@ def pair_ranks(pair: str, topo: Topology) -> list[tuple[int, int]] | None:
     if len(nodes) < 2:
         return None
     return [(nodes[0][0], nodes[1][0])]
+
+
+def transfers(config: SweepConfig, spec, algorithm: str, layout: Layout) -> list[str]:
+    """The transfers a point is measured with: "" for host buffers, local tests and the barrier;
+    pipelined only where it splits into at least two chunks; baselines like NCCL only direct."""
+    if config.buffer == "host" or spec.local or not spec.sized:
+        return [""]
+    wanted = gpudirect.GPUDIRECT[config.gpudirect]
+    if algorithm in DEVICE_BASELINES:
+        return [gpudirect.DIRECT] if gpudirect.DIRECT in wanted else []
+    out = []
+    for transfer in wanted:
+        if transfer == gpudirect.PIPELINED and (spec.name not in gpudirect.PIPELINABLE
+                                                or layout.nbytes < 2 * config.stage_chunk):
+            continue
+        out.append(transfer)
+    return out
 
 
 def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[list[PointSpec], list[str]]:
@@ -129,10 +152,17 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
         # Sparse results are read against the library's dense allreduce of the same size.
         collectives_planned.insert(collectives_planned.index("sparse_allreduce"), "allreduce")
         notes.append("allreduce (library) added: sparse allreduce times are compared with it")
+    device = config.buffer != "host"
     for coll in collectives_planned:
         spec = SPECS[coll]
         if sub and (spec.pt2pt or spec.local):
             continue  # point-to-point and local tests only on the whole job
+        if device and (spec.pt2pt or (spec.sparse and not spec.local)):
+            note = (f"{coll} skipped: runs on host buffers only (" + ("point-to-point tests are timed by their own "
+                    "loops" if spec.pt2pt else "its messages are encoded on the host") + "); see docs/gpu.md")
+            if note not in notes:
+                notes.append(note)
+            continue
         if spec.pt2pt and nranks < 2:
             note = "point-to-point tests need at least 2 ranks; skipped at n=1"
             if note not in notes:
@@ -150,8 +180,17 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
             wanted = collectives.names_for(coll)  # there is no library sparse allreduce: measure them all
         else:
             wanted = config.algorithms
+        if device and spec.sized and not spec.local and gpudirect.DIRECT in gpudirect.GPUDIRECT[config.gpudirect]:
+            wanted = list(wanted) + [a for a in DEVICE_BASELINES if a not in wanted]
         algorithms = [a for a in wanted if collectives.get(coll, a) is not None]
         used.update(algorithms)
+        kept = [a for a in algorithms if config.buffer in collectives.get(coll, a).buffers]
+        for a in sorted(set(algorithms) - set(kept)):
+            if a in config.algorithms or spec.local:
+                note = f"{coll}/{a} skipped: it runs on {' or '.join(collectives.get(coll, a).buffers)} buffers only"
+                if note not in notes:
+                    notes.append(note)
+        algorithms = kept
         dtypes = [BYTE] if (spec.pt2pt or not spec.sized) else config.dtypes
         ops = (["sum"] if spec.sparse else config.ops) if spec.reduces else [NO_OP]
         densities = config.densities if spec.sparse else [0.0]
@@ -173,9 +212,10 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
                                     continue
                                 for density in densities:
                                     for alg in algorithms:
-                                        add(collective=coll, algorithm=alg, dtype=dtype, op=op, in_place=in_place,
-                                            mode=mode, requested_bytes=nbytes, layout=layout, pair=pair,
-                                            density=density)
+                                        for transfer in transfers(config, spec, alg, layout):
+                                            add(collective=coll, algorithm=alg, dtype=dtype, op=op,
+                                                in_place=in_place, mode=mode, requested_bytes=nbytes, layout=layout,
+                                                pair=pair, density=density, buffer=config.buffer, transfer=transfer)
     for alg in config.algorithms:
         if alg not in used:
             notes.append(f"algorithm {alg!r} implements none of the selected collectives; nothing measured for it")

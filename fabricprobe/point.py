@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from fabricprobe import collectives, faults, harness, loops, native
+from fabricprobe import collectives, device_point, faults, harness, loops, native
 from fabricprobe.config import SweepConfig
 from fabricprobe.datatypes import numpy_dtype
 from fabricprobe.plan import EMPTY, PointSpec, pair_ranks
@@ -16,7 +16,8 @@ from fabricprobe.sparse import traffic
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
 from fabricprobe.stats import bandwidths, summarize
-from fabricprobe.store.schema import POINT_ERROR, POINT_OK, POINT_WRONG
+from fabricprobe.device_point import DeviceContext
+from fabricprobe.store.schema import POINT_ERROR, POINT_NOT_RUNNABLE, POINT_OK, POINT_WRONG
 from fabricprobe.topology import Topology
 
 
@@ -59,7 +60,13 @@ def _empty_batch(timer: str, comm: Any, MPI: Any):
     return lambda out, mode: loops.python_empty(comm.Barrier, MPI.Wtime, mode, out)
 
 
-def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: Topology) -> PointResult:
+class _NotRunnable(Exception):
+    """This point cannot run in this setting; every rank reaches the same reason (it is recorded)."""
+
+
+def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: Topology,
+              device: DeviceContext | None = None) -> PointResult:
+    """Measure one point on every rank of comm; `device` is the sweep's device setting for --buffer cupy/numba."""
     started = time.time()
     mode = loops.MODES[point.mode]
     budget = harness.Budget(
@@ -70,6 +77,8 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
     bytes_sent = result_nnz = -1
     note = ""
     error = ""
+    unrunnable = ""
+    dev = None  # the device twin of the case, for --buffer cupy/numba
     factor = 0.0
     try:
         if point.collective == EMPTY:
@@ -92,20 +101,33 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
             spec.allocate(case)
             spec.prepare(case)  # inputs exist before the algorithm is bound to them
             factor = spec.busbw_factor(comm.size)
-            batch = algorithm.bind(case, timer)
+            if device is not None and point.buffer != "host" and spec.sized:
+                dev = device_point.twin(case, device.memory)
+                unrunnable = device_point.unrunnable(point, algorithm, dev, device)
+                timer = "python"  # the copies and stream synchronisations are Python calls around the collective
+            if unrunnable:
+                raise _NotRunnable(unrunnable)
+            batch = algorithm.bind(case, timer) if dev is None else device_point.device_batch(point, algorithm,
+                                                                                                 dev, device)
             faults.hang_if_asked(point.collective, comm.rank)
             validated = config.validate
             traffic.reset()
             if validated:
                 for _ in range(config.check_iters):
                     spec.prepare(case)
+                    if dev is not None:
+                        device_point.load(case, dev, device.memory)
                     batch(np.empty(1), loops.BARRIER)
+                    if dev is not None:
+                        device_point.fetch(case, dev, device.memory)
                     faults.corrupt_result(point.collective, comm.rank, case.recv)
                     wrong += spec.check(case)
                     checked += spec.checked_elements(case)
                 sent = traffic.sent() // config.check_iters
             else:
                 spec.prepare(case)
+                if dev is not None:
+                    device_point.load(case, dev, device.memory)
                 if spec.sparse and not spec.local:
                     batch(np.empty(1), loops.BARRIER)  # one untimed call to count its traffic
                 sent = traffic.sent()
@@ -113,6 +135,10 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
                 bytes_sent = sent
                 result_nnz = case.recv.nnz
         measurement = harness.measure(batch, comm, budget, mode)
+    except _NotRunnable as exc:
+        unrunnable = str(exc)
+        measurement = None
+        validated = False
     except (collectives.TimerUnavailable, MPI.Exception, RuntimeError) as exc:
         error = f"{type(exc).__name__}: {exc}"
         measurement = None
@@ -134,11 +160,13 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
         op=point.op, in_place=point.in_place, root=config.root, mode=point.mode, timer=timer, nranks=comm.size,
         requested_bytes=point.requested_bytes, bytes=point.layout.nbytes, count=point.layout.count, pair=point.pair,
         warmup=budget.warmup, busbw_factor=factor, wrong=int(totals[0]) if validated else -1, density=point.density,
-        bytes_sent=bytes_sent, result_nnz=result_nnz,
+        bytes_sent=bytes_sent, result_nnz=result_nnz, buffer=point.buffer, transfer=point.transfer,
         checked=int(totals[1]), started_unix=started,
     )
     samples = None
-    if first_error:
+    if unrunnable and not first_error:
+        row.update(status=POINT_NOT_RUNNABLE, note=unrunnable[:200])
+    elif first_error:
         row.update(status=POINT_ERROR, note=first_error[:200])
     else:
         samples = measurement.samples

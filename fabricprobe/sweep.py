@@ -7,6 +7,7 @@ from typing import Any
 
 from fabricprobe import native
 from fabricprobe.config import SweepConfig
+from fabricprobe.device_point import DeviceContext
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG
 from fabricprobe.plan import make_plan
 from fabricprobe.point import run_point
@@ -35,8 +36,9 @@ def timers_in_use(config: SweepConfig, MPI: Any) -> list[str]:
 
 
 def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: ResultsWriter | None,
-            done: set[str], progress_style: str) -> SweepOutcome:
-    """Measure every planned point not in `done`; writer is rank 0's (None elsewhere)."""
+            done: set[str], progress_style: str, device: DeviceContext | None = None) -> SweepOutcome:
+    """Measure every planned point not in `done`; writer is rank 0's (None elsewhere); `device` is set
+    for device buffers (--buffer cupy/numba)."""
     points, notes = make_plan(config, topo, timers_in_use(config, MPI))
     root = comm.rank == 0
 
@@ -65,7 +67,7 @@ def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: Re
                     continue
                 progress.starting(point.label)
                 watchdog.arm(f"point {point.index} ({point.label})")
-                result = run_point(point, config, sub, MPI, sub_topo)
+                result = run_point(point, config, sub, MPI, sub_topo, device)
                 watchdog.disarm()
                 if writer is not None:
                     writer.append_point(result.row, result.samples)

@@ -14,7 +14,10 @@ from fabricprobe.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig, d
 from fabricprobe.datatypes import DTYPES, OPS
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
 from fabricprobe.launch import launched_by_mpiexec
+from fabricprobe.device_point import DeviceContext
+from fabricprobe.gpudirect import GPUDIRECT, direct_reason
 from fabricprobe.loops import MODES
+from fabricprobe.memory import BUFFER_KINDS
 from fabricprobe.mpi_setup import THREAD_LEVELS, init_mpi
 from fabricprobe.sizes import size_list, size_range
 from fabricprobe.topology import parse_ranks_per_node
@@ -92,6 +95,17 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--point-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="watchdog: abort the job when one point runs longer (0 = off)")
 
+    d = p.add_argument_group("device buffers (docs/gpu.md)")
+    d.add_argument("--buffer", choices=BUFFER_KINDS, default="host",
+                   help="where the buffers live: host (numpy), cupy or numba (GPU memory; the gpu extra)")
+    d.add_argument("--gpudirect", choices=tuple(GPUDIRECT), default="both",
+                   help="device buffers: on = handed straight to a CUDA-aware MPI; off = staged through pinned "
+                        "host memory, whole and pipelined in chunks (copies timed); both")
+    d.add_argument("--stage-chunk", default="1M", metavar="SIZE",
+                   help="chunk of the pipelined staging (default 1M); pipelined points need two chunks or more")
+    d.add_argument("--assume-cuda-aware", action="store_true",
+                   help="run GPUDirect points although the library does not say it is CUDA-aware (recorded)")
+
     v = p.add_argument_group("validation and output")
     v.add_argument("--no-validate", action="store_true", help="skip result validation (it runs outside the timed region)")
     v.add_argument("--check-iters", type=int, default=1, metavar="N", help="validated calls per point")
@@ -146,6 +160,15 @@ def _densities(text: str) -> list[float]:
     return out
 
 
+def _stage_chunk(text: str) -> int:
+    from fabricprobe.sizes import parse_size
+
+    value = parse_size(text)
+    if value < 1024:
+        raise UsageError(f"--stage-chunk must be at least 1K (got {text})")
+    return value
+
+
 def _positive(name: str, value: float | None, minimum: float = 1) -> None:
     if value is not None and value < minimum:
         raise UsageError(f"{name} must be at least {minimum:g} (got {value:g})")
@@ -166,6 +189,9 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         raise UsageError(f"--ci-target must be a fraction in [0, 1) (got {args.ci_target:g})")
     if args.root < 0:
         raise UsageError(f"--root must be a rank (got {args.root})")
+    if args.buffer != "host" and args.timer == "native":
+        raise UsageError("--timer native cannot time device buffers: their copies and stream synchronisations "
+                         "are Python calls (use --timer auto or python)")
     algorithm_names = collectives.all_names()
     algorithms = choice_list(args.algorithms, algorithm_names, "algorithm", {"all": algorithm_names})
     return SweepConfig(
@@ -196,6 +222,10 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         root=args.root,
         point_timeout=args.point_timeout,
         hugepages=args.hugepages,
+        buffer=args.buffer,
+        gpudirect=args.gpudirect,
+        stage_chunk=_stage_chunk(args.stage_chunk),
+        assume_cuda_aware=args.assume_cuda_aware,
         quick=args.quick,
     )
 
@@ -235,6 +265,23 @@ def _load_resume(path: str, run_id: str | None, nranks: int):
     config = SweepConfig.from_dict(run.config)
     done = [p["key"] for p in run.points]
     return run.id, config, done, list(run.attrs.get("resumed_at") or [])
+
+
+def _device_memory(comm: Any, kind: str, local_rank: int) -> Any:
+    """The --buffer memory on every rank, each on its own GPU where the node has enough; one clear
+    UsageError (every rank raises it) when any rank cannot have it."""
+    from fabricprobe.memory import BufferUnavailable, memory_for, select_device
+
+    try:
+        memory, error = memory_for(kind), ""
+    except BufferUnavailable as exc:
+        memory, error = None, str(exc)
+    failed = [(rank, e) for rank, e in enumerate(comm.allgather(error)) if e]
+    if failed:
+        rank, message = failed[0]
+        raise UsageError(message + (f" (on rank {rank})" if comm.size > 1 else ""))
+    select_device(memory, local_rank)
+    return memory
 
 
 def peak_rss_mib() -> float:
@@ -280,6 +327,7 @@ def run(args: argparse.Namespace) -> int:
                   "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric")
 
     topo = topology.detect(comm)
+    memory = _device_memory(comm, config.buffer, topo.local_rank[comm.rank]) if config.buffer != "host" else None
     if config.ranks_per_node:
         topo = topology.virtual(topo, topology.node_sizes(config.ranks_per_node, comm.size))
     topology.set_active(comm, topo)
@@ -300,8 +348,14 @@ def run(args: argparse.Namespace) -> int:
                       "times will include scheduler waits")
         if prov["thread_level_provided"] != args.thread_level:
             warn_line(f"requested thread level {args.thread_level}, the library provided {prov['thread_level_provided']}")
+    device = None
+    if memory is not None:
+        reason = direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware)
+        device = DeviceContext(memory, reason, config.stage_chunk)
+        if writer is not None and reason and config.gpudirect != "off":
+            warn_line(f"GPUDirect points will be recorded as not runnable: {reason}")
     try:
-        outcome = execute(config, MPI, comm, topo, writer, set(done), args.progress)
+        outcome = execute(config, MPI, comm, topo, writer, set(done), args.progress, device)
     except KeyboardInterrupt:
         if writer is not None:
             writer.update_run({"status": STATUS_INTERRUPTED, "status_reason": "interrupted by a signal",

@@ -4,7 +4,7 @@ p not a power of two. lg p·α + n·lg p·(β + γ); latency-optimal, bandwidth-
 from __future__ import annotations
 
 from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import scratch
+from fabricprobe.collectives.common import copy_into, scratch
 from fabricprobe.collectives.halving_doubling import fold_reduce, reduce_to, unfold
 
 TAG = 121
@@ -23,7 +23,7 @@ def allreduce_recursive_doubling(comm, sendbuf, recvbuf, op, root=0) -> None:
             data = buf
             mask <<= 1
         if data is not buf and buf.size:  # p' = 1: nothing was exchanged
-            buf[...] = data
+            copy_into(buf, data)
     unfold(comm, buf, fold)
 
 

@@ -37,8 +37,18 @@ class Algorithm:
     summary: str
     run: RunFn | None = None  # hand-written algorithms
     binder: Callable[[Case, str], Batch] | None = None  # algorithms with their own timing paths
+    caller: Callable[[Case], Callable[[], object]] | None = None  # one call on a case (binder algorithms)
     native: bool = False  # whether bind() can give the native timer
+    buffers: tuple[str, ...] = ("host", "cupy", "numba")  # the buffer kinds it runs on
     semantics: str = "exact"  # sparse allreduce: "exact" (sum of the sparsified inputs) or "gtopk" (approximate)
+
+    def call(self, case: Case) -> Callable[[], object]:
+        """One invocation on case's buffers, untimed: what the device-buffer paths wrap in their copies."""
+        if self.run is not None:
+            return partial(self.run, case.comm, case.send, case.recv, case.op, case.root)
+        if self.caller is not None:
+            return self.caller(case)
+        raise TimerUnavailable(f"{self.collective}/{self.name} has only its own timing loop")
 
     def bind(self, case: Case, timer: str) -> Batch:
         """A Batch for this case; timer is "native" or "python"."""
@@ -75,9 +85,9 @@ def get(collective: str, name: str) -> Algorithm | None:
     return _REGISTRY.get((collective, name))
 
 
-def names_for(collective: str) -> list[str]:
-    """Algorithm names available for a collective, the library's first."""
-    names = [name for (coll, name) in _REGISTRY if coll == collective]
+def names_for(collective: str, buffer: str = "host") -> list[str]:
+    """Algorithm names available for a collective on a buffer kind, the library's first."""
+    names = [name for (coll, name), alg in _REGISTRY.items() if coll == collective and buffer in alg.buffers]
     return sorted(names, key=lambda n: (n != LIBRARY, n))
 
 

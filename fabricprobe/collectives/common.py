@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fabricprobe.buffers import aligned_empty
+from fabricprobe.memory import memory_of
 
 # Offsets are tuples of Python ints, cached: at small sizes the algorithms' own bookkeeping is
 # timed along with their messages, and numpy arrays of a few offsets cost microseconds.
@@ -47,11 +48,8 @@ def scratch(length: int, like: Any, slot: int = 0) -> Any:
         if isinstance(like, np.ndarray):
             buf = aligned_empty(max(length, 1), like.dtype)
             buf.fill(0)
-        else:  # device arrays: allocate with the array's own module (cupy.empty, ...)
-            import importlib
-
-            module = importlib.import_module(type(like).__module__.split(".")[0])
-            buf = module.zeros(max(length, 1), dtype=like.dtype)
+        else:  # device arrays: in the same device memory, through the allocation layer
+            buf = memory_of(like).empty(max(length, 1), like.dtype)
         _scratch[key] = buf
     return buf[:length]
 
@@ -59,8 +57,16 @@ def scratch(length: int, like: Any, slot: int = 0) -> Any:
 def start(sendbuf: Any | None, recvbuf: Any) -> Any:
     """Make recvbuf hold this rank's input (copying sendbuf unless the call is in place)."""
     if sendbuf is not None and recvbuf.size:
-        recvbuf[...] = sendbuf
+        copy_into(recvbuf, sendbuf)
     return recvbuf
+
+
+def copy_into(dst: Any, src: Any) -> None:
+    """dst[...] = src in the arrays' own memory (a device-to-device copy for device arrays)."""
+    if isinstance(dst, np.ndarray):
+        dst[...] = src
+    else:
+        memory_of(dst).copy(dst, src)
 
 
 def pof2_below(n: int) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricprobe import kernels
-from fabricprobe.collectives.common import pof2_below, scratch
+from fabricprobe.collectives.common import copy_into, pof2_below, scratch
 
 TAG_FOLD, TAG_HALVING, TAG_DOUBLING, TAG_UNFOLD = 101, 102, 103, 104
 
@@ -92,7 +92,7 @@ def reduce_scatter_halving(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fo
     """
     data = buf if data is None else data
     if fold.pof2 == 1 and data is not buf and buf.size:
-        buf[...] = data
+        copy_into(buf, data)
     lo, hi = 0, fold.pof2
     distance = fold.pof2 // 2
     while distance >= 1:

@@ -51,12 +51,14 @@ def _native_call(case: Case, nat: native.NativeMPI, MPI: Any) -> tuple[Any, tupl
     raise ValueError(f"no native call for {coll}")
 
 
-def _python_call(case: Case, MPI: Any) -> Callable[[], object]:
+def python_call(case: Case, MPI: Any = None) -> Callable[[], object]:
     """The mpi4py call for one call of `case`'s collective, with buffer specs built once."""
+    if MPI is None:
+        from mpi4py import MPI
     comm = case.comm
     dt = mpi_datatype(MPI, case.dtype_name)
-    send = MPI.IN_PLACE if case.send is None else (MPI.buffer(case.send), dt)
-    recv = (MPI.buffer(case.recv), dt)
+    send = MPI.IN_PLACE if case.send is None else (_buffer(case.send, MPI), dt)
+    recv = (_buffer(case.recv, MPI), dt)
     coll = case.collective
     if coll == "allreduce":
         return partial(comm.Allreduce, send, recv, mpi_op(MPI, case.op))
@@ -75,6 +77,12 @@ def _python_call(case: Case, MPI: Any) -> Callable[[], object]:
     raise ValueError(f"no mpi4py call for {coll}")
 
 
+def _buffer(arr: Any, MPI: Any) -> Any:
+    """Host arrays as MPI buffers built once; device arrays go to mpi4py as they are (it reads their
+    __cuda_array_interface__ or DLPack, and hands the device pointer to a CUDA-aware library)."""
+    return MPI.buffer(arr) if isinstance(arr, np.ndarray) else arr
+
+
 def _check(rc: int, nat: native.NativeMPI) -> None:
     if rc != 0:
         raise MPICallError(nat.error_string(rc))
@@ -85,7 +93,7 @@ def _bind_collective(case: Case, timer: str) -> Batch:
 
     nat = native.load(MPI) if timer == "native" else None
     if nat is None:
-        return python_batch(_python_call(case, MPI), case.comm)
+        return python_batch(python_call(case, MPI), case.comm)
     func, args = _native_call(case, nat, MPI)
     wtime, barrier, comm = nat.wtime, nat.barrier, nat.handle(case.comm)
 
@@ -179,6 +187,7 @@ for _spec in SPECS.values():
         collective=_spec.name,
         summary="the MPI library's own implementation",
         binder=_bind_pt2pt if _spec.pt2pt else _bind_collective,
+        caller=None if _spec.pt2pt else python_call,
         native=True,
     ))
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from fabricprobe import kernels
 from fabricprobe.collectives.base import Algorithm, register
+from fabricprobe.collectives.common import copy_into
 
 
 def reduce_local(comm, sendbuf, recvbuf, op, root=0) -> None:
@@ -13,11 +12,11 @@ def reduce_local(comm, sendbuf, recvbuf, op, root=0) -> None:
 
 
 def copy_local(comm, sendbuf, recvbuf, op=None, root=0) -> None:
-    np.copyto(recvbuf, sendbuf)
+    copy_into(recvbuf, sendbuf)
 
 
 ALGORITHMS = [
-    register(Algorithm("numba", "reduce_local", "fabricprobe's reduction kernel (Numba, host arrays)",
+    register(Algorithm("numba", "reduce_local", "fabricprobe's reduction kernel (Numba on host arrays, the GPU kernels on device arrays)",
                        run=reduce_local)),
-    register(Algorithm("numpy", "copy_local", "numpy.copyto, the memory-copy reference", run=copy_local)),
+    register(Algorithm("numpy", "copy_local", "numpy.copyto, the memory-copy reference (a device-to-device copy on device arrays)", run=copy_local)),
 ]

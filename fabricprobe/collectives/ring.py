@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabricprobe import kernels
-from fabricprobe.collectives.common import largest_block, scratch
+from fabricprobe.collectives.common import copy_into, largest_block, scratch
 
 TAG_RS, TAG_AG = 111, 112
 
@@ -27,7 +27,7 @@ def reduce_scatter_ring(comm: Any, buf: Any, disps: tuple[int, ...], op: str, so
     source = buf if source is None else source
     if p == 1:
         if source is not buf and buf.size:
-            buf[...] = source
+            copy_into(buf, source)
         return
     right, left = (r + 1) % p, (r - 1) % p
     tmp = scratch(largest_block(disps), buf)

@@ -21,5 +21,6 @@ def topk_argpartition(comm, sendbuf, recvbuf, op=None, root=0) -> None:
 
 ALGORITHMS = [
     register(Algorithm("numba", "topk_local", "radix select on magnitude bits (Numba)", run=topk_numba)),
-    register(Algorithm("argpartition", "topk_local", "numpy.argpartition of |x|", run=topk_argpartition)),
+    register(Algorithm("argpartition", "topk_local", "numpy.argpartition of |x|", run=topk_argpartition,
+                       buffers=("host",))),
 ]

@@ -11,7 +11,8 @@ from fabricprobe.errors import UsageError
 from fabricprobe.plan import EMPTY
 from fabricprobe.store import Run, load_runs, select_run
 
-MATCH_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "nranks", "bytes")
+MATCH_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "transfer", "nranks",
+                "bytes")
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 from fabricprobe import __version__
 from fabricprobe.datatypes import numpy_dtype
 from fabricprobe.plan import EMPTY
+from fabricprobe.report.algorithms import device_label
 from fabricprobe.report.groups import group_series
 from fabricprobe.store import Run
 from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
@@ -89,9 +90,10 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
     for run in runs:
         points = [p for p in _filtered(run, collectives) if p["collective"] != EMPTY and p["status"] != "error"]
         for key, rows in group_series(points).items():
-            coll, alg, dtype, op, in_place, mode, pair, density, nranks = key
+            coll, alg, dtype, op, in_place, mode, pair, density, buffer, transfer, nranks = key
             lines.append(f"# OSU MPI {_OSU_TITLES.get(coll, coll)} (fabricprobe {__version__} export, run {run.id}, "
-                         f"algorithm {alg}, {nranks} ranks, {mode} mode{', in-place' if in_place else ''}{', ' + pair + ' pair' if pair else ''})")
+                         f"algorithm {alg}, {nranks} ranks, {mode} mode{', in-place' if in_place else ''}{', ' + pair + ' pair' if pair else ''}"
+                         f"{', ' + device_label(buffer, transfer) if device_label(buffer, transfer) else ''})")
             lines.append(f"# Datatype: {_OSU_TYPES.get(dtype, dtype)}." + (f" Op: {op}." if op != "none" else ""))
             itemsize = numpy_dtype(dtype).itemsize
             if coll in ("bw", "bibw"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-SERIES_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "nranks")
+SERIES_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "transfer",
+                 "nranks")
 
 
 def series_key(point: dict[str, Any]) -> tuple:

@@ -12,7 +12,8 @@ from rich.text import Text
 
 from fabricprobe.datatypes import BYTE, NO_OP
 from fabricprobe.plan import EMPTY, PAIR_LABELS
-from fabricprobe.report.algorithms import comparison_groups, comparison_table
+from fabricprobe.report.algorithms import comparison_groups, comparison_table, device_label
+from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import ci_rel, group_series
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
@@ -66,7 +67,7 @@ def _cost(a: dict[str, Any]) -> str:
 
 
 def _title(key: tuple) -> str:
-    collective, algorithm, dtype, op, in_place, mode, pair, density, nranks = key
+    collective, algorithm, dtype, op, in_place, mode, pair, density, buffer, transfer, nranks = key
     parts = [f"[bold]{collective}[/]", algorithm]
     if dtype != BYTE:
         parts.append(dtype)
@@ -79,6 +80,8 @@ def _title(key: tuple) -> str:
         parts.append(f"{PAIR_LABELS.get(pair, pair)} pair")
     if density:
         parts.append(f"density {density:g}")
+    if device_label(buffer, transfer):
+        parts.append(device_label(buffer, transfer))
     parts.append(f"{nranks} ranks")
     return " · ".join(parts)
 
@@ -103,8 +106,8 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int) -> Table:
         cells = []
         if sized:
             cells += [format_size(p["bytes"]), str(p["count"])]
-        if p["status"] == "error":
-            cells += ["[red]error[/]"] + [""] * 5
+        if p["status"] in ("error", "not_runnable"):
+            cells += [f"[red]{p['status'].replace('_', ' ')}[/]"] + [""] * 5
         else:
             cells += [usec(p[f]) for f in ("min_s", "median_s", "mean_s", "p99_s", "max_s")]
             cells.append(percent(ci_rel(p)))
@@ -120,6 +123,10 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int) -> Table:
         table.caption = (f"busbw = algbw × {spec.busbw_formula} = algbw × {factor:.3g} (n={nranks}); "
                          "algbw = size / median; iteration time = slowest rank; * = time cap before CI target")
         table.caption_justify = "left"
+    reasons = sorted({p["note"] for p in rows if p["status"] == "not_runnable"})
+    if reasons:
+        table.caption = "\n".join([table.caption or ""] + [f"not runnable: {r}" for r in reasons]).strip()
+        table.caption_justify = "left"
     return table
 
 
@@ -129,7 +136,7 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
               and (collectives is None or p["collective"] in collectives)]
     if not points:
         console.print("(no measured points)")
-    for table in sparse_tables(points):
+    for table in sparse_tables(points) + gpudirect_tables(points):
         console.print(table)
         console.print()
     for case, by_algorithm in comparison_groups(points).items():
@@ -152,6 +159,8 @@ def _case_title(case: dict[str, Any]) -> str:
         parts.append(f"{PAIR_LABELS.get(case['pair'], case['pair'])} pair")
     if case["density"]:
         parts.append(f"density {case['density']:g}")
+    if device_label(case.get("buffer", ""), case.get("transfer", "")):
+        parts.append(device_label(case["buffer"], case["transfer"]))
     return " · ".join(parts)
 
 

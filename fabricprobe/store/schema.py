@@ -36,6 +36,8 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
     ("root", "i4", "root rank of rooted collectives"),
     ("pair", "S8", "point-to-point pair: intra (same node), inter (across nodes), all (r and r+n/2); empty otherwise"),
     ("density", "f8", "sparse tests: fraction of the n elements each rank contributes (k = density·n); 0 otherwise"),
+    ("buffer", "S8", "where the buffers live: host (numpy), cupy or numba (device memory); empty in files before it"),
+    ("transfer", "S12", "device buffers: direct (GPUDirect), staged or pipelined (through pinned host memory); empty for host buffers and local tests"),
     ("mode", "S12", "barrier (untimed barrier between calls) or loop (back-to-back calls)"),
     ("timer", "S8", "native (C calls from a compiled loop) or python (mpi4py calls)"),
     ("nranks", "i4", "communicator size"),
