@@ -17,7 +17,7 @@ from fabricprobe.kernels import cpu, sparse_cpu
 # The simulator runs every thread as a Python thread: a small grid (the loops are grid-stride) keeps
 # the tests fast without changing what the kernels compute.
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-THREADS = 32 if SIMULATED else 256
+THREADS = 8 if SIMULATED else 256
 MAX_BLOCKS = 2 if SIMULATED else 4096
 
 

@@ -1,6 +1,7 @@
 """Run under mpiexec: every hand-written algorithm must equal the MPI library's own result.
 
     mpiexec -n P python tests/drivers/check_algorithms.py [--ranks-per-node 3,3,2] [--large N]
+        [--buffer numba --transfer direct|staged|pipelined]   (device buffers; NUMBA_ENABLE_CUDASIM=1 without a GPU)
 
 Random inputs (seeded per rank and case); counts 0, 1, p-1, p, p+1, a few odd ones and `--large`;
 float32/float64/int32/int64; sum/max/min/prod; in place and not. Floats are compared with the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 
 import mpi4py
 
@@ -61,6 +63,30 @@ def tolerance(comm, coll: str, send: np.ndarray, op: str, root: int, recv_len: i
     return eps * bound
 
 
+DEVICE = None  # (DeviceContext, transfer) with --buffer
+
+
+def run_on_device(coll: str, algorithm, comm, send, recv, op: str, root: int) -> None:
+    """The algorithm on device twins of send/recv, through the sweep's own device path (fabricprobe.device_point)."""
+    from types import SimpleNamespace
+
+    from fabricprobe import device_point, loops
+    from fabricprobe.datatypes import numpy_dtype
+    from fabricprobe.specs.base import Case, Layout
+
+    ctx, transfer = DEVICE
+    count = recv.size // comm.size if coll == "allgather" else (recv.size if coll != "reduce_scatter" else
+                                                                 (send.size if send is not None else recv.size) // comm.size)
+    host = Case(collective=coll, comm=comm, rank=comm.rank, nranks=comm.size, dtype_name=str(recv.dtype),
+                dtype=numpy_dtype(str(recv.dtype)), op=op, root=root, in_place=send is None and coll != "bcast",
+                layout=Layout(count, 0 if send is None else send.size, recv.size, count * recv.itemsize),
+                send=send, recv=recv)
+    dev = device_point.twin(host, ctx.memory)
+    device_point.load(host, dev, ctx.memory)
+    device_point.device_batch(SimpleNamespace(transfer=transfer), algorithm, dev, ctx)(np.empty(1), loops.BARRIER)
+    device_point.fetch(host, dev, ctx.memory)
+
+
 def check(comm, coll: str, name: str, dtype: np.dtype, op: str, count: int, in_place: bool, root: int,
           seed: int) -> str | None:
     p, r = comm.size, comm.rank
@@ -71,9 +97,10 @@ def check(comm, coll: str, name: str, dtype: np.dtype, op: str, count: int, in_p
     expected = reference(comm, coll, send, op, root, recv_len)
     tol = tolerance(comm, coll, send, op, root, recv_len)
     algorithm = collectives.get(coll, name)
+    run = algorithm.run if DEVICE is None else partial(run_on_device, coll, algorithm)
     if coll == "bcast":
         recv = send.copy() if r == root else np.full(count, 77, dtype)
-        algorithm.run(comm, None, recv, op, root)
+        run(comm, None, recv, op, root)
     elif in_place:
         if coll == "allgather":
             recv = np.full(recv_len, 77, dtype)
@@ -82,12 +109,12 @@ def check(comm, coll: str, name: str, dtype: np.dtype, op: str, count: int, in_p
             recv = send.copy()
         else:
             recv = send.copy()
-        algorithm.run(comm, None, recv, op, root)
+        run(comm, None, recv, op, root)
         recv = recv[:recv_len]
     else:
         recv = np.full(recv_len, 77, dtype)
         keep = send.copy()
-        algorithm.run(comm, send, recv, op, root)
+        run(comm, send, recv, op, root)
         if not np.array_equal(keep, send):
             return "modified its send buffer"
     if coll == "reduce" and r != root:
@@ -111,6 +138,11 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=1 << 20)
     parser.add_argument("--collectives", default=",".join(COLLECTIVES))
     parser.add_argument("--algorithms", default=None, help="only these (comma-separated)")
+    parser.add_argument("--buffer", default="host", help="host, cupy or numba")
+    parser.add_argument("--transfer", default="direct", help="device buffers: direct, staged or pipelined")
+    parser.add_argument("--stage-chunk", type=int, default=1024, help="bytes per pipelined chunk")
+    parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument("--ops", default=",".join(OPS))
     parser.add_argument("--plant-fault", action="store_true",
                         help="check only a deliberately wrong allreduce (the checker must report it)")
     args = parser.parse_args()
@@ -127,22 +159,32 @@ def main() -> int:
         args.collectives, args.algorithms = "allreduce", "planted_fault"
     comm = MPI.COMM_WORLD
     p = comm.size
+    if args.buffer != "host":
+        global DEVICE
+        from fabricprobe.device_point import DeviceContext
+        from fabricprobe.memory import memory_for
+
+        DEVICE = (DeviceContext(memory_for(args.buffer), "", args.stage_chunk), args.transfer)
+    dtypes, all_ops = args.dtypes.split(","), args.ops.split(",")
     if args.ranks_per_node:
         sizes = topology.node_sizes(topology.parse_ranks_per_node(args.ranks_per_node), p)
         topology.set_active(comm, topology.virtual(topology.detect(comm), sizes))
     small = sorted({0, 1, max(p - 1, 0), p, p + 1, 7, 100})
     checked, failures, per_algorithm = 0, [], {}
     for coll in args.collectives.split(","):
-        names = [n for n in collectives.names_for(coll) if n != collectives.LIBRARY]
+        names = [n for n in collectives.names_for(coll, args.buffer) if n != collectives.LIBRARY]
         if args.algorithms:
             names = [n for n in names if n in args.algorithms.split(",")]
         for name in names:
-            ops = OPS if coll in REDUCING else ("sum",)
+            if args.transfer == "pipelined" and coll not in ("allreduce", "reduce", "bcast"):
+                continue
+            ops = all_ops if coll in REDUCING else ("sum",)
             places = (False,) if coll == "bcast" else (False, True)
-            cases = [(dt, op, c, ip) for dt in DTYPES for op in ops for c in small for ip in places]
+            cases = [(dt, op, c, ip) for dt in dtypes for op in ops for c in small for ip in places]
             # The large count: float32 and float64 with sum, every op with float32, in place and not.
             # (Integer dtypes take the same code paths; the small counts cover them in every op.)
-            large_ops = [(dt, "sum") for dt in ("float32", "float64")] + [("float32", op) for op in ops if op != "sum"]
+            large_ops = ([(dt, "sum") for dt in ("float32", "float64") if dt in dtypes]
+                         + [("float32", op) for op in ops if op != "sum" and "float32" in dtypes])
             # For allgather and reduce_scatter the count is per rank: keep the whole buffer at --large.
             large = args.large // p if coll in ("allgather", "reduce_scatter") else args.large
             # In place only changes where the input is read from; the small counts cover it for every

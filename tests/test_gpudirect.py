@@ -1,0 +1,242 @@
+"""Device buffers and GPUDirect on/off without a GPU: Numba-CUDA buffers under the CUDA simulator
+(NUMBA_ENABLE_CUDASIM=1: device arrays live in host memory, so a "direct" hand-over to MPI works
+there once --assume-cuda-aware claims it), the plan, the not-runnable rules, the report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from mpirun import mpi_env, run_mpi
+
+from fabricprobe import collectives, gpudirect
+from fabricprobe.config import SweepConfig
+from fabricprobe.memory import BufferUnavailable, memory_for
+from fabricprobe.plan import make_plan
+from fabricprobe.report.gpudirect import recovered
+from fabricprobe.topology import Topology
+
+SIM = {"NUMBA_ENABLE_CUDASIM": "1"}
+DRIVER = str(Path(__file__).parent / "drivers" / "check_algorithms.py")
+
+
+def _topo(n: int) -> Topology:
+    return Topology(hosts=("h",), node_of=(0,) * n, cores_per_node=(n,))
+
+
+def _plan(**kw):
+    config = SweepConfig(**{"sizes": [8, 4096, 1 << 20], "timer": "python", **kw})
+    return make_plan(config, _topo(2), ["python"])
+
+
+def test_host_plans_are_unchanged_by_the_device_options():
+    points, _ = _plan(collectives=["allreduce"], gpudirect="on")
+    assert {(p.buffer, p.transfer) for p in points} == {("host", "")}
+    assert all("numba" not in p.key and "nccl" != p.algorithm for p in points)
+
+
+def test_device_plan_transfers():
+    points, notes = _plan(collectives=["allreduce", "allgather", "latency", "sparse_allreduce", "copy_local",
+                                       "topk_local", "barrier"],
+                          buffer="cupy", gpudirect="both", stage_chunk=4096)
+    got = {(p.collective, p.algorithm, p.layout.nbytes, p.transfer) for p in points if p.collective != "empty"}
+    # Pipelined needs two chunks and independent elements; NCCL joins the direct points of what it implements.
+    assert ("allreduce", "library", 8, "pipelined") not in got
+    assert ("allreduce", "library", 4096, "pipelined") not in got
+    assert ("allreduce", "library", 1 << 20, "pipelined") in got
+    assert ("allgather", "library", 1 << 20, "pipelined") not in got
+    assert {t for c, a, s, t in got if c == "allreduce" and a == "library" and s == 8} == {"direct", "staged"}
+    assert {t for c, a, s, t in got if a == "nccl"} == {"direct"}
+    assert {c for c, a, s, t in got if a == "nccl"} == {"allreduce", "allgather"}
+    # Local tests run on the device with no transfer; argpartition is numpy-only; the barrier has no buffers.
+    assert {(a, t) for c, a, s, t in got if c in ("copy_local", "topk_local")} == {("numpy", ""), ("numba", "")}
+    assert any("argpartition" in n for n in notes)
+    assert {t for c, a, s, t in got if c == "barrier"} == {""}
+    assert not any(c in ("latency", "sparse_allreduce") for c, *_ in got)
+    assert any(n.startswith("latency skipped") for n in notes) and any("sparse_allreduce skipped" in n for n in notes)
+    keys = [p.key for p in points]
+    assert len(keys) == len(set(keys))
+
+
+def test_gpudirect_off_has_no_direct_points_and_no_nccl():
+    points, _ = _plan(collectives=["allreduce"], buffer="numba", gpudirect="off", stage_chunk=4096)
+    assert {p.transfer for p in points if p.collective == "allreduce"} == {"staged", "pipelined"}
+    assert all(p.algorithm != "nccl" for p in points)
+
+
+def test_nccl_is_only_for_cupy_buffers():
+    assert "nccl" not in collectives.names_for("allreduce")
+    assert "nccl" in collectives.names_for("allreduce", "cupy")
+    assert "nccl" not in collectives.names_for("allreduce", "numba")
+
+
+@pytest.mark.parametrize("answer,assumed,runs", [("yes", False, True), ("no", False, False),
+                                                 ("unknown", False, False), ("no", True, True)])
+def test_direct_needs_a_cuda_aware_answer_or_an_explicit_claim(answer, assumed, runs):
+    reason = gpudirect.direct_reason(answer, "MPIX_Query_cuda_support()", assumed)
+    assert (reason == "") == runs
+    if not runs:
+        assert answer in reason and "MPIX_Query_cuda_support()" in reason
+
+
+class _Memory:
+    kind = "fake"
+
+    def __init__(self) -> None:
+        self.syncs = 0
+
+    def synchronize(self) -> None:
+        self.syncs += 1
+
+
+class _DeviceArray:
+    __cuda_array_interface__ = {"data": (0, False)}
+
+
+class _Comm:
+    rank, size = 0, 1
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def Send(self, buf, dest, tag=0):
+        self.calls.append(("Send", buf))
+
+    def Split(self, color, key):
+        return _Comm()
+
+    def allgather(self, x):
+        return [x]
+
+
+def test_direct_mode_synchronises_before_calls_that_carry_device_buffers():
+    memory, comm = _Memory(), _Comm()
+    proxy = gpudirect.SyncComm(comm, memory)
+    proxy.Send(np.zeros(3), dest=0)
+    assert memory.syncs == 0  # host buffers: nothing to wait for
+    proxy.Send(_DeviceArray(), dest=0)
+    proxy.Send([_DeviceArray(), 3], dest=0)
+    assert memory.syncs == 2 and len(comm.calls) == 3
+    sub = proxy.Split(0, 0)
+    assert isinstance(sub, gpudirect.SyncComm)
+    sub.Send(_DeviceArray(), dest=0)
+    assert memory.syncs == 3
+    assert proxy.allgather(5) == [5] and proxy.rank == 0 and proxy.size == 1
+
+
+def test_chunks_cover_the_buffer_once():
+    assert gpudirect.chunk_bounds(10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert gpudirect.chunk_bounds(0, 4) == []
+    assert recovered(1.0, 3.0, 2.0) == 0.5
+    assert np.isnan(recovered(2.0, 2.0, 1.0))
+
+
+def test_pipelining_refuses_collectives_that_mix_positions():
+    case = SimpleNamespace(collective="allgather")
+    with pytest.raises(ValueError, match="cannot be pipelined"):
+        gpudirect.pipelined(lambda c: None, case, case, None, 4)
+
+
+def test_missing_gpu_packages_give_one_clear_reason():
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(BufferUnavailable, match=r"fabricprobe\[gpu\]"):
+            memory_for("cupy")
+    with pytest.raises(BufferUnavailable, match="unknown buffer kind"):
+        memory_for("fpga")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--buffer", "cupy"], "CuPy"),
+    (["--buffer", "numba", "--timer", "native"], "--timer native"),
+    (["--buffer", "numba", "--stage-chunk", "12"], "--stage-chunk"),
+    (["--buffer", "gpu"], "invalid choice"),
+])
+def test_bad_device_options_are_one_line_and_exit_2(tmp_path, argv, message):
+    try:
+        import cupy  # noqa: F401
+        if argv == ["--buffer", "cupy"]:
+            pytest.skip("CuPy is installed here")
+    except ImportError:
+        pass
+    out = subprocess.run([sys.executable, "-m", "fabricprobe", "sweep", "-o", str(tmp_path / "r.h5"),
+                          "--collectives", "allreduce", "--sizes", "8", *argv],
+                         capture_output=True, text=True, env=mpi_env(), timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "r.h5").exists()
+
+
+def _sweep(tmp_path, n: int, *extra: str):
+    path = tmp_path / "gpu.h5"
+    out = run_mpi(n, ["sweep", "-o", str(path), "--buffer", "numba", "--sizes", "12,8200", "--stage-chunk", "4K",
+                      "--iters", "5", "--warmup", "1", "--max-time", "0.05", "--progress", "none", *extra],
+                  env=mpi_env(SIM), timeout=600)
+    from fabricprobe.store import load_runs
+
+    return out, (load_runs(str(path))[-1] if path.exists() else None)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_device_sweep_validates_every_transfer(tmp_path, n):
+    out, run = _sweep(tmp_path, n, "--assume-cuda-aware", "--gpudirect", "both", "--in-place", "both",
+                      "--collectives", "allreduce,reduce,bcast,allgather,reduce_scatter,alltoall,copy_local",
+                      "--algorithms", "library,ring,rabenseifner,binomial,bruck")
+    assert out.returncode == 0, out.stderr[-3000:]
+    points = [p for p in run.points if p["collective"] != "empty"]
+    assert {p["buffer"] for p in points} == {"numba"}
+    assert {p["transfer"] for p in points} == {"direct", "staged", "pipelined", ""}
+    assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 for p in points), \
+        [(p["key"], p["status"], p["note"]) for p in points if p["status"] != "ok" or p["wrong"]]
+    assert {p["timer"] for p in points} == {"python"}
+    piped = {(p["collective"], p["bytes"]) for p in points if p["transfer"] == "pipelined"}
+    assert piped and {c for c, _ in piped} <= {"allreduce", "reduce", "bcast"} and {b for _, b in piped} == {8200}
+    assert run.config["assume_cuda_aware"] is True
+    assert "GPUDirect on vs off" in out.stdout
+
+
+def test_direct_is_recorded_not_runnable_on_a_library_that_is_not_cuda_aware(tmp_path):
+    out, run = _sweep(tmp_path, 2, "--gpudirect", "both", "--collectives", "allreduce")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert run.attrs["cuda_aware"] == "no"
+    direct = [p for p in run.points if p["transfer"] == "direct"]
+    staged = [p for p in run.points if p["transfer"] in ("staged", "pipelined")]
+    assert direct and all(p["status"] == "not_runnable" and "CUDA-aware" in p["note"] for p in direct)
+    assert staged and all(p["status"] == "ok" and p["wrong"] == 0 for p in staged)
+    assert "not runnable" in out.stdout and "GPUDirect points will be recorded as not runnable" in out.stderr
+
+
+# p = 1..9, each through one transfer (direct runs every reduction in the simulated GPU kernels, the
+# slow part here, so it takes the small p; the staging paths reduce on the host).
+@pytest.mark.parametrize("n,transfer", [(1, "pipelined"), (2, "direct"), (3, "direct"), (4, "staged"),
+                                        (5, "staged"), (6, "pipelined"), (7, "staged"), (8, "pipelined"),
+                                        (9, "pipelined")])
+def test_every_algorithm_matches_the_library_on_device_buffers(n, transfer):
+    """The correctness driver through the sweep's own device path: float32/float64, sum and max, counts
+    0, 1, p−1, p, p+1, 7, 100 and 5000 (20 pipelined chunks), in place and not."""
+    out = run_mpi(n, [], python_args=[DRIVER, "--buffer", "numba", "--transfer", transfer, "--dtypes",
+                                      "float32,float64", "--ops", "sum,max", "--large", "5000"],
+                  env=mpi_env(SIM), timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    pipelinable = ("allreduce", "reduce", "bcast")
+    expected = {f"{c}/{a}" for c in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
+                for a in collectives.names_for(c, "numba") if a != collectives.LIBRARY
+                and (transfer != "pipelined" or c in pipelinable)}
+    assert set(report["per_algorithm"]) == expected
+    assert report["nfailures"] == 0, "\n".join(report["failures"])
+
+
+def test_the_device_checker_catches_a_wrong_result():
+    out = run_mpi(2, [], python_args=[DRIVER, "--plant-fault", "--buffer", "numba", "--transfer", "staged"],
+                  env=mpi_env(SIM), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["nfailures"] > 0
