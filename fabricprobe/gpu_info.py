@@ -26,14 +26,8 @@ def _libmpi() -> ctypes.CDLL | None:
     return None
 
 
-def cuda_aware(vendor: str) -> tuple[str, str]:
-    """("yes" | "no" | "unknown", how it was found out). Call after MPI_Init."""
-    lib = _libmpi()
-    if vendor == "Intel MPI":
-        on = os.environ.get("I_MPI_OFFLOAD") == "1" and os.environ.get("I_MPI_OFFLOAD_MODE", "").lower() == "cuda"
-        return ("yes" if on else "no"), "I_MPI_OFFLOAD=1 with I_MPI_OFFLOAD_MODE=cuda " + ("set" if on else "not set")
-    if lib is None:
-        return "unknown", "libmpi not found among the loaded libraries"
+def _query(lib: ctypes.CDLL) -> tuple[str, str] | None:
+    """The library's own answer to "CUDA buffers?", or None when it exports no query."""
     if hasattr(lib, "MPIX_Query_cuda_support"):
         fn = lib.MPIX_Query_cuda_support
         fn.restype, fn.argtypes = ctypes.c_int, []
@@ -46,7 +40,29 @@ def cuda_aware(vendor: str) -> tuple[str, str]:
         if rc != 0:
             return "unknown", f"MPIX_GPU_query_support returned error {rc}"
         return ("yes" if ok.value else "no"), "MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA)"
-    return "unknown", "the library offers no CUDA-support query"
+    return None
+
+
+def cuda_aware(vendor: str) -> tuple[str, str]:
+    """("yes" | "no" | "unknown", how it was found out). Call after MPI_Init."""
+    lib = _libmpi()
+    asked = _query(lib) if lib is not None else None
+    if vendor == "Intel MPI":
+        return intel_answer(os.environ, asked)
+    if lib is None:
+        return "unknown", "libmpi not found among the loaded libraries"
+    return asked or ("unknown", "the library offers no CUDA-support query")
+
+
+def intel_answer(env: Any, asked: tuple[str, str] | None) -> tuple[str, str]:
+    """Intel MPI takes NVIDIA buffers only with I_MPI_OFFLOAD=1 and I_MPI_OFFLOAD_MODE=cuda (its documented
+    switch); it also exports MPICH's query. Both must agree before "yes" is claimed."""
+    switch = "I_MPI_OFFLOAD=1 with I_MPI_OFFLOAD_MODE=cuda"
+    if not (env.get("I_MPI_OFFLOAD") == "1" and env.get("I_MPI_OFFLOAD_MODE", "").lower() == "cuda"):
+        return "no", f"{switch} not set"
+    if asked is None or asked[0] == "yes":
+        return "yes", f"{switch} set" + (f"; {asked[1]} answers yes" if asked else "")
+    return "unknown", f"{switch} set, but {asked[1]} answers {asked[0]}"
 
 
 def devices() -> dict[str, Any]:

@@ -56,7 +56,7 @@ def identify_library(version_string: str, standard: tuple[int, int] = (0, 0)) ->
     """Name the MPI library from its MPI_Get_library_version string."""
     text = version_string.replace("\x00", "").strip()  # Open MPI's string ends in a NUL
     patterns = (
-        ("Intel MPI", r"Intel\(R\) MPI Library (?:for \S+ OS, )?Version ([\w.]+)"),
+        ("Intel MPI", r"Intel\(R\) MPI Library (?:for \S+ OS, )?(?:Version )?(\d[\w.]*)"),
         ("Open MPI", r"Open MPI v([\w.]+)"),
         ("MVAPICH", r"MVAPICH2? Version:\s*([\w.]+)"),
         ("MPICH", r"MPICH Version:\s*([\w.]+)"),

@@ -240,3 +240,30 @@ def test_the_device_checker_catches_a_wrong_result():
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["nfailures"] > 0
+
+
+@pytest.mark.parametrize("text,vendor,version", [
+    ("Intel(R) MPI Library 2021.18.1 for Linux* OS", "Intel MPI", "2021.18.1"),
+    ("Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)", "Intel MPI", "2021.10"),
+    ("Open MPI v5.0.11, package: Open MPI ...", "Open MPI", "5.0.11"),
+    ("MPICH Version:      5.0.2\nMPICH Release date: ...", "MPICH", "5.0.2"),
+])
+def test_the_library_is_named_from_its_version_string(text, vendor, version):
+    from fabricprobe.mpi_setup import identify_library
+
+    info = identify_library(text)
+    assert (info.vendor, info.version) == (vendor, version)
+
+
+@pytest.mark.parametrize("env,asked,answer", [
+    ({}, ("no", "MPIX_Query_cuda_support()"), "no"),
+    ({"I_MPI_OFFLOAD": "1"}, None, "no"),  # auto mode may pick Level Zero: not a statement about CUDA
+    ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, None, "yes"),
+    ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, ("yes", "MPIX_Query_cuda_support()"), "yes"),
+    ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, ("no", "MPIX_Query_cuda_support()"), "unknown"),
+])
+def test_intel_mpi_claims_cuda_only_with_its_switch_and_no_contrary_answer(env, asked, answer):
+    from fabricprobe.gpu_info import intel_answer
+
+    got, how = intel_answer(env, asked)
+    assert got == answer and "I_MPI_OFFLOAD" in how
