@@ -11,9 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fabricprobe import gpudirect
+import numpy as np
+
+from fabricprobe import gpudirect, kernels
 from fabricprobe.collectives import Algorithm, Batch
 from fabricprobe.collectives.base import python_batch
+from fabricprobe.sparse.vector import INDEX, SparseResult, SparseVector
 from fabricprobe.specs.base import Case
 
 
@@ -27,7 +30,11 @@ class DeviceContext:
 
 
 def twin(case: Case, memory: Any) -> Case:
-    """The case with device buffers like the host ones (length and type) in their place."""
+    """The case with device buffers like the host ones (length and type) in their place. A sparse
+    allreduce's input pairs go to the device as they are; its result there is the dense sum."""
+    if isinstance(case.send, SparseVector):
+        send = SparseVector(case.send.n, _like(case.send.idx, memory.empty), _like(case.send.val, memory.empty))
+        return replace(case, send=send, recv=memory.empty(case.count, case.dtype))
     return replace(case, send=_like(case.send, memory.empty), recv=_like(case.recv, memory.empty))
 
 
@@ -37,6 +44,12 @@ def _like(arr: Any, allocate: Any) -> Any:
 
 def load(host: Case, dev: Case, memory: Any) -> None:
     """The host case's inputs (and the receive buffer's sentinels) into the device buffers."""
+    if isinstance(host.send, SparseVector):
+        for src, dst in ((host.send.idx, dev.send.idx), (host.send.val, dev.send.val)):
+            if src.size:
+                memory.upload(src, dst)
+        memory.zero(dev.recv)
+        return
     if host.send is not None and host.send.size:
         memory.upload(host.send, dev.send)
     if host.recv.size:
@@ -45,6 +58,12 @@ def load(host: Case, dev: Case, memory: Any) -> None:
 
 def fetch(host: Case, dev: Case, memory: Any) -> None:
     """The device result into the host case, for the spec to check."""
+    if isinstance(host.recv, SparseResult):
+        dense = np.empty(host.count, host.dtype)
+        if dense.size:
+            memory.download(dev.recv, dense)
+        host.recv.set_dense(dense)
+        return
     if host.recv.size:
         memory.download(dev.recv, host.recv)
 
@@ -53,6 +72,9 @@ def unrunnable(point: Any, algorithm: Algorithm, dev: Case, ctx: DeviceContext) 
     """Why this device point cannot run ("" when it can). Every rank reaches the same answer."""
     if point.transfer != gpudirect.DIRECT:
         return ""
+    if isinstance(dev.send, SparseVector):
+        return ("the sparse algorithms build their messages in host memory: on device buffers they run staged "
+                "only (docs/gpu.md)")
     if algorithm.name == "nccl":
         from fabricprobe.collectives.nccl import unusable_reason
 
@@ -66,6 +88,8 @@ def device_batch(point: Any, algorithm: Algorithm, dev: Case, ctx: DeviceContext
         target = dev if not point.transfer else replace(dev, comm=gpudirect.sync_comm(dev.comm, memory))
         call = gpudirect.finished(algorithm.call(target), memory)
     else:
+        if isinstance(dev.send, SparseVector):
+            return python_batch(_sparse_staged(algorithm, dev, memory), dev.comm)
         pinned = replace(dev, send=_like(dev.send, memory.pinned), recv=_like(dev.recv, memory.pinned))
         if point.transfer == gpudirect.STAGED:
             call = gpudirect.staged(algorithm.call(pinned), dev, pinned, memory)
@@ -73,3 +97,35 @@ def device_batch(point: Any, algorithm: Algorithm, dev: Case, ctx: DeviceContext
             chunk = max(1, ctx.stage_chunk // dev.dtype.itemsize)
             call = gpudirect.pipelined(algorithm.call, dev, pinned, memory, chunk)
     return python_batch(call, dev.comm)
+
+
+def _sparse_staged(algorithm: Algorithm, dev: Case, memory: Any) -> Any:
+    """The pairs down to pinned host memory, the sparse algorithm on the host, its result up into the
+    dense device vector: dense results copied whole, sparse ones as pairs scatter-added on the device
+    (what a training step without GPUDirect does with a sparse gradient sum)."""
+    send = dev.send
+    pinned = SparseVector(send.n, memory.pinned(send.idx.size, send.idx.dtype),
+                          memory.pinned(send.val.size, send.val.dtype))
+    result = SparseResult(send.n, dev.dtype)
+    run = algorithm.call(replace(dev, send=pinned, recv=result))
+    pairs_idx, pairs_val = memory.empty(max(send.n, 1), INDEX), memory.empty(max(send.n, 1), dev.dtype)
+    download, upload = memory.download, memory.upload
+
+    def call() -> None:
+        if send.idx.size:
+            download(send.idx, pinned.idx)
+            download(send.val, pinned.val)
+        result.clear()
+        run()
+        if result.dense is not None:
+            if result.n:
+                upload(np.ascontiguousarray(result.dense), dev.recv)
+            return
+        memory.zero(dev.recv)
+        m = result.sparse.nnz if result.sparse is not None else 0
+        if m:
+            upload(np.ascontiguousarray(result.sparse.idx, INDEX), pairs_idx[:m])
+            upload(np.ascontiguousarray(result.sparse.val), pairs_val[:m])
+            kernels.scatter_add(dev.recv, pairs_idx[:m], pairs_val[:m])
+
+    return call

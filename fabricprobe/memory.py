@@ -75,6 +75,9 @@ class CupyMemory:
     def copy(self, dst: Any, src: Any) -> None:
         self.cp.copyto(dst, src)
 
+    def zero(self, dev: Any) -> None:
+        dev.fill(0)
+
     def stream(self) -> Any:
         return self.cp.cuda.Stream(non_blocking=True)
 
@@ -117,6 +120,9 @@ class NumbaMemory:
 
     def copy(self, dst: Any, src: Any) -> None:
         dst.copy_to_device(src)
+
+    def zero(self, dev: Any) -> None:
+        dev[:] = 0
 
     def stream(self) -> Any:
         return self.cuda.stream()

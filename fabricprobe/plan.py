@@ -157,9 +157,8 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
         spec = SPECS[coll]
         if sub and (spec.pt2pt or spec.local):
             continue  # point-to-point and local tests only on the whole job
-        if device and (spec.pt2pt or (spec.sparse and not spec.local)):
-            note = (f"{coll} skipped: runs on host buffers only (" + ("point-to-point tests are timed by their own "
-                    "loops" if spec.pt2pt else "its messages are encoded on the host") + "); see docs/gpu.md")
+        if device and spec.pt2pt:
+            note = f"{coll} skipped: point-to-point tests run on host buffers only (docs/gpu.md)"
             if note not in notes:
                 notes.append(note)
             continue

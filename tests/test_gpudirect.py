@@ -58,8 +58,10 @@ def test_device_plan_transfers():
     assert {(a, t) for c, a, s, t in got if c in ("copy_local", "topk_local")} == {("numpy", ""), ("numba", "")}
     assert any("argpartition" in n for n in notes)
     assert {t for c, a, s, t in got if c == "barrier"} == {""}
-    assert not any(c in ("latency", "sparse_allreduce") for c, *_ in got)
-    assert any(n.startswith("latency skipped") for n in notes) and any("sparse_allreduce skipped" in n for n in notes)
+    assert not any(c == "latency" for c, *_ in got)
+    assert any(n.startswith("latency skipped") for n in notes)
+    # Sparse: staged, and direct (recorded as not runnable when run); never pipelined.
+    assert {t for c, a, s, t in got if c == "sparse_allreduce"} == {"direct", "staged"}
     keys = [p.key for p in points]
     assert len(keys) == len(set(keys))
 
@@ -240,6 +242,17 @@ def test_the_device_checker_catches_a_wrong_result():
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["nfailures"] > 0
+
+
+def test_sparse_allreduce_runs_staged_on_device_buffers(tmp_path):
+    out, run = _sweep(tmp_path, 2, "--collectives", "sparse_allreduce", "--density", "0.01,0.5", "--sizes", "4000")
+    assert out.returncode == 0, out.stderr[-3000:]
+    sparse = [p for p in run.points if p["collective"] == "sparse_allreduce"]
+    staged = [p for p in sparse if p["transfer"] == "staged"]
+    assert {p["algorithm"] for p in staged} == set(collectives.names_for("sparse_allreduce", "numba"))
+    assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 and p["bytes_sent"] > 0 for p in staged)
+    assert all(p["status"] == "not_runnable" and "host memory" in p["note"] for p in sparse if p["transfer"] == "direct")
+    assert "numba buffers, staged" in out.stdout  # the sparse-vs-dense table compares staged with staged
 
 
 @pytest.mark.parametrize("text,vendor,version", [

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from fabricprobe.report.algorithms import device_label
 from fabricprobe.report.summary import log_crossing
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size
@@ -41,17 +42,18 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
     sparse = [p for p in points if p["collective"] == "sparse_allreduce" and p["status"] == "ok"]
     if not sparse:
         return []
-    dense = {(p["nranks"], p["dtype"], p["bytes"]): p for p in points
+    dense = {(p["nranks"], p["dtype"], p["buffer"], p["transfer"], p["bytes"]): p for p in points
              if p["collective"] == "allreduce" and p["algorithm"] == "library" and p["status"] == "ok"
              and p["mode"] == "barrier" and not p["in_place"]}
     # top-k selection is local to a rank, the same whatever the communicator
     select = {(p["dtype"], p["bytes"], p["density"], p["algorithm"]): p["median_s"] for p in points
               if p["collective"] == "topk_local" and p["status"] == "ok"}
     tables = []
-    for nranks, dtype in sorted({(p["nranks"], p["dtype"]) for p in sparse}):
-        rows = [p for p in sparse if p["dtype"] == dtype and p["nranks"] == nranks]
+    for nranks, dtype, buffer, transfer in sorted({(p["nranks"], p["dtype"], p["buffer"], p["transfer"]) for p in sparse}):
+        rows = [p for p in sparse if (p["nranks"], p["dtype"], p["buffer"], p["transfer"]) == (nranks, dtype, buffer, transfer)]
         algorithms = sorted({p["algorithm"] for p in rows})
-        t = Table(title=f"[bold]sparse allreduce against the library's dense allreduce[/] · {dtype} · n={nranks}",
+        where = f" · {device_label(buffer, transfer)}" if device_label(buffer, transfer) else ""
+        t = Table(title=f"[bold]sparse allreduce against the library's dense allreduce[/] · {dtype} · n={nranks}{where}",
                   title_justify="left", show_edge=False, pad_edge=False)
         for col in ("size", "density", "k", "dense µs", "dense KiB/rank"):
             t.add_column(col, justify="right")
@@ -60,7 +62,7 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
         t.add_column("top-k select µs\nnumba / argpartition", justify="right")
         crossings = []
         for size in sorted({p["bytes"] for p in rows}):
-            d = dense.get((nranks, dtype, size))
+            d = dense.get((nranks, dtype, buffer, transfer, size))
             dense_s = d["median_s"] if d else math.nan
             ring_bytes = 2 * (nranks - 1) / nranks * size if nranks > 1 else 0
             by_alg: dict[str, list[tuple[float, float]]] = {a: [] for a in algorithms}
