@@ -56,7 +56,7 @@ class CupyMemory:
                 raise BufferUnavailable("--buffer cupy: CuPy sees no GPU")
         except cupy.cuda.runtime.CUDARuntimeError as exc:
             raise BufferUnavailable(f"--buffer cupy: no usable GPU ({exc})") from exc
-        self.cp, self.cupyx = cupy, cupyx
+        self.cp, self.cupyx, self.rt = cupy, cupyx, cupy.cuda.runtime
 
     def empty(self, length: int, dtype: Any) -> Any:
         return self.cp.empty(length, dtype=dtype)
@@ -64,13 +64,22 @@ class CupyMemory:
     def pinned(self, length: int, dtype: Any) -> np.ndarray:
         return self.cupyx.empty_pinned(length, dtype=dtype)
 
+    # Raw cudaMemcpy(Async) on the arrays' pointers, as a C program copies: ndarray.get/set changed their
+    # blocking semantics across CuPy versions. All arrays here are contiguous 1-D (slices included).
     def download(self, dev: Any, host: np.ndarray, stream: Any = None) -> None:
-        dev.get(out=host, stream=stream, blocking=stream is None)
+        self._copy(host.ctypes.data, dev.data.ptr, host.nbytes, self.rt.memcpyDeviceToHost, stream)
 
     def upload(self, host: np.ndarray, dev: Any, stream: Any = None) -> None:
-        dev.set(host, stream=stream)
+        self._copy(dev.data.ptr, host.ctypes.data, host.nbytes, self.rt.memcpyHostToDevice, stream)
+
+    def _copy(self, dst: int, src: int, nbytes: int, kind: int, stream: Any) -> None:
+        if not nbytes:
+            return
         if stream is None:
-            self.synchronize()
+            self.synchronize()  # work queued on the current stream (kernels writing dev) comes first
+            self.rt.memcpy(dst, src, nbytes, kind)
+        else:
+            self.rt.memcpyAsync(dst, src, nbytes, kind, stream.ptr)
 
     def copy(self, dst: Any, src: Any) -> None:
         self.cp.copyto(dst, src)

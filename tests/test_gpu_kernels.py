@@ -73,3 +73,47 @@ def test_provenance_asks_the_library_about_cuda(tmp_path):
     # Neither PyPI wheel is built with CUDA, and the library (not fabricprobe) says so.
     assert prov["cuda_aware"] == "no" and prov["cuda_aware_method"].startswith("MPIX_")
     assert prov["rank_gpus"] == [-1, -1] and prov["gpu"] == {}
+
+
+def _cupy_gpu():
+    """CuPy with a real GPU, or skip (these run on a lent GPU machine, never in CI)."""
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return cupy
+    except Exception:  # noqa: BLE001 - no CuPy or no driver
+        pass
+    pytest.skip("needs CuPy and a GPU")
+
+
+def test_numba_cuda_kernels_on_a_gpu():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    probe = subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    if probe.stdout.strip() != "True":
+        pytest.skip("needs a CUDA GPU")
+    out = subprocess.run([sys.executable, str(Path(__file__).parent / "drivers" / "check_gpu_kernels.py")],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["backend"] == "numba-cuda" and report["failures"] == [], report["failures"][:10]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_cupy_kernels_on_a_gpu(dtype):
+    cupy = _cupy_gpu()
+    rng = np.random.default_rng(4)
+    a, b = (rng.normal(size=100_003) * 9).astype(dtype), (rng.normal(size=100_003) * 9).astype(dtype)
+    for op in ("sum", "max", "min", "prod"):
+        want = a.copy()
+        kernels.reduce_into(want, b, op)
+        got = cupy.asarray(a)
+        kernels.reduce_into(got, cupy.asarray(b), op)
+        assert kernels.backend_for(got).name == "cupy-xp"
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    values = np.round(a / 4).astype(dtype)
+    want_idx, got_idx = np.empty(500, np.int64), cupy.empty(500, cupy.int64)
+    m = kernels.topk_indices(values, 500, want_idx)
+    assert kernels.topk_indices(cupy.asarray(values), 500, got_idx) == m
+    np.testing.assert_array_equal(cupy.asnumpy(got_idx)[:m], want_idx[:m])

@@ -280,3 +280,29 @@ def test_intel_mpi_claims_cuda_only_with_its_switch_and_no_contrary_answer(env, 
 
     got, how = intel_answer(env, asked)
     assert got == answer and "I_MPI_OFFLOAD" in how
+
+
+def test_cupy_sweep_on_a_gpu(tmp_path):
+    """On a lent GPU machine: every transfer validated on CuPy buffers; direct runs exactly when the
+    library says it is CUDA-aware."""
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError
+    except Exception:  # noqa: BLE001
+        pytest.skip("needs CuPy and a GPU")
+    path = tmp_path / "gpu.h5"
+    out = run_mpi(1, ["sweep", "-o", str(path), "--buffer", "cupy", "--sizes", "8,4M", "--stage-chunk", "1M",
+                      "--collectives", "allreduce,bcast,allgather,kernels", "--algorithms", "library,ring",
+                      "--max-time", "0.2", "--progress", "none", "--quiet"], timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    from fabricprobe.store import load_runs
+
+    run = load_runs(str(path))[-1]
+    for p in run.points:
+        if p["collective"] == "empty":
+            continue
+        runnable = p["transfer"] != "direct" or (run.attrs["cuda_aware"] == "yes" or p["algorithm"] == "nccl")
+        assert p["status"] == ("ok" if runnable else "not_runnable"), (p["key"], p["note"])
+        assert p["wrong"] in (0, -1), p["key"]
