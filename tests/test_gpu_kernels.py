@@ -51,6 +51,11 @@ def test_xp_merge_and_scatter_add():
     dense = np.zeros(10, np.float64)
     XP.scatter_add(dense, np.array([2, 2, 9]), np.array([1.0, 2.0, 3.0]))
     assert dense[2] == 3.0 and dense[9] == 3.0 and dense.sum() == 6.0
+    source, idx = np.arange(20, dtype=np.float64) * 0.5, np.array([19, 0, 7, 7], np.int32)
+    want, got = np.empty(4), np.empty(4)
+    kernels.pack(source, idx, want)  # the CPU kernel
+    XP.pack(source, idx, got)
+    assert want.tolist() == got.tolist() == [9.5, 0.0, 3.5, 3.5]
 
 
 def test_numba_cuda_kernels_under_the_simulator():

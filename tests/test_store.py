@@ -134,3 +134,13 @@ def test_json_attrs_are_json(results):
     ResultsWriter(str(results)).start_run({"config": {"a": 1}, "notes": ["n"]})
     with h5py.File(results, "r") as f:
         assert json.loads(f["runs/0001"].attrs["config"]) == {"a": 1}
+
+
+def test_points_from_files_before_device_buffers_read_as_host_memory():
+    from fabricprobe.store.schema import POINT_DTYPE, row_to_dict
+
+    old = np.dtype([(n, POINT_DTYPE[n]) for n in POINT_DTYPE.names if n not in ("buffer", "transfer")])
+    row = np.zeros(1, old)
+    row["collective"] = b"allreduce"
+    point = row_to_dict(row[0])
+    assert point["buffer"] == "host" and point["transfer"] == "" and point["collective"] == "allreduce"

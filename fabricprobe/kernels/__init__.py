@@ -5,6 +5,7 @@
     topk_indices(values, k, out)   indices of the k largest |values|, ascending (ties: lowest index)
     merge_sum(ia, va, ib, vb, oi, ov)   union of two index-sorted sparse vectors, equal indices summed
     scatter_add(dense, idx, val)   dense[idx] += val
+    pack(dense, idx, out)   out = dense[idx] (the gather that puts selected values beside their indices)
 
 numpy arrays run Numba CPU kernels (kernels/cpu.py). Device arrays register their own
 backend with `register_backend` (the GPU kernels do), so every hand-written collective runs on
@@ -26,17 +27,18 @@ class Backend:
     """The kernels for one kind of array."""
 
     def __init__(self, name: str, reduce_into: Callable, reduce_pair: Callable, topk_indices: Callable,
-                 merge_sum: Callable, scatter_add: Callable) -> None:
+                 merge_sum: Callable, scatter_add: Callable, pack: Callable) -> None:
         self.name = name
         self.reduce_into = reduce_into
         self.reduce_pair = reduce_pair
         self.topk_indices = topk_indices
         self.merge_sum = merge_sum
         self.scatter_add = scatter_add
+        self.pack = pack
 
 
 CPU = Backend("numba-cpu", cpu.reduce_into, cpu.reduce_pair, sparse_cpu.topk_indices, sparse_cpu.merge_sum,
-              sparse_cpu.scatter_add)
+              sparse_cpu.scatter_add, sparse_cpu.pack)
 _BACKENDS: dict[str, Backend] = {}  # array type's module prefix -> backend
 
 
@@ -103,3 +105,9 @@ def scatter_add(dense: Any, idx: Any, val: Any) -> None:
     """dense[idx[j]] += val[j] for every pair (repeated indices all add)."""
     if idx.size:
         backend_for(dense).scatter_add(dense, idx, val)
+
+
+def pack(dense: Any, idx: Any, out: Any) -> None:
+    """out[j] = dense[idx[j]] for every j (out has idx.size elements)."""
+    if idx.size:
+        backend_for(dense).pack(dense, idx, out)

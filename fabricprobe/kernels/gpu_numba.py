@@ -1,4 +1,4 @@
-"""Numba-CUDA kernels for Numba device arrays: elementwise reductions, scatter-add, and a top-k by
+"""Numba-CUDA kernels for Numba device arrays: elementwise reductions, scatter-add, pack (gather), and a top-k by
 bisection on the magnitudes' bit patterns (for non-negative floats the bit pattern orders like the
 value, so the k-th largest magnitude is found with ~width counting passes, no sort). Tested on
 machines without a GPU under Numba's simulator (NUMBA_ENABLE_CUDASIM=1). The merge of two sorted
@@ -54,6 +54,15 @@ def _scatter_add(dense, idx, val):  # pragma: no cover - device code
 
 
 @cuda.jit
+def _pack(dense, idx, out):  # pragma: no cover - device code
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < idx.size:
+        out[j] = dense[idx[j]]
+        j += stride
+
+
+@cuda.jit
 def _keys(values, mask, is_int, keys):  # pragma: no cover - device code
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -99,6 +108,11 @@ def scatter_add(dense: Any, idx: Any, val: Any) -> None:
     idx = idx if _on_device(idx) else cuda.to_device(np.ascontiguousarray(idx))
     val = val if _on_device(val) else cuda.to_device(np.ascontiguousarray(val))
     _scatter_add[max(1, (idx.size + THREADS - 1) // THREADS), THREADS](dense, idx, val)
+
+
+def pack(dense: Any, idx: Any, out: Any) -> None:
+    idx = idx if _on_device(idx) else cuda.to_device(np.ascontiguousarray(idx))
+    _pack[_blocks(idx.size), THREADS](dense, idx, out)
 
 
 def _count(keys: Any, t: int) -> int:
@@ -157,4 +171,4 @@ def backend():
     from fabricprobe.kernels import Backend
 
     assert cpu.SUM == 0 and cpu.MAX == 1 and cpu.MIN == 2 and cpu.PROD == 3  # the device code's opcodes
-    return Backend("numba-cuda", reduce_into, reduce_pair, topk_indices, merge_sum, scatter_add)
+    return Backend("numba-cuda", reduce_into, reduce_pair, topk_indices, merge_sum, scatter_add, pack)

@@ -56,4 +56,7 @@ def make_backend(xp: ModuleType):
     def scatter_add(dense: Any, idx: Any, val: Any) -> None:
         scatter(dense, idx, val)
 
-    return Backend(f"{xp.__name__}-xp", reduce_into, reduce_pair, topk_indices, merge_sum, scatter_add)
+    def pack(dense: Any, idx: Any, out: Any) -> None:
+        xp.take(dense, idx, out=out)
+
+    return Backend(f"{xp.__name__}-xp", reduce_into, reduce_pair, topk_indices, merge_sum, scatter_add, pack)

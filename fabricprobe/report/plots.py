@@ -34,12 +34,12 @@ def _series(sides: list[Side], collectives: list[str] | None) -> dict[str, dict[
     for side in sides:
         for p in side.points():
             spec = SPECS.get(p["collective"])
-            if spec is None or not spec.sized or p["bytes"] <= 0:
+            if spec is None or not spec.sized or p["bytes"] <= 0 or p["status"] != "ok":
                 continue
             if collectives is not None and p["collective"] not in collectives:
                 continue
             label = p["algorithm"]
-            extras = [x for x in (p["pair"], f"d={p['density']:g}" if p["density"] else "",
+            extras = [x for x in (p["pair"], f"d={p['density']:g}" if p["density"] else "", p["transfer"],
                                   f"{p['nranks']} ranks" if p["nranks"] != side.run.attrs.get("nranks") else "") if x]
             if extras:
                 label += f" ({', '.join(extras)})"

@@ -42,7 +42,9 @@ class SparseVector:
         idx = np.empty(min(max(k, 0), dense.size), dtype=np.int64)
         m = kernels.topk_indices(dense, idx.size, idx)
         chosen = idx[:m].astype(INDEX)
-        return cls(dense.size, chosen, dense[chosen])
+        values = np.empty(m, dense.dtype)
+        kernels.pack(dense, chosen, values)
+        return cls(dense.size, chosen, values)
 
 
 @dataclass

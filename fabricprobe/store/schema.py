@@ -100,11 +100,19 @@ def make_row(values: dict) -> np.ndarray:
     return row
 
 
+# What a field a file predates stands for (otherwise empty/zero): every point before `buffer` was on host memory.
+PREDATING = {"buffer": "host"}
+
+
 def row_to_dict(row: np.void) -> dict:
-    """A table row as a dict with every current field (fields a file predates read as empty/zero)."""
+    """A table row as a dict with every current field (fields a file predates read as PREDATING says,
+    else empty/zero)."""
     present = set(row.dtype.names)
     out = {}
     for name in POINT_DTYPE.names:
+        if name not in present and name in PREDATING:
+            out[name] = PREDATING[name]
+            continue
         value = row[name] if name in present else np.zeros(1, POINT_DTYPE)[0][name]
         if name in STRING_FIELDS:
             out[name] = bytes(value).decode("utf-8", "replace")

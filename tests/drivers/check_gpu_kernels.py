@@ -47,6 +47,11 @@ def main() -> int:
     checked += 1
     if not np.array_equal(d.copy_to_host(), dense):
         failures.append("scatter_add")
+    gathered = cuda.device_array(4, np.float32)
+    kernels.pack(cuda.to_device(np.arange(50, dtype=np.float32) * 1.5), cuda.to_device(idx), gathered)
+    checked += 1
+    if gathered.copy_to_host().tolist() != [4.5, 10.5, 10.5, 73.5]:
+        failures.append("pack")
     ia, va = np.array([1, 4, 9], np.int32), np.array([1, 2, 3], np.float32)
     ib, vb = np.array([4, 5], np.int32), np.array([10, 20], np.float32)
     oi, ov = cuda.device_array(5, np.int32), cuda.device_array(5, np.float32)
