@@ -350,7 +350,9 @@ def run(args: argparse.Namespace) -> int:
             warn_line(f"requested thread level {args.thread_level}, the library provided {prov['thread_level_provided']}")
     device = None
     if memory is not None:
-        reason = direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware)
+        # Rank 0's answer for every rank: ranks that disagreed would part ways inside a collective.
+        reason = comm.bcast(direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware),
+                            root=0)
         device = DeviceContext(memory, reason, config.stage_chunk)
         if writer is not None and reason and config.gpudirect != "off":
             warn_line(f"GPUDirect points will be recorded as not runnable: {reason}")
