@@ -17,6 +17,7 @@ from fabricprobe import gpudirect, kernels
 from fabricprobe.collectives import Algorithm, Batch
 from fabricprobe.collectives.base import python_batch
 from fabricprobe.sparse.vector import INDEX, SparseResult, SparseVector
+from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
 
 
@@ -84,6 +85,8 @@ def unrunnable(point: Any, algorithm: Algorithm, dev: Case, ctx: DeviceContext) 
 
 def device_batch(point: Any, algorithm: Algorithm, dev: Case, ctx: DeviceContext) -> Batch:
     memory = ctx.memory
+    if SPECS[dev.collective].pt2pt:
+        return _pt2pt_batch(point, dev, memory)
     if point.transfer in ("", gpudirect.DIRECT):  # local tests touch no MPI; direct hands MPI device memory
         target = dev if not point.transfer else replace(dev, comm=gpudirect.sync_comm(dev.comm, memory))
         call = gpudirect.finished(algorithm.call(target), memory)
@@ -129,3 +132,19 @@ def _sparse_staged(algorithm: Algorithm, dev: Case, memory: Any) -> Any:
             kernels.scatter_add(dev.recv, pairs_idx[:m], pairs_val[:m])
 
     return call
+
+
+def _pt2pt_batch(point: Any, dev: Case, memory: Any) -> Batch:
+    """OMB's loops on device buffers: direct hands MPI the device memory (osu_latency -d cuda D D);
+    staged copies each message through pinned host memory, inside the timed region."""
+    from mpi4py import MPI
+
+    from fabricprobe.collectives.library import python_pt2pt
+
+    if dev.role < 0:  # this rank sits the point out
+        return lambda out, mode: out.fill(np.nan)
+    if point.transfer == gpudirect.DIRECT:
+        return python_pt2pt(dev, MPI)
+    pinned = replace(dev, send=_like(dev.send, memory.pinned), recv=_like(dev.recv, memory.pinned))
+    return python_pt2pt(pinned, MPI, lambda: memory.download(dev.send, pinned.send),
+                        lambda: memory.upload(pinned.recv, dev.recv))

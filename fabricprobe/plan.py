@@ -157,11 +157,6 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
         spec = SPECS[coll]
         if sub and (spec.pt2pt or spec.local):
             continue  # point-to-point and local tests only on the whole job
-        if device and spec.pt2pt:
-            note = f"{coll} skipped: point-to-point tests run on host buffers only (docs/gpu.md)"
-            if note not in notes:
-                notes.append(note)
-            continue
         if spec.pt2pt and nranks < 2:
             note = "point-to-point tests need at least 2 ranks; skipped at n=1"
             if note not in notes:

@@ -58,8 +58,7 @@ def test_device_plan_transfers():
     assert {(a, t) for c, a, s, t in got if c in ("copy_local", "topk_local")} == {("numpy", ""), ("numba", "")}
     assert any("argpartition" in n for n in notes)
     assert {t for c, a, s, t in got if c == "barrier"} == {""}
-    assert not any(c == "latency" for c, *_ in got)
-    assert any(n.startswith("latency skipped") for n in notes)
+    assert {t for c, a, s, t in got if c == "latency"} == {"direct", "staged"}  # OMB's D-D, and staged
     # Sparse: staged, and direct (recorded as not runnable when run); never pipelined.
     assert {t for c, a, s, t in got if c == "sparse_allreduce"} == {"direct", "staged"}
     keys = [p.key for p in points]
@@ -242,6 +241,19 @@ def test_the_device_checker_catches_a_wrong_result():
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["nfailures"] > 0
+
+
+def test_point_to_point_on_device_buffers(tmp_path):
+    """osu_latency/osu_bw/osu_bibw -d cuda D D (direct) and through pinned host memory (staged), on a
+    3-rank job where one rank sits each intra pair out."""
+    out, run = _sweep(tmp_path, 3, "--assume-cuda-aware", "--collectives", "pt2pt", "--pairs", "intra,all",
+                      "--sizes", "8,64K", "--window", "8")
+    assert out.returncode == 0, out.stderr[-3000:]
+    points = [p for p in run.points if p["collective"] != "empty"]
+    assert {(p["collective"], p["transfer"], p["pair"]) for p in points} == {
+        (c, t, pair) for c in ("latency", "bw", "bibw") for t in ("direct", "staged") for pair in ("intra", "all")}
+    assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 for p in points)
+    assert "latency library: GPUDirect on vs off" in out.stdout
 
 
 def test_sparse_allreduce_runs_staged_on_device_buffers(tmp_path):

@@ -114,7 +114,7 @@ def _bind_pt2pt(case: Case, timer: str) -> Batch:
         return _idle
     nat = native.load(MPI) if timer == "native" else None
     if nat is None:
-        return _python_pt2pt(case, MPI)
+        return python_pt2pt(case, MPI)
     h = nat.handle
     comm, byte = h(case.comm), h(MPI.BYTE)
     send, recv, n, peer = _ptr(case.send), _ptr(case.recv), case.count, case.peer
@@ -139,10 +139,15 @@ def _bind_pt2pt(case: Case, timer: str) -> Batch:
     return batch
 
 
-def _python_pt2pt(case: Case, MPI: Any) -> Batch:
+def python_pt2pt(case: Case, MPI: Any, before_send: Callable[[], object] | None = None,
+                 after_recv: Callable[[], object] | None = None) -> Batch:
+    """OMB's loops through mpi4py. The hooks run inside the timed region around every message: the
+    staged device path copies device -> pinned host before each send and back after each receive."""
     comm, peer, wtime = case.comm, case.peer, MPI.Wtime
-    send = (MPI.buffer(case.send), MPI.BYTE)
-    recv = (MPI.buffer(case.recv), MPI.BYTE)
+    send = (_buffer(case.send, MPI), MPI.BYTE)
+    recv = (_buffer(case.recv, MPI), MPI.BYTE)
+    down = before_send or (lambda: None)
+    up = after_recv or (lambda: None)
     Send, Recv, Isend, Irecv, Waitall = comm.Send, comm.Recv, comm.Isend, comm.Irecv, MPI.Request.Waitall
     ack = np.zeros(4, np.uint8)
     role = case.role
@@ -151,11 +156,15 @@ def _python_pt2pt(case: Case, MPI: Any) -> Batch:
             for i in range(len(out)):
                 if role == pt2pt.ROLE_INITIATOR:
                     t0 = wtime()
+                    down()
                     Send(send, peer, 17)
                     Recv(recv, peer, 17)
+                    up()
                     out[i] = (wtime() - t0) / 2.0
                 else:
                     Recv(recv, peer, 17)
+                    up()
+                    down()
                     Send(send, peer, 17)
                     out[i] = np.nan
         return batch
@@ -169,8 +178,13 @@ def _python_pt2pt(case: Case, MPI: Any) -> Batch:
             if role != pt2pt.ROLE_INITIATOR:
                 reqs += [Irecv(recv, peer, 17) for _ in range(window)]
             if role != pt2pt.ROLE_RESPONDER:
-                reqs += [Isend(send, peer, 17) for _ in range(window)]
+                for _ in range(window):
+                    down()
+                    reqs.append(Isend(send, peer, 17))
             Waitall(reqs)
+            if role != pt2pt.ROLE_INITIATOR and after_recv is not None:
+                for _ in range(window):
+                    up()
             if role == pt2pt.ROLE_INITIATOR:
                 Recv(ack, peer, 18)
             elif role == pt2pt.ROLE_RESPONDER:
@@ -195,7 +209,7 @@ for _spec in SPECS.values():
 def _bind_mpi4py_pt2pt(case: Case, timer: str) -> Batch:
     from mpi4py import MPI
 
-    return _idle if case.role < 0 else _python_pt2pt(case, MPI)
+    return _idle if case.role < 0 else python_pt2pt(case, MPI)
 
 
 # The ping-pong as hand-written algorithms send their messages: through mpi4py calls. Its α is

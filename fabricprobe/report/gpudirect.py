@@ -14,7 +14,7 @@ from fabricprobe.gpudirect import DIRECT, PIPELINED, STAGED
 from fabricprobe.report.units import percent, usec
 from fabricprobe.sizes import format_size
 
-CASE = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "buffer", "nranks")
+CASE = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "nranks")
 
 
 def gpudirect_groups(points: list[dict[str, Any]]) -> "OrderedDict[tuple, dict[int, dict[str, dict]]]":
@@ -47,10 +47,11 @@ def _cell(p: dict | None) -> str:
 
 
 def gpudirect_table(case: tuple, by_size: dict[int, dict[str, dict]]) -> Table:
-    collective, algorithm, dtype, op, in_place, mode, buffer, nranks = case
+    collective, algorithm, dtype, op, in_place, mode, pair, density, buffer, nranks = case
     title = " · ".join(x for x in (f"[bold]{collective}[/] {algorithm}: GPUDirect on vs off", f"{buffer} buffers",
-                                   dtype, op if op != "none" else "", "in-place" if in_place else "",
-                                   f"{mode} mode", f"{nranks} ranks") if x)
+                                   dtype if dtype != "byte" else "", op if op != "none" else "",
+                                   "in-place" if in_place else "", f"{mode} mode", f"{pair} pair" if pair else "",
+                                   f"density {density:g}" if density else "", f"{nranks} ranks") if x)
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for name in ("size", "on (direct) µs", "off staged µs", "off pipelined µs", "staged / on", "pipelined / on",
                  "gap recovered"):
