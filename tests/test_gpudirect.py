@@ -185,7 +185,7 @@ def _sweep(tmp_path, n: int, *extra: str):
     return out, (load_runs(str(path))[-1] if path.exists() else None)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 2])  # p = 1..9 on device buffers: the algorithm checker below
 def test_device_sweep_validates_every_transfer(tmp_path, n):
     out, run = _sweep(tmp_path, n, "--assume-cuda-aware", "--gpudirect", "both", "--in-place", "both",
                       "--collectives", "allreduce,reduce,bcast,allgather,reduce_scatter,alltoall,copy_local",
