@@ -201,14 +201,41 @@ def _emit_library(table, emits, library, runs, out: Path, console) -> tuple[dict
         loads.append(emit_mpich.load_lines(written))
     if table.tuned() and "intel" in emits:
         fallbacks = _intel_fallbacks(runs, table)
-        adjust = emit_intel.adjust_strings(table, fallbacks)
-        files["intel-adjust"] = out / "impi_adjust.env"
-        files["intel-adjust"].write_text("".join(f"export {k}='{v}'\n" for k, v in adjust.items()))
+        for line in _write_intel_fallbacks(table, fallbacks):
+            console.print(line, markup=False, highlight=False)
+        adjust, left = emit_intel.adjust_strings(table, fallbacks)
         files["intel-tuning"] = out / "impi_tuning.json"
         files["intel-tuning"].write_text(emit_intel.tuning_json(table, fallbacks, ppn=table.world))
-        tuned_env = dict(adjust)
-        loads.append(files["intel-adjust"].read_text())
+        tuned_env = {"I_MPI_TUNING": str(files["intel-tuning"].resolve())}
+        loads.append(f"export I_MPI_TUNING={tuned_env['I_MPI_TUNING']}\n")
+        if adjust:
+            files["intel-adjust"] = out / "impi_adjust.env"
+            files["intel-adjust"].write_text(
+                "# Alternative to I_MPI_TUNING, verified on its own (docs/tuning.md)\n"
+                + "".join(f"export {k}='{v}'\n" for k, v in adjust.items())
+                + "".join(f"# {c}: rules differ by communicator size; only impi_tuning.json carries them\n"
+                          for c in left))
     return files, tuned_env, loads
+
+
+def _verify_adjust(table, library, files, manifest, base, console) -> None:
+    """The Intel ADJUST alternative, proven on its own for the collectives it carries; withdrawn if not."""
+    import re
+    from dataclasses import replace
+
+    from fabricprobe.tuning.libraries import IMPI_NAMES
+    from fabricprobe.tuning.verify import passed, summary, verify
+
+    env = dict(re.findall(r"^export (I_MPI_ADJUST_\w+)='([^']*)'", files["intel-adjust"].read_text(), re.M))
+    carried = {c: s for c, s in table.rules.items() if f"I_MPI_ADJUST_{IMPI_NAMES[c]}" in env}
+    checks = verify(replace(table, rules=carried), library, env, base,
+                    progress=lambda text: console.print(f"verifying the ADJUST file: {text}"))
+    ok = passed(checks)
+    manifest["verification_adjust"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks]}
+    console.print(f"impi_adjust.env: {', '.join(f'{k} {v}' for k, v in summary(checks).items())}")
+    if not ok:
+        files["intel-adjust"].rename(files["intel-adjust"].with_name("impi_adjust.env.UNVERIFIED"))
+        console.print("[bold red]the ADJUST file is not applied as intended: renamed impi_adjust.env.UNVERIFIED[/]")
 
 
 def _intel_fallbacks(runs, table) -> dict[tuple[str, int, int], int]:
@@ -225,6 +252,28 @@ def _intel_fallbacks(runs, table) -> dict[tuple[str, int, int], int]:
                 if presets:
                     out[(coll, n, r.lo)] = int(min(presets)[1].removeprefix("preset"))
     return out
+
+
+def _write_intel_fallbacks(table, fallbacks: dict[tuple[str, int, int], int]) -> list[str]:
+    """Intel MPI cannot keep its default inside its rules (JSON or ADJUST), so a range the default won in a
+    collective the file tunes is written with the fastest preset measured there. Say so, and make it the
+    range's rule: verification must then prove that preset applies (the default's fingerprint is not
+    what the file asks for)."""
+    from fabricprobe.tuning.libraries import DEFAULT
+
+    lines = []
+    for coll, sections in table.rules.items():
+        if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
+            continue  # not in the file: Intel keeps its own default for this collective
+        for n, ranges in sections.items():
+            for r in ranges:
+                chosen = fallbacks.get((coll, n, r.lo))
+                if r.winner == DEFAULT and chosen is not None:
+                    r.winner = f"preset{chosen}"
+                    lines.append(f"Intel MPI keeps no default inside its tuning rules: {coll} on {n} ranks "
+                                 f"[{format_size(r.lo)}, {'∞' if r.hi is None else format_size(r.hi)}), won by "
+                                 f"the default, is written as its fastest measured preset, {r.winner}")
+    return lines
 
 
 def _prune(table, checks) -> list[str]:
@@ -287,6 +336,8 @@ def _verify(args, table, library, tuned_env, files, manifest, console, reemit=No
     ok = passed(checks)
     manifest["verification"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks],
                                 "dropped_rules": dropped}
+    if ok and files.get("intel-adjust") is not None and files["intel-adjust"].exists():
+        _verify_adjust(table, library, files, manifest, base, console)
     if not ok:
         _withdraw(files)
         console.print("[bold red]the library did not apply the files as intended: they are renamed *.UNVERIFIED "

@@ -1,10 +1,15 @@
-"""Intel MPI outputs: I_MPI_ADJUST_<COLL> strings and the I_MPI_TUNING JSON (mpitune's format).
+"""Intel MPI outputs: the I_MPI_TUNING JSON (mpitune's format; the file `tune` loads and verifies)
+and I_MPI_ADJUST_<COLL> strings.
 
-ADJUST strings are compiled into the same selection tree as a tuning file, and a size or
-communicator size outside every range does not return to the default: it takes a neighbouring rule.
-So every string here covers message sizes 0 … 2147483647 and communicator sizes 1 … 2147483647
-without a gap. Intel MPI has no "keep the default" preset (0 is "basic logic"), so a range where
-the default won is given the fastest preset measured there.
+A size outside every range does not return to the default: it takes a neighbouring rule, so every
+output covers message sizes 0 … 2147483647 without a gap. Intel MPI has no "keep the default" preset
+(0 is "basic logic"), so a range where the default won is given the fastest preset measured there.
+
+Measured on Intel MPI 2021.18.1 (impi-rt): ADJUST rules with communicator conditions
+("10:0-4095@1-64;1:4096-262143@1-64") ignore their message sizes — the last rule of a communicator
+range applies to every size — while rules without them ("10:0-4095;1:4096-262143") select by size
+as documented. So ADJUST strings are written only for collectives tuned at one communicator size,
+without "@" conditions; the JSON, keyed by comm_size and msg_size, carries everything.
 """
 
 from __future__ import annotations
@@ -28,29 +33,22 @@ def preset(r: Range, fallback: int | None) -> int:
     return fallback
 
 
-def _comm_buckets(sizes: list[int]) -> list[tuple[int, int, int]]:
-    """(measured size, lowest, highest) communicator sizes each section covers, gap-free."""
-    out = []
-    for i, c in enumerate(sizes):
-        lo = 1 if i == 0 else c
-        hi = MAX if i == len(sizes) - 1 else sizes[i + 1] - 1
-        out.append((c, lo, hi))
-    return out
-
-
-def adjust_strings(table: Table, fallbacks: dict[tuple[str, int, int], int]) -> dict[str, str]:
-    """I_MPI_ADJUST_<COLL> -> value. fallbacks[(coll, comm size, range lo)] = best measured preset."""
-    out = {}
+def adjust_strings(table: Table, fallbacks: dict[tuple[str, int, int], int]) -> tuple[dict[str, str], list[str]]:
+    """(I_MPI_ADJUST_<COLL> -> value, collectives left to the JSON because their rules differ by
+    communicator size). fallbacks[(coll, comm size, range lo)] = best measured preset."""
+    out, left = {}, []
     for coll, sections in table.rules.items():
         if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
             continue
-        parts = []
-        for c, lo_c, hi_c in _comm_buckets(sorted(sections)):
-            for r in sections[c]:
-                hi = MAX if r.hi is None else r.hi - 1
-                parts.append(f"{preset(r, fallbacks.get((coll, c, r.lo)))}:{r.lo}-{hi}@{lo_c}-{hi_c}")
-        out[f"I_MPI_ADJUST_{IMPI_NAMES[coll]}"] = ";".join(parts)
-    return out
+        per_comm = {c: [(preset(r, fallbacks.get((coll, c, r.lo))), r.lo, r.hi) for r in rs]
+                    for c, rs in sections.items()}
+        if len({tuple(v) for v in per_comm.values()}) > 1:
+            left.append(coll)  # "@p-q" conditions would be needed, and Intel MPI ignores sizes under them
+            continue
+        rules = next(iter(per_comm.values()))
+        out[f"I_MPI_ADJUST_{IMPI_NAMES[coll]}"] = ";".join(
+            f"{p}:{lo}-{MAX if hi is None else hi - 1}" for p, lo, hi in rules)
+    return out, left
 
 
 def tuning_json(table: Table, fallbacks: dict[tuple[str, int, int], int], ppn: int) -> str:
@@ -77,7 +75,7 @@ def parse_adjust(value: str) -> list[tuple[int, int, int, int, int]]:
         alg, _, cond = item.partition(":")
         sizes, _, comms = cond.partition("@")
         lo, _, hi = sizes.partition("-")
-        clo, _, chi = comms.partition("-")
+        clo, _, chi = (comms or f"1-{MAX}").partition("-")
         rules.append((int(alg), int(lo), int(hi), int(clo), int(chi)))
     buckets: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for _, lo, hi, clo, chi in rules:

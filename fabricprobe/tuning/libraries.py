@@ -53,10 +53,19 @@ def tool(name: str) -> str | None:
 
 def _run(argv: list[str]) -> str:
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    # A wheel's tools (impi-rt's impi_info) find their libmpi only through the library path: add the
+    # lib/ beside the tool's bin/, as the wheel's mpiexec does for the ranks it starts.
+    lib = Path(argv[0]).resolve().parent.parent / "lib"
+    if lib.is_dir():
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(lib), env.get("LD_LIBRARY_PATH", "")) if p)
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env).stdout
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"could not run {argv[0]}: {exc}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise UsageError(f"{' '.join(argv)} failed: {last}")
+    return done.stdout
 
 
 class Library:
@@ -174,6 +183,8 @@ class IntelMPI(Library):
                 found = re.findall(r"(\d+)\s*[-–]\s*(\d+)", text)
                 if found:
                     ranges[coll] = int(found[0][1])
+            if not ranges:
+                raise UsageError(f"{path} listed no I_MPI_ADJUST preset ranges: nothing to force")
         self.ranges = ranges
 
     def variants(self, collective: str) -> list[Variant]:
