@@ -286,3 +286,28 @@ def test_mpich_leaves_carry_the_parameters_the_forced_cvar_used():
     assert emit_mpich.leaf_params("allreduce", "k_reduce_scatter_allgather", cvars) == {
         "k=4": {}, "single_phase_recv=0": {}}
     assert emit_mpich.leaf_params("allreduce", "ring", cvars) == {}
+
+
+def test_intel_ranges_the_default_won_are_verified_as_the_preset_written(measured):
+    from fabricprobe.cli.tune_cmd import _write_intel_fallbacks
+
+    table = choose(load_runs(measured))
+    fallbacks = {(c, n, r.lo): 7 for c, s in table.rules.items() for n, rs in s.items() for r in rs}
+    lines = _write_intel_fallbacks(table, fallbacks)
+    winners = {r.winner for s in table.rules["allreduce"].values() for r in s}
+    assert "default" not in winners and "preset7" in winners and lines
+    assert all("fastest measured preset, preset7" in line for line in lines)
+
+
+def test_a_library_tool_that_fails_is_an_error_not_an_empty_answer(tmp_path):
+    from fabricprobe.tuning.libraries import IntelMPI
+
+    tool = tmp_path / "bin" / "impi_info"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho 'impi_info: error while loading shared libraries: libmpi.so.12' >&2\nexit 127\n")
+    tool.chmod(0o755)
+    with pytest.raises(UsageError, match="libmpi.so.12"):
+        IntelMPI(impi_info=str(tool))
+    tool.write_text("#!/bin/sh\necho 'nothing useful'\n")
+    with pytest.raises(UsageError, match="no I_MPI_ADJUST preset"):
+        IntelMPI(impi_info=str(tool))
