@@ -44,9 +44,11 @@ def unusable_reason(case: Case) -> str:
     if any(not bus for _, bus in where):
         return "NCCL needs CuPy and a GPU on every rank"
     try:
-        from cupy.cuda import nccl  # noqa: F401
+        from cupy.cuda import nccl
     except ImportError as exc:
         return f"CuPy has no NCCL bindings here ({exc})"
+    if not getattr(nccl, "available", False):  # the module imports without libnccl, empty
+        return "CuPy cannot load libnccl (pip install nvidia-nccl-cu12, part of the gpu extra)"
     if len(set(where)) < len(where):
         shared = sorted({bus for bus in where if where.count(bus) > 1})
         return (f"NCCL refuses two ranks on one GPU: {len(where)} ranks share {len(set(where))} GPU(s) "
