@@ -131,7 +131,7 @@ def _sparse_staged(algorithm: Algorithm, dev: Case, memory: Any) -> Any:
             upload(np.ascontiguousarray(result.sparse.val), pairs_val[:m])
             kernels.scatter_add(dev.recv, pairs_idx[:m], pairs_val[:m])
 
-    return call
+    return gpudirect.finished(call, memory)  # the scatter-add kernel is part of the step
 
 
 def _pt2pt_batch(point: Any, dev: Case, memory: Any) -> Batch:
