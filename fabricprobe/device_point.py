@@ -36,7 +36,12 @@ def twin(case: Case, memory: Any) -> Case:
     if isinstance(case.send, SparseVector):
         send = SparseVector(case.send.n, _like(case.send.idx, memory.empty), _like(case.send.val, memory.empty))
         return replace(case, send=send, recv=memory.empty(case.count, case.dtype))
-    return replace(case, send=_like(case.send, memory.empty), recv=_like(case.recv, memory.empty))
+    return _mirror(case, memory.empty)
+
+
+def _mirror(case: Case, allocate: Any) -> Case:
+    """The case with buffers from `allocate` (device or pinned host) like its own, length and type."""
+    return replace(case, send=_like(case.send, allocate), recv=_like(case.recv, allocate))
 
 
 def _like(arr: Any, allocate: Any) -> Any:
@@ -93,7 +98,7 @@ def device_batch(point: Any, algorithm: Algorithm, dev: Case, ctx: DeviceContext
     else:
         if isinstance(dev.send, SparseVector):
             return python_batch(_sparse_staged(algorithm, dev, memory), dev.comm)
-        pinned = replace(dev, send=_like(dev.send, memory.pinned), recv=_like(dev.recv, memory.pinned))
+        pinned = _mirror(dev, memory.pinned)
         if point.transfer == gpudirect.STAGED:
             call = gpudirect.staged(algorithm.call(pinned), dev, pinned, memory)
         else:
@@ -145,6 +150,6 @@ def _pt2pt_batch(point: Any, dev: Case, memory: Any) -> Batch:
         return lambda out, mode: out.fill(np.nan)
     if point.transfer == gpudirect.DIRECT:
         return python_pt2pt(dev, MPI)
-    pinned = replace(dev, send=_like(dev.send, memory.pinned), recv=_like(dev.recv, memory.pinned))
+    pinned = _mirror(dev, memory.pinned)
     return python_pt2pt(pinned, MPI, lambda: memory.download(dev.send, pinned.send),
                         lambda: memory.upload(pinned.recv, dev.recv))

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from fabricprobe import topology
+from fabricprobe.comm_cache import per_communicator
 from fabricprobe.memory import on_device
 from fabricprobe.specs.base import Case, Layout
 
@@ -82,20 +83,18 @@ class SyncComm:
         return synced
 
 
-_proxies: dict[tuple[int, str], tuple[Any, SyncComm]] = {}
+_proxies: dict[tuple, tuple[Any, SyncComm]] = {}
 
 
 def sync_comm(comm: Any, memory: Any) -> SyncComm:
     """One SyncComm per communicator and memory kind, on the communicator's active topology (so the
     hierarchical algorithms build their sub-communicators once, on the virtual nodes if any)."""
-    key = (id(comm), memory.kind)
-    held = _proxies.get(key)
-    if held is None or held[0] is not comm:
+    def make() -> SyncComm:
         proxy = SyncComm(comm, memory)
         topology.set_active(proxy, topology.active(comm))
-        held = (comm, proxy)
-        _proxies[key] = held
-    return held[1]
+        return proxy
+
+    return per_communicator(_proxies, comm, make, memory.kind)
 
 
 def _ends(case: Case) -> tuple[bool, bool]:
@@ -107,11 +106,15 @@ def _ends(case: Case) -> tuple[bool, bool]:
     return True, True
 
 
+def _input(case: Case) -> Any:
+    """The buffer a call reads its input from (the receive buffer when in place, or for bcast)."""
+    return case.recv if case.send is None else case.send
+
+
 def staged(run: Call, dev: Case, host: Case, memory: Any) -> Call:
     """One staged call: inputs down to the pinned host case, `run` on it, the result back up."""
     down, up = _ends(dev)
-    src_dev = dev.recv if dev.send is None else dev.send
-    src_host = host.recv if host.send is None else host.send
+    src_dev, src_host = _input(dev), _input(host)
     download, upload = memory.download, memory.upload
 
     def call() -> None:
@@ -134,8 +137,7 @@ def pipelined(call_on: Callable[[Case], Call], dev: Case, host: Case, memory: An
     if dev.collective not in PIPELINABLE:
         raise ValueError(f"{dev.collective} cannot be pipelined: its result elements mix input positions")
     down, up = _ends(dev)
-    src_dev = dev.recv if dev.send is None else dev.send
-    src_host = host.recv if host.send is None else host.send
+    src_dev, src_host = _input(dev), _input(host)
     bounds = chunk_bounds(dev.count, chunk)
     calls = []
     for a, b in bounds:

@@ -24,7 +24,6 @@ class BufferUnavailable(Exception):
 
 class HostMemory:
     kind = "host"
-    device = False
 
     def empty(self, length: int, dtype: Any) -> np.ndarray:
         return aligned_empty(length, dtype)
@@ -43,7 +42,6 @@ class CupyMemory:
     """CuPy arrays on the current device; pinned host memory from cupyx.empty_pinned."""
 
     kind = "cupy"
-    device = True
 
     def __init__(self) -> None:
         try:
@@ -103,7 +101,6 @@ class NumbaMemory:
     """Numba-CUDA device arrays (real, or host memory under NUMBA_ENABLE_CUDASIM=1)."""
 
     kind = "numba"
-    device = True
 
     def __init__(self) -> None:
         try:

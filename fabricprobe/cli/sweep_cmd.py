@@ -19,7 +19,7 @@ from fabricprobe.gpudirect import GPUDIRECT, direct_reason
 from fabricprobe.loops import MODES
 from fabricprobe.memory import BUFFER_KINDS
 from fabricprobe.mpi_setup import THREAD_LEVELS, init_mpi
-from fabricprobe.sizes import size_list, size_range
+from fabricprobe.sizes import parse_size, size_list, size_range
 from fabricprobe.topology import parse_ranks_per_node
 
 DEFAULT_OUTPUT = "fabricprobe.h5"
@@ -161,8 +161,6 @@ def _densities(text: str) -> list[float]:
 
 
 def _stage_chunk(text: str) -> int:
-    from fabricprobe.sizes import parse_size
-
     value = parse_size(text)
     if value < 1024:
         raise UsageError(f"--stage-chunk must be at least 1K (got {text})")

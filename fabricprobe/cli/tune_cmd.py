@@ -206,27 +206,23 @@ def _emit_library(table, emits, library, runs, out: Path, console) -> tuple[dict
         adjust, left = emit_intel.adjust_strings(table, fallbacks)
         files["intel-tuning"] = out / "impi_tuning.json"
         files["intel-tuning"].write_text(emit_intel.tuning_json(table, fallbacks, ppn=table.world))
-        tuned_env = {"I_MPI_TUNING": str(files["intel-tuning"].resolve())}
+        tuned_env = emit_intel.load_env(files["intel-tuning"])
         loads.append(f"export I_MPI_TUNING={tuned_env['I_MPI_TUNING']}\n")
         if adjust:
             files["intel-adjust"] = out / "impi_adjust.env"
-            files["intel-adjust"].write_text(
-                "# Alternative to I_MPI_TUNING, verified on its own (docs/tuning.md)\n"
-                + "".join(f"export {k}='{v}'\n" for k, v in adjust.items())
-                + "".join(f"# {c}: rules differ by communicator size; only impi_tuning.json carries them\n"
-                          for c in left))
+            files["intel-adjust"].write_text(emit_intel.adjust_file(adjust, left))
     return files, tuned_env, loads
 
 
 def _verify_adjust(table, library, files, manifest, base, console) -> None:
     """The Intel ADJUST alternative, proven on its own for the collectives it carries; withdrawn if not."""
-    import re
     from dataclasses import replace
 
+    from fabricprobe.tuning import emit_intel
     from fabricprobe.tuning.libraries import IMPI_NAMES
     from fabricprobe.tuning.verify import passed, summary, verify
 
-    env = dict(re.findall(r"^export (I_MPI_ADJUST_\w+)='([^']*)'", files["intel-adjust"].read_text(), re.M))
+    env = emit_intel.read_adjust(files["intel-adjust"])
     carried = {c: s for c, s in table.rules.items() if f"I_MPI_ADJUST_{IMPI_NAMES[c]}" in env}
     checks = verify(replace(table, rules=carried), library, env, base,
                     progress=lambda text: console.print(f"verifying the ADJUST file: {text}"))

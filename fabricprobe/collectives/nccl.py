@@ -10,20 +10,20 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fabricprobe.collectives.base import Algorithm, register
+from fabricprobe.comm_cache import per_communicator
 from fabricprobe.specs.base import Case
 
 COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
 _DTYPES = {"float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64", "int32": "NCCL_INT32", "int64": "NCCL_INT64"}
 _OPS = {"sum": "NCCL_SUM", "prod": "NCCL_PROD", "max": "NCCL_MAX", "min": "NCCL_MIN"}
 
-_communicators: dict[int, tuple[Any, Any]] = {}
-_gpu_maps: dict[int, tuple[Any, list]] = {}
+_communicators: dict[tuple, tuple[Any, Any]] = {}
+_gpu_maps: dict[tuple, tuple[Any, list]] = {}
 
 
 def gpu_map(comm: Any) -> list[tuple[str, str]]:
     """(host, GPU PCI bus id) of every rank of comm; ("", "") for a rank without a GPU. Collective."""
-    held = _gpu_maps.get(id(comm))
-    if held is None or held[0] is not comm:
+    def make() -> list[tuple[str, str]]:
         from mpi4py import MPI
 
         mine = ("", "")
@@ -33,9 +33,9 @@ def gpu_map(comm: Any) -> list[tuple[str, str]]:
             mine = (MPI.Get_processor_name(), cupy.cuda.Device().pci_bus_id)
         except Exception:  # noqa: BLE001 - no CuPy or no device: this rank has no GPU
             pass
-        held = (comm, comm.allgather(mine))
-        _gpu_maps[id(comm)] = held
-    return held[1]
+        return comm.allgather(mine)
+
+    return per_communicator(_gpu_maps, comm, make)
 
 
 def unusable_reason(case: Case) -> str:
@@ -62,14 +62,13 @@ def unusable_reason(case: Case) -> str:
 
 
 def communicator(comm: Any) -> Any:
-    held = _communicators.get(id(comm))
-    if held is None or held[0] is not comm:
+    def make() -> Any:
         from cupy.cuda import nccl
 
         uid = comm.bcast(nccl.get_unique_id() if comm.rank == 0 else None, root=0)
-        held = (comm, nccl.NcclCommunicator(comm.size, uid, comm.rank))
-        _communicators[id(comm)] = held
-    return held[1]
+        return nccl.NcclCommunicator(comm.size, uid, comm.rank)
+
+    return per_communicator(_communicators, comm, make)
 
 
 def _ptr(arr: Any) -> int:

@@ -13,16 +13,13 @@ import numpy as np
 from numba import cuda
 
 from fabricprobe.kernels import cpu, sparse_cpu
+from fabricprobe.memory import on_device
 
 # The simulator runs every thread as a Python thread: a small grid (the loops are grid-stride) keeps
 # the tests fast without changing what the kernels compute.
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 THREADS = 8 if SIMULATED else 256
 MAX_BLOCKS = 2 if SIMULATED else 4096
-
-
-def _on_device(a: Any) -> bool:
-    return hasattr(a, "copy_to_host")  # numba device arrays, real or simulated
 
 
 def _blocks(n: int) -> int:
@@ -105,13 +102,13 @@ def reduce_pair(out: Any, a: Any, b: Any, opcode: int) -> None:
 
 
 def scatter_add(dense: Any, idx: Any, val: Any) -> None:
-    idx = idx if _on_device(idx) else cuda.to_device(np.ascontiguousarray(idx))
-    val = val if _on_device(val) else cuda.to_device(np.ascontiguousarray(val))
+    idx = idx if on_device(idx) else cuda.to_device(np.ascontiguousarray(idx))
+    val = val if on_device(val) else cuda.to_device(np.ascontiguousarray(val))
     _scatter_add[max(1, (idx.size + THREADS - 1) // THREADS), THREADS](dense, idx, val)
 
 
 def pack(dense: Any, idx: Any, out: Any) -> None:
-    idx = idx if _on_device(idx) else cuda.to_device(np.ascontiguousarray(idx))
+    idx = idx if on_device(idx) else cuda.to_device(np.ascontiguousarray(idx))
     _pack[_blocks(idx.size), THREADS](dense, idx, out)
 
 
@@ -147,7 +144,7 @@ def topk_indices(values: Any, k: int, out_idx: Any) -> int:
     above = np.flatnonzero(host == 1)
     ties = np.flatnonzero(host == 2)[: k - above.size]  # ties: the lowest indices
     chosen = np.sort(np.concatenate([above, ties])).astype(np.dtype(out_idx.dtype))
-    if _on_device(out_idx):
+    if on_device(out_idx):
         out_idx[:k] = cuda.to_device(chosen)
     else:
         out_idx[:k] = chosen
@@ -155,12 +152,12 @@ def topk_indices(values: Any, k: int, out_idx: Any) -> int:
 
 
 def merge_sum(ia: Any, va: Any, ib: Any, vb: Any, out_i: Any, out_v: Any) -> int:
-    host = [a.copy_to_host() if _on_device(a) else np.asarray(a) for a in (ia, va, ib, vb)]
+    host = [a.copy_to_host() if on_device(a) else np.asarray(a) for a in (ia, va, ib, vb)]
     oi = np.empty(host[0].size + host[2].size, np.dtype(out_i.dtype))
     ov = np.empty(oi.size, np.dtype(out_v.dtype))
     m = sparse_cpu.merge_sum(host[0], host[1], host[2], host[3], oi, ov)
     for dst, src in ((out_i, oi[:m]), (out_v, ov[:m])):
-        if _on_device(dst):
+        if on_device(dst):
             dst[:m] = cuda.to_device(src)
         else:
             dst[:m] = src

@@ -15,6 +15,8 @@ without "@" conditions; the JSON, keyed by comm_size and msg_size, carries every
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from fabricprobe.tuning.choose import Range, Table
 from fabricprobe.tuning.libraries import DEFAULT, IMPI_NAMES
@@ -88,3 +90,21 @@ def parse_adjust(value: str) -> list[tuple[int, int, int, int, int]]:
         if spans[0][0] != 0 or spans[-1][1] != MAX or any(a[1] + 1 != b[0] for a, b in zip(spans, spans[1:])):
             raise ValueError("message sizes are not covered from 0 to 2147483647 without a gap")
     return rules
+
+
+def load_env(tuning_path: Path) -> dict[str, str]:
+    """The environment that makes Intel MPI load the JSON (the file tune verifies)."""
+    return {"I_MPI_TUNING": str(tuning_path.resolve())}
+
+
+def adjust_file(adjust: dict[str, str], left: list[str]) -> str:
+    """impi_adjust.env: the ADJUST alternative, and a line for each collective only the JSON carries."""
+    return ("# Alternative to I_MPI_TUNING, verified on its own (docs/tuning.md)\n"
+            + "".join(f"export {k}='{v}'\n" for k, v in adjust.items())
+            + "".join(f"# {c}: rules differ by communicator size; only impi_tuning.json carries them\n"
+                      for c in left))
+
+
+def read_adjust(path: Path) -> dict[str, str]:
+    """The I_MPI_ADJUST_* settings of an impi_adjust.env."""
+    return dict(re.findall(r"^export (I_MPI_ADJUST_\w+)='([^']*)'", path.read_text(), re.M))
