@@ -19,10 +19,10 @@ import time
 import mpi4py
 
 mpi4py.rc.thread_level = "single"
-from mpi4py import MPI  # noqa: E402
 import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
-from fabricprobe import harness  # noqa: E402
+from fabricprobe.engine import harness  # noqa: E402
 from fabricprobe.store import ResultsWriter  # noqa: E402
 
 

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from fabricprobe import kernels
-from fabricprobe.buffers import aligned_empty
+from fabricprobe.memory.host import aligned_empty
 from fabricprobe.sizes import format_size, size_list
 
 UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}

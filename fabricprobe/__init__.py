@@ -2,9 +2,8 @@
 
 import os as _os
 
-from fabricprobe.launch import launched_by_mpiexec as _launched_by_mpiexec
-
-__version__ = "0.1.0"
+from fabricprobe.mpienv.launcher import launched_by_mpiexec as _launched_by_mpiexec
+from fabricprobe.version import __version__  # noqa: F401  (fabricprobe.__version__)
 
 # Under mpiexec every rank is a process: one BLAS thread each, as MPI+BLAS codes run, unless the
 # user says otherwise. Left to itself OpenBLAS starts a thread per core in every rank, and ranks

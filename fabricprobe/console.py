@@ -14,7 +14,7 @@ import sys
 
 from rich.console import Console
 
-from fabricprobe.launch import launched_by_mpiexec
+from fabricprobe.mpienv.launcher import launched_by_mpiexec
 
 PLAIN_WIDTH = 160
 

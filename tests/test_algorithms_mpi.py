@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from mpirun import run_mpi
 
 pytestmark = pytest.mark.mpi

@@ -6,7 +6,6 @@ import os
 
 import h5py
 import pytest
-
 from mpirun import error_lines, need_ranks, run_local, run_mpi
 
 BAD_SWEEPS = [

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from fabricprobe.buffers import HUGE_PAGE, PAGE, aligned_empty
-from fabricprobe.provenance import transparent_hugepages
+from fabricprobe.memory.host import HUGE_PAGE, PAGE, aligned_empty
+from fabricprobe.mpienv.provenance import transparent_hugepages
 
 
 def _anon_huge_kb() -> int:

@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
+from mpirun import error_lines, mpi_env, run_local
 
 from fabricprobe.report.compare import compare, parse_side, verdicts
 from fabricprobe.report.summary import summarize
 from fabricprobe.store import ResultsWriter, load_runs
-from mpirun import error_lines, mpi_env, run_local
 
 SIZES = [8, 1024, 65536, 1 << 20]
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from mpirun import error_lines, run_mpi
 
 from fabricprobe.store import load_runs
-from mpirun import error_lines, run_mpi
 
 pytestmark = pytest.mark.mpi
 

@@ -12,15 +12,15 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
 from mpirun import mpi_env, run_mpi
 
-from fabricprobe import collectives, gpudirect
-from fabricprobe.config import SweepConfig
+from fabricprobe import collectives
+from fabricprobe.engine import gpudirect
+from fabricprobe.engine.config import SweepConfig
+from fabricprobe.engine.plan import make_plan
 from fabricprobe.memory import BufferUnavailable, memory_for
-from fabricprobe.plan import make_plan
+from fabricprobe.mpienv.topology import Topology
 from fabricprobe.report.gpudirect import recovered
-from fabricprobe.topology import Topology
 
 SIM = {"NUMBA_ENABLE_CUDASIM": "1"}
 DRIVER = str(Path(__file__).parent / "drivers" / "check_algorithms.py")
@@ -274,7 +274,7 @@ def test_sparse_allreduce_runs_staged_on_device_buffers(tmp_path):
     ("MPICH Version:      5.0.2\nMPICH Release date: ...", "MPICH", "5.0.2"),
 ])
 def test_the_library_is_named_from_its_version_string(text, vendor, version):
-    from fabricprobe.mpi_setup import identify_library
+    from fabricprobe.mpienv.library import identify_library
 
     info = identify_library(text)
     assert (info.vendor, info.version) == (vendor, version)
@@ -288,7 +288,7 @@ def test_the_library_is_named_from_its_version_string(text, vendor, version):
     ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, ("no", "MPIX_Query_cuda_support()"), "unknown"),
 ])
 def test_intel_mpi_claims_cuda_only_with_its_switch_and_no_contrary_answer(env, asked, answer):
-    from fabricprobe.gpu_info import intel_answer
+    from fabricprobe.mpienv.gpu_info import intel_answer
 
     got, how = intel_answer(env, asked)
     assert got == answer and "I_MPI_OFFLOAD" in how

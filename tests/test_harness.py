@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabricprobe import harness
-from fabricprobe.harness import SAMPLE_CAP, STOP_FIXED, STOP_ITERATION_CAP, Budget, iteration_cap
+from fabricprobe.engine import harness
+from fabricprobe.engine.harness import SAMPLE_CAP, STOP_FIXED, STOP_ITERATION_CAP, Budget, iteration_cap
 
 
 class FakeComm:

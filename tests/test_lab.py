@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from mpirun import launcher, more_ranks_than_cores, mpi_env, need_ranks, run_local
 
 from fabricprobe.errors import UsageError
 from fabricprobe.lab import launch, network
-from fabricprobe.lab.spec import LabSpec, format_rate, parse_rate
-from mpirun import launcher, mpi_env, more_ranks_than_cores, need_ranks, run_local
+from fabricprobe.lab.config import LabConfig, format_rate, parse_rate
 
 DRIVERS = Path(__file__).parent / "drivers"
 NAME = f"fpt{os.getpid() % 10000}"  # a lab of its own: never touches a user's "fplab"
@@ -38,20 +38,20 @@ def test_rates_parse_like_tc():
 
 
 def test_spec_describes_itself_and_rejects_bad_layouts():
-    spec = LabSpec("fplab", 2, 2, 1e9, "10.213.0.0/24")
+    spec = LabConfig("fplab", 2, 2, 1e9, "10.213.0.0/24")
     assert spec.describe() == "emulated 2 × 2 at 1 Gbit/s"
     assert spec.host_names == ("fplab0", "fplab1") and spec.switch == "fplab-sw" and spec.slots == 4
     assert spec.address(1) == "10.213.0.2"
-    assert LabSpec.from_dict(json.loads(spec.to_json())) == spec
+    assert LabConfig.from_dict(json.loads(spec.to_json())) == spec
     for bad in (dict(name="Bad-Name"), dict(hosts=0), dict(ranks_per_host=0), dict(subnet="10.0.0.0/31"),
                 dict(subnet="10.0.0.1/24"), dict(subnet="nonsense")):
         kwargs = {"name": "fplab", "hosts": 2, "ranks_per_host": 1, "rate_bits": 0.0, "subnet": "10.213.0.0/24", **bad}
         with pytest.raises(UsageError):
-            LabSpec(**kwargs)
+            LabConfig(**kwargs)
 
 
 def test_launch_lines_for_both_libraries():
-    spec = LabSpec("fplab", 3, 2, 0.0, "10.213.0.0/24")
+    spec = LabConfig("fplab", 3, 2, 0.0, "10.213.0.0/24")
     ompi = launch.mpiexec_options(spec, launch.OPEN_MPI, "/x/agent")
     assert ompi[ompi.index("--host") + 1] == "fplab0:2,fplab1:2,fplab2:2"
     assert "plm_rsh_agent" in ompi and "10.213.0.0/24" in ompi and "tcp,self,sm" in ompi
@@ -65,7 +65,7 @@ def test_launch_lines_for_both_libraries():
 
 def test_agent_refuses_a_host_outside_the_lab(tmp_path):
     agent = tmp_path / "agent"
-    agent.write_text(launch.agent_script(LabSpec("fplab", 2, 1, 0.0, "10.213.0.0/24")))
+    agent.write_text(launch.agent_script(LabConfig("fplab", 2, 1, 0.0, "10.213.0.0/24")))
     out = subprocess.run(["sh", str(agent), "-x", "otherhost", "true"], capture_output=True, text=True)
     assert out.returncode == 255 and "not a host of lab fplab" in out.stderr
 

@@ -6,14 +6,14 @@ import json
 
 import numpy as np
 import pytest
-
-from fabricprobe.errors import UsageError
-from fabricprobe.model import formulas
-from fabricprobe.model.crossover import crossovers, measured_crossovers
-from fabricprobe.model.fit import fit_line, fit_run
-from fabricprobe.model.formulas import predict
-from fabricprobe.model.params import Link, Params
 from mpirun import error_lines, run_local, run_mpi
+
+from fabricprobe.costmodel import formulas
+from fabricprobe.costmodel.crossover import crossovers, measured_crossovers
+from fabricprobe.costmodel.fit import fit_line, fit_run
+from fabricprobe.costmodel.formulas import predict
+from fabricprobe.costmodel.params import Link, Params
+from fabricprobe.errors import UsageError
 
 P = Params(intra=Link(1e-6, 1e-10), inter=Link(5e-6, 1e-9), gamma=2e-11)
 
@@ -120,9 +120,9 @@ def test_model_without_latency_points(tmp_path):
 
 def test_sparse_crossover_follows_one_over_p():
     """TopkA sends (p−1)·k pairs against a dense allreduce's ~2S: it loses once density ≈ 1/p."""
-    from fabricprobe.model.sparse_analysis import best_dense
-    from fabricprobe.model.fit import Fitted
-    from fabricprobe.model.sparse_formulas import crossover_density, predict_sparse
+    from fabricprobe.costmodel.fit import Fitted
+    from fabricprobe.costmodel.sparse_analysis import best_dense
+    from fabricprobe.costmodel.sparse_formulas import crossover_density, predict_sparse
 
     fitted = Fitted(P, {}, 1)
     for nodes in (64, 1024):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from fabricprobe import patterns
-from fabricprobe.datatypes import DTYPES, OPS
+from fabricprobe.mpienv.datatypes import DTYPES, OPS
+from fabricprobe.oracle import patterns
 
 REDUCE = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}
 

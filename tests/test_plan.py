@@ -1,8 +1,8 @@
 """The sweep plan: what is measured, in which order, and what is left out (no MPI needed)."""
 
-from fabricprobe.config import SweepConfig
-from fabricprobe.plan import make_plan, pair_ranks
-from fabricprobe.topology import Topology, virtual
+from fabricprobe.engine.config import SweepConfig
+from fabricprobe.engine.plan import make_plan, pair_ranks
+from fabricprobe.mpienv.topology import Topology, virtual
 
 
 def _topo(nodes: list[int]) -> Topology:

@@ -7,7 +7,6 @@ import io
 import json
 
 import pytest
-
 from mpirun import error_lines, run_local, run_mpi
 
 pytestmark = pytest.mark.mpi

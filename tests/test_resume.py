@@ -8,9 +8,9 @@ import subprocess
 import time
 
 import pytest
+from mpirun import fabricprobe_argv, mpi_env, need_ranks, run_mpi
 
 from fabricprobe.store import load_runs
-from mpirun import mpi_env, need_ranks, run_mpi, fabricprobe_argv
 
 pytestmark = pytest.mark.mpi
 

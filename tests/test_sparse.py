@@ -7,9 +7,9 @@ import pytest
 
 from fabricprobe import kernels
 from fabricprobe.collectives import sparse_state as st
-from fabricprobe.sparse import reference
+from fabricprobe.oracle import sparse_reference
 from fabricprobe.sparse.error_feedback import ErrorFeedback
-from fabricprobe.sparse.vector import SparseResult, SparseVector, capacity, decode, encode_dense, encode_sparse
+from fabricprobe.sparse.vector import SparseResult, SparseVector, capacity, decode, encode_dense, encode_sparse, k_for
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64]
 
@@ -61,13 +61,13 @@ def test_merge_and_scatter_add():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_wire_format_round_trip(dtype):
-    sv = SparseVector.top_k(reference.gradient(2, 1001, np.dtype(dtype)), 33)
+    sv = SparseVector.top_k(sparse_reference.gradient(2, 1001, np.dtype(dtype)), 33)
     buf = np.zeros(capacity(1001, dtype, 33), np.uint8)
     nbytes = encode_sparse(sv.idx, sv.val, buf)
     idx, val = decode(buf[:nbytes], 1001, dtype)
     np.testing.assert_array_equal(idx, sv.idx)
     np.testing.assert_array_equal(val, sv.val)
-    dense = reference.gradient(1, 1001, np.dtype(dtype))
+    dense = sparse_reference.gradient(1, 1001, np.dtype(dtype))
     nbytes = encode_dense(dense, buf)
     idx, val = decode(buf[:nbytes], 1001, dtype)
     assert idx is None and np.array_equal(val, dense)
@@ -91,20 +91,20 @@ def test_states_merge_and_switch_to_dense():
 
 def test_reference_semantics():
     n, k, dtype = 64, 4, np.dtype(np.float64)
-    exact = reference.exact_sum(3, n, dtype, k)
-    brute = sum(SparseVector.top_k(reference.gradient(r, n, dtype), k).to_dense() for r in range(3))
+    exact = sparse_reference.exact_sum(3, n, dtype, k)
+    brute = sum(SparseVector.top_k(sparse_reference.gradient(r, n, dtype), k).to_dense() for r in range(3))
     np.testing.assert_array_equal(exact, brute)
-    g = reference.gtopk(3, n, dtype, k)
+    g = sparse_reference.gtopk(3, n, dtype, k)
     assert np.count_nonzero(g) <= k
     # with k = n nothing is ever cut: gTop-k is the exact dense sum
-    np.testing.assert_array_equal(reference.gtopk(5, n, dtype, n), reference.exact_sum(5, n, dtype, n))
-    np.testing.assert_array_equal(reference.exact_sum(4, n, dtype, n),
-                                  sum(reference.gradient(r, n, dtype) for r in range(4)))
+    np.testing.assert_array_equal(sparse_reference.gtopk(5, n, dtype, n), sparse_reference.exact_sum(5, n, dtype, n))
+    np.testing.assert_array_equal(sparse_reference.exact_sum(4, n, dtype, n),
+                                  sum(sparse_reference.gradient(r, n, dtype) for r in range(4)))
 
 
 def test_k_for_density():
-    assert reference.k_for(1000, 0.001) == 1 and reference.k_for(1000, 1e-9) == 1
-    assert reference.k_for(1000, 1.0) == 1000 and reference.k_for(0, 0.5) == 0
+    assert k_for(1000, 0.001) == 1 and k_for(1000, 1e-9) == 1
+    assert k_for(1000, 1.0) == 1000 and k_for(0, 0.5) == 0
 
 
 def test_error_feedback_loses_nothing():

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from mpirun import run_mpi
 
 from fabricprobe.store import load_runs
-from mpirun import run_mpi
 
 pytestmark = pytest.mark.mpi
 DRIVER = str(Path(__file__).parent / "drivers" / "check_sparse.py")

@@ -4,8 +4,8 @@ a correct result passes with zero wrong elements, and any single corrupted eleme
 import numpy as np
 import pytest
 
-from fabricprobe.buffers import BufferPool
-from fabricprobe.datatypes import DTYPES, OPS, numpy_dtype
+from fabricprobe.memory.host import BufferPool
+from fabricprobe.mpienv.datatypes import DTYPES, OPS, numpy_dtype
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
 from fabricprobe.specs.pt2pt import ROLE_INITIATOR, ROLE_RESPONDER

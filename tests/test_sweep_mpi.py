@@ -5,10 +5,10 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
+from mpirun import run_local, run_mpi
 
 from fabricprobe.store import load_runs
 from fabricprobe.store.schema import POINT_DTYPE
-from mpirun import run_local, run_mpi
 
 pytestmark = pytest.mark.mpi
 

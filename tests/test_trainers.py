@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from mpirun import error_lines, more_ranks_than_cores, run_mpi
+
 from trainers import record
 from trainers.data import batches, load, shard, synthetic
-from trainers.model import MLP, gradient_sum, softmax_xent_grad
+from trainers.mlp import MLP, gradient_sum, softmax_xent_grad
 
 DRIVER = str(Path(__file__).parent / "drivers" / "check_trainers.py")
 

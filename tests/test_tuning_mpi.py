@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from mpirun import error_lines, launcher, mpi_env, run_local
 
 from fabricprobe.store import ResultsWriter
 from fabricprobe.tuning import emit_mpich, emit_openmpi
 from fabricprobe.tuning.choose import Decision, Range, Table
 from fabricprobe.tuning.fingerprint import probe
 from fabricprobe.tuning.verify import INDISTINGUISHABLE, MISMATCH, VERIFIED, verify
-from mpirun import error_lines, launcher, mpi_env, run_local
 
 pytestmark = pytest.mark.mpi
 

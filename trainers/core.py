@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from trainers.data import Dataset, batches, shard
-from trainers.model import MLP, accuracy
+from trainers.mlp import MLP, accuracy
 
 
 @dataclass

@@ -15,6 +15,7 @@ import numpy as np
 
 from fabricprobe.errors import UsageError
 
+
 def _data_dir() -> Path:
     """$FABRICPROBE_DATA, else the checkout's data/ (editable installs), else where a wheel installs
     it (pyproject's data-files: PREFIX/share/fabricprobe/data)."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from trainers.comm_ops import allreduce_fn, bucketed, dense_bytes_sent
 from trainers.core import Trainer
-from trainers.model import gradient_sum
+from trainers.mlp import gradient_sum
 
 
 class DPSGD(Trainer):

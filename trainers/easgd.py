@@ -21,7 +21,7 @@ import numpy as np
 from fabricprobe.errors import UsageError
 from trainers.comm_ops import dense_bytes_sent
 from trainers.core import Trainer
-from trainers.model import MLP, gradient_sum
+from trainers.mlp import MLP, gradient_sum
 
 MODES = ("sync", "fcfs", "round_robin")
 REQUEST, CENTRE, DELTA, DONE = 11, 12, 13, 14

@@ -13,7 +13,7 @@ from fabricprobe.errors import UsageError
 from trainers.comm_ops import allreduce_fn, dense_bytes_sent
 from trainers.core import Trainer
 from trainers.data import shard
-from trainers.model import softmax_xent_grad
+from trainers.mlp import softmax_xent_grad
 
 
 class Hybrid(Trainer):

@@ -13,7 +13,7 @@ from fabricprobe.sparse import traffic
 from fabricprobe.sparse.error_feedback import ErrorFeedback
 from fabricprobe.sparse.vector import SparseResult
 from trainers.core import Trainer
-from trainers.model import gradient_sum
+from trainers.mlp import gradient_sum
 
 
 class SparseDP(Trainer):

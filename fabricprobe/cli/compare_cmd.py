@@ -9,7 +9,7 @@ from typing import Any
 
 from fabricprobe.cli.options import choice_list
 from fabricprobe.cli.parser import HelpFormatter
-from fabricprobe.config import GROUPS, KNOWN
+from fabricprobe.engine.config import GROUPS, KNOWN
 
 
 def add_parser(sub: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from fabricprobe.cli.output import set_rank
 from fabricprobe.cli.parser import HelpFormatter
-from fabricprobe.mpi_setup import THREAD_LEVELS, init_mpi
+from fabricprobe.mpienv.init import THREAD_LEVELS, init_mpi
 
 
 def add_parser(sub: Any) -> None:
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.panel import Panel
     from rich.table import Table
 
-    from fabricprobe import provenance, topology
+    from fabricprobe.mpienv import provenance, topology
 
     MPI = init_mpi(args.thread_level)
     comm = MPI.COMM_WORLD

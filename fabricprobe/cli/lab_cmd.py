@@ -78,9 +78,9 @@ def run_up(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from fabricprobe.lab import launch, network, state
-    from fabricprobe.lab.spec import LabSpec, parse_rate
+    from fabricprobe.lab.config import LabConfig, parse_rate
 
-    spec = LabSpec(args.name, args.hosts, args.ranks_per_host, parse_rate(args.rate), args.subnet,
+    spec = LabConfig(args.name, args.hosts, args.ranks_per_host, parse_rate(args.rate), args.subnet,
                    machine_cores=os.cpu_count() or 0)
     network.preflight()
     vendor = _vendor()
@@ -150,7 +150,7 @@ def run_status(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from fabricprobe.lab import network, throughput
-    from fabricprobe.lab.spec import format_rate
+    from fabricprobe.lab.config import format_rate
 
     spec, vendor = _loaded(args.name)
     links = network.link_state(spec)

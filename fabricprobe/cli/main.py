@@ -11,12 +11,22 @@ import sys
 import time
 import traceback
 
-from fabricprobe import __version__
-from fabricprobe.cli import compare_cmd, info_cmd, lab_cmd, model_cmd, plot_cmd, report_cmd, sweep_cmd, train_cmd, tune_cmd
+from fabricprobe.cli import (
+    compare_cmd,
+    info_cmd,
+    lab_cmd,
+    model_cmd,
+    plot_cmd,
+    report_cmd,
+    sweep_cmd,
+    train_cmd,
+    tune_cmd,
+)
 from fabricprobe.cli.output import error_line, is_root
 from fabricprobe.cli.parser import HelpFormatter, Parser
 from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
-from fabricprobe.launch import launched_by_mpiexec
+from fabricprobe.mpienv.launcher import launched_by_mpiexec
+from fabricprobe.version import __version__
 
 NON_ROOT_EXIT_DELAY_S = 1.5
 

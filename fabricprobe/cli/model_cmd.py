@@ -58,10 +58,10 @@ def run(args: argparse.Namespace) -> int:
 
     from fabricprobe import collectives as registry
     from fabricprobe.console import make_console
-    from fabricprobe.model.analysis import at_scale, compare, run_shape
-    from fabricprobe.model.fit import fit_run
-    from fabricprobe.model.sparse_analysis import compare_sparse, crossover_at_scale
-    from fabricprobe.model.render import render, to_json
+    from fabricprobe.costmodel.analysis import at_scale, compare, run_shape
+    from fabricprobe.costmodel.fit import fit_run
+    from fabricprobe.costmodel.render import render, to_json
+    from fabricprobe.costmodel.sparse_analysis import compare_sparse, crossover_at_scale
     from fabricprobe.store import load_runs, select_run
 
     colls = choice_list(args.collectives, MODELLED, "collective")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from fabricprobe.launch import env_rank
+from fabricprobe.mpienv.launcher import env_rank
 
 _rank: int | None = None
 

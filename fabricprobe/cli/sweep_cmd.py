@@ -10,17 +10,17 @@ from fabricprobe import collectives
 from fabricprobe.cli.options import choice_list
 from fabricprobe.cli.output import set_rank, warn_line
 from fabricprobe.cli.parser import HelpFormatter
-from fabricprobe.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig, differing_fields
-from fabricprobe.datatypes import DTYPES, OPS
+from fabricprobe.engine.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig, differing_fields
+from fabricprobe.engine.device_point import DeviceContext
+from fabricprobe.engine.gpudirect import GPUDIRECT, direct_reason
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
-from fabricprobe.launch import launched_by_mpiexec
-from fabricprobe.device_point import DeviceContext
-from fabricprobe.gpudirect import GPUDIRECT, direct_reason
-from fabricprobe.loops import MODES
 from fabricprobe.memory import BUFFER_KINDS
-from fabricprobe.mpi_setup import THREAD_LEVELS, init_mpi
+from fabricprobe.mpienv.datatypes import DTYPES, OPS
+from fabricprobe.mpienv.init import THREAD_LEVELS, init_mpi
+from fabricprobe.mpienv.launcher import launched_by_mpiexec
+from fabricprobe.mpienv.topology import parse_ranks_per_node
 from fabricprobe.sizes import parse_size, size_list, size_range
-from fabricprobe.topology import parse_ranks_per_node
+from fabricprobe.timing.loops import MODES
 
 DEFAULT_OUTPUT = "fabricprobe.h5"
 
@@ -290,12 +290,12 @@ def peak_rss_mib() -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fabricprobe import provenance, topology
     from fabricprobe.console import make_console
+    from fabricprobe.engine.sweep import execute
+    from fabricprobe.mpienv import provenance, topology
     from fabricprobe.report.tables import render_run
     from fabricprobe.store import ResultsWriter, check_output_path, load_runs, select_run
     from fabricprobe.store.schema import STATUS_COMPLETE, STATUS_INTERRUPTED
-    from fabricprobe.sweep import execute
 
     if args.resume and args.output:
         raise UsageError("--resume continues a run in its own file; do not combine it with -o/--output")

@@ -10,7 +10,7 @@ from typing import Any
 
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
-from fabricprobe.mpi_setup import THREAD_LEVELS
+from fabricprobe.mpienv.init import THREAD_LEVELS
 
 
 def _positive_int(text: str) -> int:
@@ -105,15 +105,15 @@ def run(args: argparse.Namespace) -> int:
     from trainers.data import load
 
     opts = _options(args)
-    from fabricprobe.launch import env_rank
+    from fabricprobe.mpienv.launcher import env_rank
 
     if env_rank() == 0:
         check_output_path(args.output)
     data = load(opts.dataset, dtype=opts.dtype, seed=opts.seed, samples=opts.samples)
     if opts.batch > data.y_train.size:
         raise UsageError(f"invalid --batch {opts.batch}: the training set has {data.y_train.size} samples")
-    from fabricprobe import provenance, topology
-    from fabricprobe.mpi_setup import init_mpi
+    from fabricprobe.mpienv import provenance, topology
+    from fabricprobe.mpienv.init import init_mpi
 
     MPI = init_mpi(args.thread_level)
     comm = MPI.COMM_WORLD

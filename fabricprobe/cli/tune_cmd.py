@@ -64,7 +64,7 @@ def add_parser(sub: Any) -> None:
 def run_sweep(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from fabricprobe.launch import launched_by_mpiexec
+    from fabricprobe.mpienv.launcher import launched_by_mpiexec
     from fabricprobe.sizes import size_list
     from fabricprobe.tuning.measure import default_comm_sizes, measure
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from fabricprobe import topology
 from fabricprobe.collectives.allreduce_rabenseifner import allreduce_rabenseifner
 from fabricprobe.collectives.allreduce_recursive_doubling import allreduce_recursive_doubling
 from fabricprobe.collectives.allreduce_ring import allreduce_ring
 from fabricprobe.collectives.base import Algorithm, register
 from fabricprobe.collectives.common import block_displacements, displacements_from_counts
 from fabricprobe.collectives.ring import allgather_ring, reduce_scatter_ring
+from fabricprobe.mpienv import topology
 
 INTER = {"ring": allreduce_ring, "rabenseifner": allreduce_rabenseifner, "recursive_doubling": allreduce_recursive_doubling}
 

@@ -4,11 +4,11 @@ within each node. Only one rank per node talks to the fabric."""
 
 from __future__ import annotations
 
-from fabricprobe import topology
 from fabricprobe.collectives.allreduce_ring import allreduce_ring
 from fabricprobe.collectives.base import Algorithm, register
 from fabricprobe.collectives.binomial import bcast_binomial, reduce_binomial
 from fabricprobe.collectives.common import start
+from fabricprobe.mpienv import topology
 
 
 def allreduce_single_leader(comm, sendbuf, recvbuf, op, root=0) -> None:

@@ -6,7 +6,7 @@ ever sees Batches, so it times, checks and stores an algorithm without knowing w
 
 Hand-written algorithms are plain functions with one signature,
     run(comm, sendbuf, recvbuf, op, root) -> None
-where sendbuf is None for an in-place call and op is a name from fabricprobe.datatypes.OPS.
+where sendbuf is None for an in-place call and op is a name from fabricprobe.mpienv.datatypes.OPS.
 """
 
 from __future__ import annotations
@@ -17,17 +17,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from fabricprobe import loops
 from fabricprobe.specs.base import Case
+from fabricprobe.timing.batch import Batch, TimerUnavailable, python_batch
 
-Batch = Callable[[np.ndarray, int], None]
 RunFn = Callable[[Any, Optional[np.ndarray], np.ndarray, str, int], None]
 
 LIBRARY = "library"
-
-
-class TimerUnavailable(Exception):
-    """The requested timer cannot time this algorithm (e.g. native for a Python algorithm)."""
 
 
 @dataclass(frozen=True)
@@ -57,17 +52,6 @@ class Algorithm:
         if timer == "native":
             raise TimerUnavailable(f"{self.collective}/{self.name} is written in Python; it has no native timer")
         return python_batch(partial(self.run, case.comm, case.send, case.recv, case.op, case.root), case.comm)
-
-
-def python_batch(call: Callable[[], object], comm: Any) -> Batch:
-    from mpi4py import MPI
-
-    barrier, wtime = comm.Barrier, MPI.Wtime
-
-    def batch(out: np.ndarray, mode: int) -> None:
-        loops.python_timed_calls(call, barrier, wtime, mode, out)
-
-    return batch
 
 
 _REGISTRY: dict[tuple[str, str], Algorithm] = {}

@@ -10,8 +10,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fabricprobe.buffers import aligned_empty
 from fabricprobe.memory import memory_of
+from fabricprobe.memory.host import aligned_empty
 
 # Offsets are tuples of Python ints, cached: at small sizes the algorithms' own bookkeeping is
 # timed along with their messages, and numpy arrays of a few offsets cost microseconds.

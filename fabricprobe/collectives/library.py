@@ -12,11 +12,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fabricprobe import loops, native
-from fabricprobe.collectives.base import LIBRARY, Algorithm, Batch, python_batch, register
-from fabricprobe.datatypes import mpi_datatype, mpi_op
+from fabricprobe.collectives.base import LIBRARY, Algorithm, register
+from fabricprobe.mpienv.datatypes import mpi_datatype, mpi_op
 from fabricprobe.specs import SPECS, pt2pt
 from fabricprobe.specs.base import Case
+from fabricprobe.timing import loops, native
+from fabricprobe.timing.batch import Batch, python_batch
 
 
 class MPICallError(RuntimeError):

@@ -1,6 +1,6 @@
 """NCCL's own collectives through CuPy's bindings (cupy.cuda.nccl): the baseline a GPU training job
 uses instead of MPI. Runs on CuPy buffers when every rank of the communicator has its own GPU; NCCL
-refuses two ranks on one GPU, so such points are recorded as not runnable (fabricprobe.point asks
+refuses two ranks on one GPU, so such points are recorded as not runnable (fabricprobe.engine.point asks
 `unusable_reason` first). The NCCL communicator is made once per MPI communicator, its unique id
 broadcast over MPI.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.comm_cache import per_communicator
+from fabricprobe.mpienv.comm_cache import per_communicator
 from fabricprobe.specs.base import Case
 
 COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")

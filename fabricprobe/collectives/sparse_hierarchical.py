@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabricprobe import topology
 from fabricprobe.collectives import sparse_state as st
 from fabricprobe.collectives.base import Algorithm, register
 from fabricprobe.collectives.common import block_displacements
 from fabricprobe.collectives.sparse_recursive import recursive_exchange
+from fabricprobe.mpienv import topology
 from fabricprobe.sparse import traffic
 
 

@@ -10,14 +10,14 @@ import shlex
 import sys
 from pathlib import Path
 
+from fabricprobe.lab.config import LabConfig
 from fabricprobe.lab.network import IFACE
-from fabricprobe.lab.spec import LabSpec
 from fabricprobe.lab.state import ENV_VAR, directory, spec_path
 
 OPEN_MPI, MPICH = "Open MPI", "MPICH"
 
 
-def agent_script(spec: LabSpec) -> str:
+def agent_script(spec: LabConfig) -> str:
     hosts = " ".join(spec.host_names)
     # Launchers call `AGENT [options] HOST COMMAND...`; options (ssh's -x, -q) are skipped, the command
     # may arrive as one string or many words, so it is re-read by a shell, as sshd would.
@@ -30,7 +30,7 @@ exec ip netns exec "$host" unshare --uts -- sh -c 'hostname "$0" && eval "$*"' "
 """
 
 
-def mpiexec_options(spec: LabSpec, vendor: str, agent: str) -> list[str]:
+def mpiexec_options(spec: LabConfig, vendor: str, agent: str) -> list[str]:
     hosts = ",".join(f"{h}:{spec.ranks_per_host}" for h in spec.host_names)
     if vendor == OPEN_MPI:
         return ["--host", hosts, "--mca", "plm_rsh_agent", agent,
@@ -43,7 +43,7 @@ def mpiexec_options(spec: LabSpec, vendor: str, agent: str) -> list[str]:
     raise ValueError(f"no lab launch line for {vendor}")
 
 
-def mpiexec_script(spec: LabSpec, vendor: str, real_mpiexec: str) -> str:
+def mpiexec_script(spec: LabConfig, vendor: str, real_mpiexec: str) -> str:
     agent = str(directory(spec.name) / "agent")
     opts = " ".join(shlex.quote(o) for o in mpiexec_options(spec, vendor, agent))
     host0 = spec.host_names[0]
@@ -61,7 +61,7 @@ def default_mpiexec() -> str:
     return str(Path(sys.executable).parent / "mpiexec")
 
 
-def run_argv(spec: LabSpec, nranks: int, fabricprobe_args: list[str]) -> list[str]:
+def run_argv(spec: LabConfig, nranks: int, fabricprobe_args: list[str]) -> list[str]:
     """The command `lab run` executes. Subcommands that launch their own jobs (tune-sweep, tune
     --verify) run here and are handed the wrapper as their --mpiexec; the rest run under it."""
     wrapper = str(directory(spec.name) / "mpiexec")

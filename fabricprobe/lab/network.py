@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from fabricprobe.errors import UsageError
-from fabricprobe.lab.spec import LabSpec
+from fabricprobe.lab.config import LabConfig
 
 IFACE = "lab0"  # the host side of every link, the same name in every host namespace
 BRIDGE = "br0"
@@ -75,13 +75,13 @@ def _shape(ns: str, dev: str, rate_bits: float) -> None:
           "rate", f"{int(rate_bits)}bit", "burst", str(tbf_burst(rate_bits)), "latency", TBF_LATENCY])
 
 
-def _hosts_file(spec: LabSpec) -> str:
+def _hosts_file(spec: LabConfig) -> str:
     lines = ["127.0.0.1 localhost"]
     lines += [f"{spec.address(i)} {h}" for i, h in enumerate(spec.host_names)]
     return "\n".join(lines) + "\n"
 
 
-def create(spec: LabSpec) -> None:
+def create(spec: LabConfig) -> None:
     """Build the lab's network from nothing (call remove() first)."""
     sw = spec.switch
     made: list[str] = []
@@ -143,7 +143,7 @@ def _qdisc_summary(text: str) -> str:
     return " ".join([kind, *rest]) if kind == "tbf" else kind
 
 
-def link_state(spec: LabSpec) -> dict[str, dict[str, str]]:
+def link_state(spec: LabConfig) -> dict[str, dict[str, str]]:
     """host -> {address, link up?, qdisc} as the system reports them now."""
     out = {}
     for host in spec.host_names:

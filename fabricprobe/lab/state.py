@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from fabricprobe.lab.spec import LabSpec
+from fabricprobe.lab.config import LabConfig
 
 STATE_ROOT = Path(os.environ.get("FABRICPROBE_LAB_STATE", "/run/fabricprobe-lab"))
 ENV_VAR = "FABRICPROBE_LAB"  # set for every rank a lab launches: the path of its lab.json
@@ -25,7 +25,7 @@ def spec_path(name: str) -> Path:
     return directory(name) / "lab.json"
 
 
-def save(spec: LabSpec, vendor: str, scripts: dict[str, str]) -> Path:
+def save(spec: LabConfig, vendor: str, scripts: dict[str, str]) -> Path:
     """Write lab.json and the scripts atomically enough: a half-written lab.json is never read."""
     d = directory(spec.name)
     d.mkdir(parents=True, exist_ok=True)
@@ -40,11 +40,11 @@ def save(spec: LabSpec, vendor: str, scripts: dict[str, str]) -> Path:
     return spec_path(spec.name)
 
 
-def load(name: str) -> tuple[LabSpec, str] | None:
+def load(name: str) -> tuple[LabConfig, str] | None:
     """(spec, MPI vendor) of lab `name`, or None when it was never set up (or its state is unreadable)."""
     try:
         record = json.loads(spec_path(name).read_text())
-        return LabSpec.from_dict(record), record.get("mpi_vendor", "")
+        return LabConfig.from_dict(record), record.get("mpi_vendor", "")
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from fabricprobe.lab.spec import LabSpec
+from fabricprobe.lab.config import LabConfig
 
 PORT = 47913
 _SERVER = """
@@ -31,7 +31,7 @@ c.close()
 """
 
 
-def measure(spec: LabSpec, src: int, dst: int, mib: int = 64) -> float:
+def measure(spec: LabConfig, src: int, dst: int, mib: int = 64) -> float:
     """Bit/s of one TCP stream from host `src` to host `dst` (receiver-timed)."""
     addr = spec.address(dst)
     server = subprocess.Popen(["ip", "netns", "exec", spec.host_names[dst], sys.executable, "-c", _SERVER,

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricprobe.engine.plan import EMPTY
 from fabricprobe.errors import UsageError
-from fabricprobe.plan import EMPTY
 from fabricprobe.store import Run, load_runs, select_run
 
 MATCH_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "transfer", "nranks",

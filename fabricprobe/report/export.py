@@ -9,13 +9,13 @@ import json
 import math
 from typing import Any
 
-from fabricprobe import __version__
-from fabricprobe.datatypes import numpy_dtype
-from fabricprobe.plan import EMPTY
+from fabricprobe.engine.plan import EMPTY
+from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.report.algorithms import device_label
 from fabricprobe.report.groups import group_series
 from fabricprobe.store import Run
 from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
+from fabricprobe.version import __version__
 
 _CONFIG_KEY = "config"
 

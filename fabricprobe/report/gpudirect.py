@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from fabricprobe.gpudirect import DIRECT, PIPELINED, STAGED
+from fabricprobe.engine.gpudirect import DIRECT, PIPELINED, STAGED
 from fabricprobe.report.units import percent, usec
 from fabricprobe.sizes import format_size
 

@@ -10,8 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from fabricprobe.datatypes import BYTE, NO_OP
-from fabricprobe.plan import EMPTY, PAIR_LABELS
+from fabricprobe.engine.plan import EMPTY, PAIR_LABELS
+from fabricprobe.mpienv.datatypes import BYTE, NO_OP
 from fabricprobe.report.algorithms import comparison_groups, comparison_table, device_label
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import ci_rel, group_series

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from fabricprobe.plan import EMPTY
+from fabricprobe.engine.plan import EMPTY
 from fabricprobe.store import Run
 
 

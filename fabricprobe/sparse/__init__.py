@@ -1,2 +1,2 @@
-"""Sparse vectors and what the sparse allreduce family needs around them: the wire format,
-traffic accounting, reference results, and error feedback."""
+"""Sparse vectors and what the sparse allreduce family needs around them: the wire format, traffic
+accounting and error feedback (reference results live in fabricprobe.oracle)."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabricprobe.sparse.reference import k_for
-from fabricprobe.sparse.vector import SparseVector
+from fabricprobe.sparse.vector import SparseVector, k_for
 
 
 class ErrorFeedback:

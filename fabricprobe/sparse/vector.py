@@ -19,6 +19,11 @@ _HEADER = 8
 DENSE = -1
 
 
+def k_for(n: int, density: float) -> int:
+    """Pairs each rank keeps: round(density·n), at least 1 (when n > 0), at most n."""
+    return 0 if n == 0 else int(min(n, max(1, round(density * n))))
+
+
 @dataclass
 class SparseVector:
     n: int  # dense length

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from fabricprobe.specs import (allgather, allreduce, alltoall, barrier, bcast, local, pt2pt, reduce, reduce_scatter,
-                               sparse)
+from fabricprobe.specs import (
+                               allgather,
+                               allreduce,
+                               alltoall,
+                               barrier,
+                               bcast,
+                               local,
+                               pt2pt,
+                               reduce,
+                               reduce_scatter,
+                               sparse,
+)
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
 SPECS: dict[str, CollectiveSpec] = {

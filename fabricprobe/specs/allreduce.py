@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabricprobe import patterns
+from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout, fill_reduction, reduction_expected
 
 

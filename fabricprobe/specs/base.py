@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fabricprobe import patterns
-from fabricprobe.buffers import POOL, BufferPool
+from fabricprobe.memory.host import POOL, BufferPool
+from fabricprobe.oracle import patterns
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabricprobe import patterns
+from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
 ROLE_INITIATOR = 0  # latency: pings; bw: sends

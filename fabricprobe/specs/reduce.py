@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fabricprobe import patterns
-from fabricprobe.buffers import POOL, BufferPool
+from fabricprobe.memory.host import POOL, BufferPool
+from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout, fill_reduction, reduction_expected
 
 

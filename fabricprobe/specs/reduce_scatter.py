@@ -5,8 +5,8 @@ Sized as nccl-tests does: the reported size is the whole input buffer (count × 
 
 from __future__ import annotations
 
-from fabricprobe import patterns
-from fabricprobe.buffers import POOL, BufferPool
+from fabricprobe.memory.host import POOL, BufferPool
+from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout, fill_reduction, reduction_expected
 
 

@@ -4,16 +4,16 @@ local top-k selection that produces those pairs.
 The pairs are selected outside the timed region: the sparse points time the communication and
 summation of already-selected pairs, and topk_local times the selection on its own, so the two
 can be read side by side. The result is sparse or dense (docs/sparse.md); validation densifies it
-and compares with fabricprobe.sparse.reference for the algorithm's semantics.
+and compares with fabricprobe.oracle.sparse_reference for the algorithm's semantics.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from fabricprobe.buffers import POOL, BufferPool
-from fabricprobe.sparse import reference
-from fabricprobe.sparse.vector import SparseResult, SparseVector
+from fabricprobe.memory.host import POOL, BufferPool
+from fabricprobe.oracle import sparse_reference
+from fabricprobe.sparse.vector import SparseResult, k_for
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
 
@@ -36,13 +36,13 @@ class SparseAllreduce(CollectiveSpec):
 
     def prepare(self, case: Case) -> None:
         if case.send is None:  # algorithms are bound to this object: made once per point
-            k = reference.k_for(case.count, case.density)
-            case.send = reference.sparsified(case.rank, case.count, case.dtype, k)
+            k = k_for(case.count, case.density)
+            case.send = sparse_reference.sparsified(case.rank, case.count, case.dtype, k)
         case.recv.clear()
 
     def results(self, case: Case):
-        k = reference.k_for(case.count, case.density)
-        want = reference.expected(case.semantics, case.nranks, case.count, case.dtype, k)
+        k = k_for(case.count, case.density)
+        want = sparse_reference.expected(case.semantics, case.nranks, case.count, case.dtype, k)
         return [(case.recv.to_dense(), want)]
 
 
@@ -62,10 +62,10 @@ class TopkLocal(CollectiveSpec):
 
     def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
         case.send = pool.get("send", case.count, case.dtype, case.hugepages)
-        case.recv = pool.get("topk", reference.k_for(case.count, case.density), np.int64)
+        case.recv = pool.get("topk", k_for(case.count, case.density), np.int64)
 
     def prepare(self, case: Case) -> None:
-        case.send[:] = reference.gradient(case.rank, case.count, case.dtype)
+        case.send[:] = sparse_reference.gradient(case.rank, case.count, case.dtype)
         case.recv.fill(-1)
 
     def results(self, case: Case):
@@ -74,7 +74,7 @@ class TopkLocal(CollectiveSpec):
         chosen = case.recv
         if k and (chosen.min() < 0 or chosen.max() >= case.count or np.unique(chosen).size != k):
             return [(np.zeros(k), np.ones(k))]  # invalid, repeated or unwritten indices
-        want = SparseVector.top_k(case.send, k).val
+        want = sparse_reference.top_k(case.send, k).val
         got = case.send[chosen] if k else want
         return [(np.sort(np.abs(got)), np.sort(np.abs(want)))]
 

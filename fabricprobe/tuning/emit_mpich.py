@@ -123,7 +123,7 @@ def guarded(collective: str, algorithm: str, leaf: dict, fallback: dict) -> dict
 def loaded_libmpi() -> Path:
     """The libmpi mpi4py loads here (found by loading it, without initialising MPI)."""
     code = ("import mpi4py; mpi4py.rc.initialize = False\nfrom mpi4py import MPI\n"
-            "from fabricprobe.mpi_setup import loaded_libmpi_paths\nprint(loaded_libmpi_paths()[0])")
+            "from fabricprobe.mpienv.init import loaded_libmpi_paths\nprint(loaded_libmpi_paths()[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     if out.returncode != 0 or not out.stdout.strip():
         raise UsageError("could not find the libmpi that mpi4py loads")

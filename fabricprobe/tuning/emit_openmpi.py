@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fabricprobe import __version__
 from fabricprobe.tuning.choose import Range, Table
 from fabricprobe.tuning.libraries import DEFAULT, OMPI_IDS, OMPI_NAMES, OpenMPI
+from fabricprobe.version import __version__
 
 JSON_NAMES = {"allreduce": "allreduce", "bcast": "bcast", "reduce": "reduce", "allgather": "allgather",
               "reduce_scatter": "reducescatterblock", "alltoall": "alltoall"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from fabricprobe import __version__
 from fabricprobe.tuning.choose import Table
 from fabricprobe.tuning.libraries import DEFAULT
+from fabricprobe.version import __version__
 
 FORMAT = "fabricprobe-selection"
 VERSION = 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabricprobe.errors import UsageError
-from fabricprobe.mpi_setup import identify_library
+from fabricprobe.mpienv.library import identify_library
 from fabricprobe.tuning.libraries import Library, Variant, for_vendor
 
 

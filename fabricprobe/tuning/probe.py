@@ -22,8 +22,8 @@ import sys
 import mpi4py
 
 mpi4py.rc.thread_level = "single"
-from mpi4py import MPI  # noqa: E402
 import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 WARMUP = 12
 

@@ -19,11 +19,12 @@ from functools import partial
 import mpi4py
 
 mpi4py.rc.thread_level = "single"
-from mpi4py import MPI  # noqa: E402
 import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
-from fabricprobe import collectives, topology  # noqa: E402
-from fabricprobe.datatypes import DTYPES, OPS, mpi_op  # noqa: E402
+from fabricprobe import collectives  # noqa: E402
+from fabricprobe.mpienv import topology  # noqa: E402
+from fabricprobe.mpienv.datatypes import DTYPES, OPS, mpi_op  # noqa: E402
 
 REDUCING = ("allreduce", "reduce", "reduce_scatter")
 COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
@@ -67,12 +68,13 @@ DEVICE = None  # (DeviceContext, transfer) with --buffer
 
 
 def run_on_device(coll: str, algorithm, comm, send, recv, op: str, root: int) -> None:
-    """The algorithm on device twins of send/recv, through the sweep's own device path (fabricprobe.device_point)."""
+    """The algorithm on device twins of send/recv, through the sweep's own device path (fabricprobe.engine.device_point)."""
     from types import SimpleNamespace
 
-    from fabricprobe import device_point, loops
-    from fabricprobe.datatypes import numpy_dtype
+    from fabricprobe.engine import device_point
+    from fabricprobe.mpienv.datatypes import numpy_dtype
     from fabricprobe.specs.base import Case, Layout
+    from fabricprobe.timing import loops
 
     ctx, transfer = DEVICE
     count = recv.size // comm.size if coll == "allgather" else (recv.size if coll != "reduce_scatter" else
@@ -161,7 +163,7 @@ def main() -> int:
     p = comm.size
     if args.buffer != "host":
         global DEVICE
-        from fabricprobe.device_point import DeviceContext
+        from fabricprobe.engine.device_point import DeviceContext
         from fabricprobe.memory import memory_for
 
         DEVICE = (DeviceContext(memory_for(args.buffer), "", args.stage_chunk), args.transfer)

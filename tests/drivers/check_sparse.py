@@ -1,5 +1,5 @@
 """Run under mpiexec: every sparse allreduce algorithm against its definition
-(fabricprobe.sparse.reference): exact variants = Σ_r topk(g_r), gTop-k = the butterfly with
+(fabricprobe.oracle.sparse_reference): exact variants = Σ_r topk(g_r), gTop-k = the butterfly with
 re-selection to k, computed independently in numpy.
 
     mpiexec -n P python tests/drivers/check_sparse.py [--ranks-per-node 3,3,2]
@@ -18,26 +18,27 @@ import sys
 import mpi4py
 
 mpi4py.rc.thread_level = "single"
-from mpi4py import MPI  # noqa: E402
 import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
-from fabricprobe import collectives, topology  # noqa: E402
-from fabricprobe.sparse import reference  # noqa: E402
+from fabricprobe import collectives  # noqa: E402
+from fabricprobe.mpienv import topology  # noqa: E402
+from fabricprobe.oracle import sparse_reference  # noqa: E402
 from fabricprobe.sparse.vector import SparseResult, SparseVector  # noqa: E402
 
 
 def inputs_for(kind: str, n: int, dtype, p: int):
     if kind == "pattern":
-        return lambda r: reference.gradient(r, n, dtype, salt=3)
+        return lambda r: sparse_reference.gradient(r, n, dtype, salt=3)
     if kind == "same":
-        return lambda r: reference.gradient(0, n, dtype, salt=5)
+        return lambda r: sparse_reference.gradient(0, n, dtype, salt=5)
     if kind == "zeros":
         return lambda r: np.zeros(n, dtype)
 
     def disjoint(r):  # rank r's nonzeros only in its own block of the index space
         v = np.zeros(n, dtype)
         lo, hi = r * n // p, (r + 1) * n // p
-        v[lo:hi] = reference.gradient(r, hi - lo, dtype) + 101  # all nonzero
+        v[lo:hi] = sparse_reference.gradient(r, hi - lo, dtype) + 101  # all nonzero
         return v
     return disjoint
 
@@ -79,7 +80,7 @@ def main() -> int:
                         try:
                             algorithm.run(comm, send, result, "sum", 0)
                             got = result.to_dense()
-                            want = reference.expected(algorithm.semantics, p, n, dtype, k, inputs)
+                            want = sparse_reference.expected(algorithm.semantics, p, n, dtype, k, inputs)
                             bad = np.flatnonzero(~np.isclose(got, want, rtol=0, atol=0, equal_nan=False))
                             if bad.size:
                                 i = int(bad[0])

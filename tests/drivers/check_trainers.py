@@ -11,14 +11,14 @@ import sys
 import mpi4py
 
 mpi4py.rc.thread_level = "single"
-from mpi4py import MPI  # noqa: E402
 import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 from trainers.core import Options, run  # noqa: E402
 from trainers.data import batches, load  # noqa: E402
 from trainers.dp_sgd import DPSGD  # noqa: E402
 from trainers.hybrid import Hybrid  # noqa: E402
-from trainers.model import MLP, gradient_sum  # noqa: E402
+from trainers.mlp import MLP, gradient_sum  # noqa: E402
 
 
 def main() -> int:

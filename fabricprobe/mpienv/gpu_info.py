@@ -12,7 +12,7 @@ import ctypes
 import os
 from typing import Any
 
-from fabricprobe.mpi_setup import loaded_libmpi_paths
+from fabricprobe.mpienv.library import loaded_libmpi_paths
 
 MPIX_GPU_SUPPORT_CUDA = 0
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from fabricprobe.model.formulas import Cost, _lg, _pof2
-from fabricprobe.model.params import Params
+from fabricprobe.costmodel.formulas import Cost, _lg, _pof2
+from fabricprobe.costmodel.params import Params
 
 _HEADER = 8
 

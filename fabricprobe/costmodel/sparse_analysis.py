@@ -12,10 +12,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricprobe.datatypes import numpy_dtype
-from fabricprobe.model.fit import Fitted
-from fabricprobe.model.formulas import predict
-from fabricprobe.model.sparse_formulas import crossover_density, predict_sparse, supported
+from fabricprobe.costmodel.fit import Fitted
+from fabricprobe.costmodel.formulas import predict
+from fabricprobe.costmodel.sparse_formulas import crossover_density, predict_sparse, supported
+from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.report.sparse import crossover_density as measured_crossover
 
 DENSE_ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner")

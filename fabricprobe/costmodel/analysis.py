@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from fabricprobe.collectives import LIBRARY
-from fabricprobe.model.crossover import best, crossovers, measured_crossovers
-from fabricprobe.model.fit import Fitted
-from fabricprobe.model.formulas import predict, supported
+from fabricprobe.costmodel.crossover import best, crossovers, measured_crossovers
+from fabricprobe.costmodel.fit import Fitted
+from fabricprobe.costmodel.formulas import predict, supported
 from fabricprobe.report.algorithms import comparison_groups
 
 SCALE_SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]

@@ -9,7 +9,7 @@
                reduce, bcast)
 
 `--gpudirect on` measures direct, `off` staged and pipelined, `both` all three. Direct is claimed only
-when the library says it is CUDA-aware (fabricprobe.gpu_info); otherwise its points are recorded as
+when the library says it is CUDA-aware (fabricprobe.mpienv.gpu_info); otherwise its points are recorded as
 not runnable with the reason, never silently staged.
 """
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from fabricprobe import topology
-from fabricprobe.comm_cache import per_communicator
 from fabricprobe.memory import on_device
+from fabricprobe.mpienv import topology
+from fabricprobe.mpienv.comm_cache import per_communicator
 from fabricprobe.specs.base import Case, Layout
 
 DIRECT, STAGED, PIPELINED = "direct", "staged", "pipelined"

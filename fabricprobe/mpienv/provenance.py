@@ -10,10 +10,13 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from fabricprobe import __version__, gpu_info, native
 from fabricprobe.lab import state as lab_state
-from fabricprobe.mpi_setup import library_info, provided_thread_level
-from fabricprobe.topology import Topology
+from fabricprobe.mpienv import gpu_info
+from fabricprobe.mpienv.init import provided_thread_level
+from fabricprobe.mpienv.library import library_info
+from fabricprobe.mpienv.topology import Topology
+from fabricprobe.timing import native
+from fabricprobe.version import __version__
 
 ENV_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "PMIX_MCA_", "MPIR_CVAR_", "MPICH_", "I_MPI_", "UCX_", "FI_",
                 "NCCL_", "HYDRA_", "MPI4PY_", "FABRICPROBE_")

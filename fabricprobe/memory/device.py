@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fabricprobe.buffers import aligned_empty
+from fabricprobe.memory.host import aligned_empty
 
 BUFFER_KINDS = ("host", "cupy", "numba")
 

@@ -8,17 +8,19 @@ from typing import Any
 
 import numpy as np
 
-from fabricprobe import collectives, device_point, faults, harness, loops, native
-from fabricprobe.config import SweepConfig
-from fabricprobe.datatypes import numpy_dtype
-from fabricprobe.plan import EMPTY, PointSpec, pair_ranks
+from fabricprobe import collectives
+from fabricprobe.engine import device_point, faults, harness
+from fabricprobe.engine.config import SweepConfig
+from fabricprobe.engine.device_point import DeviceContext
+from fabricprobe.engine.plan import EMPTY, PointSpec, pair_ranks
+from fabricprobe.engine.stats import bandwidths, summarize
+from fabricprobe.mpienv.datatypes import numpy_dtype
+from fabricprobe.mpienv.topology import Topology
 from fabricprobe.sparse import traffic
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
-from fabricprobe.stats import bandwidths, summarize
-from fabricprobe.device_point import DeviceContext
 from fabricprobe.store.schema import POINT_ERROR, POINT_NOT_RUNNABLE, POINT_OK, POINT_WRONG
-from fabricprobe.topology import Topology
+from fabricprobe.timing import loops, native
 
 
 @dataclass

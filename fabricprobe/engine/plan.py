@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabricprobe import collectives, gpudirect
-from fabricprobe.config import SweepConfig
-from fabricprobe.datatypes import BYTE, NO_OP, numpy_dtype
+from fabricprobe import collectives
+from fabricprobe.engine import gpudirect
+from fabricprobe.engine.config import SweepConfig
+from fabricprobe.mpienv.datatypes import BYTE, NO_OP, numpy_dtype
+from fabricprobe.mpienv.topology import Topology
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Layout
-from fabricprobe.topology import Topology
 
 EMPTY = "empty"  # the harness floor: a timed region with nothing in it
 PAIR_LABELS = {"intra": "intra-node", "inter": "inter-node", "all": "all pairs"}

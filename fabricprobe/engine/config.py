@@ -59,7 +59,7 @@ class SweepConfig:
     point_timeout: float = 120.0
     hugepages: bool = False
     buffer: str = "host"  # host, cupy or numba (fabricprobe.memory)
-    gpudirect: str = "both"  # device buffers: on, off or both (fabricprobe.gpudirect)
+    gpudirect: str = "both"  # device buffers: on, off or both (fabricprobe.engine.gpudirect)
     stage_chunk: int = 1 << 20  # bytes per chunk of the pipelined staging
     assume_cuda_aware: bool = False  # claim direct points although the library does not say it is CUDA-aware
     quick: bool = False

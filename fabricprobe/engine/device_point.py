@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from fabricprobe import gpudirect, kernels
-from fabricprobe.collectives import Algorithm, Batch
-from fabricprobe.collectives.base import python_batch
+from fabricprobe import kernels
+from fabricprobe.collectives import Algorithm
+from fabricprobe.engine import gpudirect
 from fabricprobe.sparse.vector import INDEX, SparseResult, SparseVector
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
+from fabricprobe.timing.batch import Batch, python_batch
 
 
 @dataclass(frozen=True)

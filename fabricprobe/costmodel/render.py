@@ -7,8 +7,8 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from fabricprobe.model.analysis import Comparison, ScalePrediction
-from fabricprobe.model.fit import Fitted
+from fabricprobe.costmodel.analysis import Comparison, ScalePrediction
+from fabricprobe.costmodel.fit import Fitted
 from fabricprobe.report.export import json_safe
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size

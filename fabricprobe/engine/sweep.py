@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fabricprobe import native
-from fabricprobe.config import SweepConfig
-from fabricprobe.device_point import DeviceContext
+from fabricprobe.engine.config import SweepConfig
+from fabricprobe.engine.device_point import DeviceContext
+from fabricprobe.engine.plan import make_plan
+from fabricprobe.engine.point import run_point
+from fabricprobe.engine.progress import SweepProgress
+from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG
-from fabricprobe.plan import make_plan
-from fabricprobe.point import run_point
-from fabricprobe.progress import SweepProgress
+from fabricprobe.mpienv.topology import Topology
 from fabricprobe.store import ResultsWriter
 from fabricprobe.store.schema import STATUS_ABORTED
-from fabricprobe.topology import Topology
-from fabricprobe.watchdog import Watchdog
+from fabricprobe.timing import native
 
 
 @dataclass
@@ -83,7 +83,7 @@ def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: Re
 
 def _sub_communicators(comm: Any, sizes: list[int], MPI: Any) -> dict[int, tuple[Any, Topology | None]]:
     """size -> (communicator of the first `size` ranks, its topology), or (None, None) on other ranks."""
-    from fabricprobe import topology
+    from fabricprobe.mpienv import topology
 
     out: dict[int, tuple[Any, Topology | None]] = {}
     for size in sizes:

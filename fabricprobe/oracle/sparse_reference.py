@@ -1,6 +1,6 @@
-"""What sparse allreduce results must be, computed independently of the algorithms (plain numpy
-for merges and re-selection; only the per-rank top-k uses the selection kernel, which is tested
-against a sort on its own).
+"""What sparse allreduce results must be, computed independently of the algorithms and kernels: plain
+numpy for the per-rank top-k (a lexicographic sort on magnitude, then index), the merges, the
+re-selection and MPICH's fold, so a wrong selection kernel or a wrong fold cannot agree with itself.
 
 Inputs are deterministic "gradients" of small integers in [−100, 100] with many equal magnitudes and
 zeros, so every sum is exact and tie-breaking (lowest index first) is exercised all the time.
@@ -8,11 +8,10 @@ zeros, so every sum is exact and tie-breaking (lowest index first) is exercised 
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import Callable
 
-from fabricprobe.collectives.halving_doubling import Fold
+import numpy as np
+
 from fabricprobe.sparse.vector import SparseVector
 
 Inputs = Callable[[int], np.ndarray]  # rank -> that rank's dense vector
@@ -23,13 +22,25 @@ def gradient(rank: int, n: int, dtype: np.dtype, salt: int = 0) -> np.ndarray:
     return (((i * 7919 + rank * 104729 + salt * 31) % 201) - 100).astype(dtype)
 
 
-def k_for(n: int, density: float) -> int:
-    """Pairs each rank keeps: round(density·n), at least 1 (when n > 0), at most n."""
-    return 0 if n == 0 else int(min(n, max(1, round(density * n))))
+def top_k(dense: np.ndarray, k: int) -> SparseVector:
+    """The k largest magnitudes of `dense` (ties: lowest index first), index-sorted, by a full sort."""
+    k = min(max(k, 0), dense.size)
+    order = np.lexsort((np.arange(dense.size), -np.abs(dense.astype(np.float64))))[:k]
+    idx = np.sort(order)
+    return SparseVector(dense.size, idx.astype(np.int32), dense[idx].copy())
+
+
+def survivors(nranks: int) -> list[tuple[int, ...]]:
+    """MPICH's fold for p not a power of two: the ranks each of the p' survivors carries (the first
+    2r ranks pair up, the rest carry themselves), written out here rather than taken from the
+    algorithms' own Fold."""
+    pof2 = 1 << (nranks.bit_length() - 1)
+    rem = nranks - pof2
+    return [(2 * q, 2 * q + 1) if q < rem else (q + rem,) for q in range(pof2)]
 
 
 def sparsified(rank: int, n: int, dtype: np.dtype, k: int) -> SparseVector:
-    return SparseVector.top_k(gradient(rank, n, dtype), k)
+    return top_k(gradient(rank, n, dtype), k)
 
 
 def _default(n: int, dtype: np.dtype) -> Inputs:
@@ -41,7 +52,7 @@ def exact_sum(nranks: int, n: int, dtype: np.dtype, k: int, inputs: Inputs | Non
     inputs = inputs or _default(n, dtype)
     total = np.zeros(n, dtype)
     for r in range(nranks):
-        sv = SparseVector.top_k(inputs(r), k)
+        sv = top_k(inputs(r), k)
         np.add.at(total, sv.idx, sv.val)
     return total
 
@@ -69,21 +80,20 @@ def gtopk(nranks: int, n: int, dtype: np.dtype, k: int, inputs: Inputs | None = 
     inputs = inputs or _default(n, dtype)
     states = {}
     for r in range(nranks):
-        sv = SparseVector.top_k(inputs(r), k)
+        sv = top_k(inputs(r), k)
         states[r] = (sv.idx.astype(np.int64), sv.val)
-    fold = Fold.of(0, nranks)
-    survivors = {}
-    for newrank in range(fold.pof2):
-        ranks = fold.represented(newrank)
+    carried = survivors(nranks)
+    folded = {}
+    for newrank, ranks in enumerate(carried):
         state = states[ranks[-1]]
         if len(ranks) == 2:
             state = _merge(state, states[ranks[0]], k)
-        survivors[newrank] = state
+        folded[newrank] = state
     mask = 1
-    while mask < fold.pof2:
-        survivors = {q: _merge(survivors[q], survivors[q ^ mask], k) for q in survivors}
+    while mask < len(carried):
+        folded = {q: _merge(folded[q], folded[q ^ mask], k) for q in folded}
         mask <<= 1
-    idx, val = survivors[0]
+    idx, val = folded[0]
     dense = np.zeros(n, dtype)
     dense[idx] = val
     return dense

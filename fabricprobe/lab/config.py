@@ -38,7 +38,7 @@ def format_rate(bits: float) -> str:
 
 
 @dataclass(frozen=True)
-class LabSpec:
+class LabConfig:
     name: str  # prefix of everything the lab makes: namespaces NAME0.., NAME-sw, /etc/netns/NAME*
     hosts: int
     ranks_per_host: int
@@ -97,9 +97,9 @@ class LabSpec:
         return json.dumps(self.as_dict(), indent=1)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LabSpec":
+    def from_dict(cls, d: dict) -> "LabConfig":
         return cls(d["name"], int(d["hosts"]), int(d["ranks_per_host"]), float(d["rate_bits"]), d["subnet"],
                    int(d.get("machine_cores", 0)), tuple(d.get("host_names", ())))
 
-    def same_network(self, other: "LabSpec") -> bool:
+    def same_network(self, other: "LabConfig") -> bool:
         return (self.hosts, self.rate_bits, self.subnet) == (other.hosts, other.rate_bits, other.subnet)

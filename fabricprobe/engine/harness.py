@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from fabricprobe.collectives import Batch
-from fabricprobe.stats import median_ci_rel, per_iteration
+from fabricprobe.engine.stats import median_ci_rel, per_iteration
+from fabricprobe.timing.batch import Batch
 
 STOP_CONVERGED = "converged"  # the median's CI became narrower than the target
 STOP_TIME_CAP = "time_cap"  # the per-point time budget ran out first

@@ -1,47 +1,16 @@
-"""MPI initialisation with an explicit thread level, and library identification.
-
-mpi4py asks for MPI_THREAD_MULTIPLE unless told otherwise, which moves MPICH onto slower
-small-message paths (~5x at 8 B). fabricprobe always requests a level explicitly and records
-what the library provided.
-"""
+"""Which MPI library this is: its vendor and version from MPI_Get_library_version, and the libmpi
+files mapped into the process (the CUDA-awareness query and MPICH's compiled-in tuning trees are read
+from them)."""
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mpi4py import MPI as MPIModule
-
-THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
-
-
-def init_mpi(thread_level: str = "single") -> "MPIModule":
-    """Import mpi4py's MPI module, initialising MPI at the requested thread level."""
-    if thread_level not in THREAD_LEVELS:
-        raise ValueError(f"unknown thread level {thread_level!r}")
-    import mpi4py
-
-    if "mpi4py.MPI" not in sys.modules:
-        mpi4py.rc.thread_level = thread_level
-        # Our own error handling: MPI errors become Python exceptions, not silent aborts.
-        mpi4py.rc.errors = "exception"
-    from mpi4py import MPI
-
-    return MPI
-
-
-def provided_thread_level(MPI: "MPIModule") -> str:
-    names = {
-        MPI.THREAD_SINGLE: "single",
-        MPI.THREAD_FUNNELED: "funneled",
-        MPI.THREAD_SERIALIZED: "serialized",
-        MPI.THREAD_MULTIPLE: "multiple",
-    }
-    return names.get(MPI.Query_thread(), str(MPI.Query_thread()))
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from fabricprobe.costmodel.params import Link, Params
 from fabricprobe.errors import UsageError
-from fabricprobe.model.params import Link, Params
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from fabricprobe.model.params import Params
+from fabricprobe.costmodel.params import Params
 
 
 @dataclass(frozen=True)
