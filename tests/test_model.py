@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from mpirun import error_lines, run_local, run_mpi
 
-from fabricprobe.costmodel import formulas
+from fabricprobe.costmodel import predict as model_predict
 from fabricprobe.costmodel.crossover import crossovers, measured_crossovers
 from fabricprobe.costmodel.fit import fit_line, fit_run
-from fabricprobe.costmodel.formulas import predict
 from fabricprobe.costmodel.params import Link, Params
+from fabricprobe.costmodel.predict import predict
 from fabricprobe.errors import UsageError
 
 P = Params(intra=Link(1e-6, 1e-10), inter=Link(5e-6, 1e-9), gamma=2e-11)
@@ -59,7 +59,7 @@ def test_software_costs_only_when_asked():
 
 def test_unknown_algorithms_are_not_predicted():
     assert predict("allreduce", "library", 8, 1, 4, P) is None
-    assert not formulas.supported("alltoall", "ring")
+    assert not model_predict.supported("alltoall", "ring")
 
 
 def test_crossover_between_latency_and_bandwidth_optimal():
@@ -121,8 +121,8 @@ def test_model_without_latency_points(tmp_path):
 def test_sparse_crossover_follows_one_over_p():
     """TopkA sends (p−1)·k pairs against a dense allreduce's ~2S: it loses once density ≈ 1/p."""
     from fabricprobe.costmodel.fit import Fitted
+    from fabricprobe.costmodel.predict import crossover_density, predict_sparse
     from fabricprobe.costmodel.sparse_analysis import best_dense
-    from fabricprobe.costmodel.sparse_formulas import crossover_density, predict_sparse
 
     fitted = Fitted(P, {}, 1)
     for nodes in (64, 1024):

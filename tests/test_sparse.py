@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fabricprobe import kernels
-from fabricprobe.collectives import sparse_state as st
+from fabricprobe.collectives.blocks import sparse_state as st
 from fabricprobe.oracle import sparse_reference
 from fabricprobe.sparse.error_feedback import ErrorFeedback
 from fabricprobe.sparse.vector import SparseResult, SparseVector, capacity, decode, encode_dense, encode_sparse, k_for

@@ -10,7 +10,7 @@ from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, load_runs
 from fabricprobe.tuning import emit_intel, emit_mpich, emit_nccl, emit_openmpi, emit_selection
 from fabricprobe.tuning.choose import choose
-from fabricprobe.tuning.libraries import MPICH, OpenMPI, parse_mpivars, parse_ompi_info
+from fabricprobe.tuning.libraries import MPICH, OpenMPI, names, parse_mpivars, parse_ompi_info
 
 OMPI_INFO = """mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:0:ignore
 mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:1:basic_linear
@@ -181,8 +181,16 @@ def test_mpich_refuses_an_algorithm_the_library_lacks(measured):
         emit_mpich.mpir_tree(choose(load_runs(measured)), {"mpir": TREE, "_symbols": b"nothing"})
 
 
-def test_mpich_size_keys_follow_mpich():
-    assert emit_mpich.SIZE_KEY["allreduce"] == "avg_msg_size" and emit_mpich.SIZE_KEY["allgather"] == "total_msg_size"
+def test_vendor_names_follow_the_libraries():
+    """The names each library gives a collective come from its spec (one place), spelled as the libraries do."""
+    assert names("allreduce").mpich_size_key == "avg_msg_size" and names("allgather").mpich_size_key == "total_msg_size"
+    rs = names("reduce_scatter")
+    assert (rs.openmpi, rs.openmpi_id, rs.openmpi_json) == ("reduce_scatter_block", 13, "reducescatterblock")
+    assert (rs.mpich, rs.mpich_json, rs.mpich_function) == ("REDUCE_SCATTER_BLOCK", "reduce_scatter_block",
+                                                            "Reduce_scatter_block")
+    assert (rs.intel, rs.intel_json, rs.nccl) == ("REDUCE_SCATTER_BLOCK", "Reduce_scatter_block", "reducescatter")
+    assert [c for c in ("allreduce", "reduce", "bcast", "allgather") if names(c).mpich_posix] == ["allreduce", "reduce",
+                                                                                                 "bcast"]
 
 
 def test_intel_adjust_covers_everything_without_gaps(measured):

@@ -9,12 +9,12 @@ from typing import Any
 
 from fabricprobe.cli.options import choice_list
 from fabricprobe.cli.parser import HelpFormatter
+from fabricprobe.costmodel.predict import modelled_collectives
 from fabricprobe.errors import UsageError
 from fabricprobe.sizes import size_list
 
 MAX_RANKS = 65536
 DEFAULT_SCALES = "16x4,64x8,256x16,1024x64"
-MODELLED = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "sparse_allreduce")
 
 
 def add_parser(sub: Any) -> None:
@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
     p.add_argument("--run", metavar="ID", help="the run to model (default: the last one)")
     p.add_argument("--collectives", default="allreduce,sparse_allreduce", metavar="LIST",
-                   help=f"collectives to model: {', '.join(MODELLED)}")
+                   help=f"collectives to model: {', '.join(modelled_collectives())}")
     p.add_argument("--scale", default=DEFAULT_SCALES, metavar="LIST",
                    help=f"machines to predict, as NODESxRANKS_PER_NODE, up to {MAX_RANKS:,} ranks")
     p.add_argument("--sizes", default="8,1K,64K,1M,16M,256M", metavar="LIST", help="sizes of the prediction tables")
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from fabricprobe.costmodel.sparse_analysis import compare_sparse, crossover_at_scale
     from fabricprobe.store import load_runs, select_run
 
-    colls = choice_list(args.collectives, MODELLED, "collective")
+    colls = choice_list(args.collectives, modelled_collectives(), "collective")
     scales = parse_scales(args.scale)
     sizes = size_list(args.sizes)
     run_ = select_run(load_runs(args.file), args.run, args.file)

@@ -219,11 +219,11 @@ def _verify_adjust(table, library, files, manifest, base, console) -> None:
     from dataclasses import replace
 
     from fabricprobe.tuning import emit_intel
-    from fabricprobe.tuning.libraries import IMPI_NAMES
+    from fabricprobe.tuning.libraries import names
     from fabricprobe.tuning.verify import passed, summary, verify
 
     env = emit_intel.read_adjust(files["intel-adjust"])
-    carried = {c: s for c, s in table.rules.items() if f"I_MPI_ADJUST_{IMPI_NAMES[c]}" in env}
+    carried = {c: s for c, s in table.rules.items() if f"I_MPI_ADJUST_{names(c).intel}" in env}
     checks = verify(replace(table, rules=carried), library, env, base,
                     progress=lambda text: console.print(f"verifying the ADJUST file: {text}"))
     ok = passed(checks)

@@ -1,12 +1,13 @@
-"""Bruck allgather: ⌈lg p⌉ steps for any p, then a local rotation. ⌈lg p⌉α + ((p−1)/p)nβ.
+"""Bruck allgather: ⌈lg p⌉ steps for any p, then a local rotation.
 
 At step k a rank sends everything it has gathered so far (up to 2^k blocks, fewer at the last
 step when p is not a power of two) to rank − 2^k and receives as much from rank + 2^k."""
 
 from __future__ import annotations
 
-from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import scratch
+from fabricprobe.collectives.algorithm import Algorithm
+from fabricprobe.collectives.blocks.common import scratch
+from fabricprobe.collectives.cost import Cost, Formula, lg
 
 TAG = 151
 
@@ -30,4 +31,6 @@ def allgather_bruck(comm, sendbuf, recvbuf, op=None, root=0) -> None:
     recvbuf[:r * count] = work[head:p * count]
 
 
-ALGORITHM = register(Algorithm("bruck", "allgather", "Bruck: ⌈lg p⌉ steps for any p", run=allgather_bruck))
+COST = Formula("⌈lg p⌉α + ((p−1)/p)nβ", lambda s: Cost(messages=lg(s.p), nbytes=(s.p - 1) / s.p * s.nbytes))
+
+ALGORITHMS = (Algorithm("bruck", "allgather", "Bruck: ⌈lg p⌉ steps for any p", run=allgather_bruck, cost=COST),)

@@ -1,4 +1,4 @@
-"""Recursive doubling allgather: lg p' exchanges of doubling size. lg p·α + ((p−1)/p)nβ.
+"""Recursive doubling allgather: lg p' exchanges of doubling size.
 
 For p not a power of two it folds as the allreduce does (even ranks below 2r hand their block to
 rank + 1 first, and get the whole result back at the end: 2 extra steps). MPICH instead fills
@@ -6,9 +6,10 @@ the gaps inside its doubling steps; the fold is simpler and costs ~2α + nβ mor
 
 from __future__ import annotations
 
-from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import displacements_from_counts
-from fabricprobe.collectives.halving_doubling import TAG_FOLD, Fold, allgather_doubling, unfold
+from fabricprobe.collectives.algorithm import Algorithm
+from fabricprobe.collectives.blocks.common import displacements_from_counts
+from fabricprobe.collectives.blocks.halving_doubling import TAG_FOLD, Fold, doubling_allgather, unfold
+from fabricprobe.collectives.cost import Cost, Formula, lg, pof2
 
 
 def allgather_recursive_doubling(comm, sendbuf, recvbuf, op=None, root=0) -> None:
@@ -24,9 +25,19 @@ def allgather_recursive_doubling(comm, sendbuf, recvbuf, op=None, root=0) -> Non
             comm.Recv(recvbuf[(r - 1) * count:r * count], source=r - 1, tag=TAG_FOLD)
     if fold.newrank >= 0:
         sizes = [count * len(fold.represented(k)) for k in range(fold.pof2)]
-        allgather_doubling(comm, recvbuf, displacements_from_counts(sizes), fold)
+        doubling_allgather(comm, recvbuf, displacements_from_counts(sizes), fold)
     unfold(comm, recvbuf, fold)
 
 
-ALGORITHM = register(Algorithm("recursive_doubling", "allgather",
-                               "recursive doubling (fold for non-powers of two)", run=allgather_recursive_doubling))
+def recursive_doubling_cost(n: float, p: int) -> Cost:
+    q = pof2(p)
+    folded = Cost() if q == p else Cost(messages=2, nbytes=n / p + n)
+    return Cost(messages=lg(q), nbytes=(q - 1) / q * n) + folded
+
+
+COST = Formula("lg p'·α + ((p'−1)/p')nβ (+ fold: 2α + (n/p + n)β)", lambda s: recursive_doubling_cost(s.nbytes, s.p))
+
+ALGORITHMS = (
+    Algorithm("recursive_doubling", "allgather", "recursive doubling (fold for non-powers of two)",
+              run=allgather_recursive_doubling, cost=COST),
+)

@@ -1,13 +1,20 @@
-"""Binomial-tree broadcast from any root. ⌈lg p⌉(α + nβ)."""
+"""Binomial-tree broadcast from any root."""
 
 from __future__ import annotations
 
-from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.binomial import bcast_binomial
+from fabricprobe.collectives.algorithm import Algorithm
+from fabricprobe.collectives.blocks.binomial import binomial_bcast
+from fabricprobe.collectives.cost import Cost, Formula, lg
 
 
-def bcast_binomial_algorithm(comm, sendbuf, recvbuf, op=None, root=0) -> None:
-    bcast_binomial(comm, recvbuf, root)
+def bcast_binomial(comm, sendbuf, recvbuf, op=None, root=0) -> None:
+    binomial_bcast(comm, recvbuf, root)
 
 
-ALGORITHM = register(Algorithm("binomial", "bcast", "binomial tree from the root", run=bcast_binomial_algorithm))
+def binomial_cost(n: float, p: int) -> Cost:
+    return Cost(messages=lg(p), nbytes=lg(p) * n)
+
+
+COST = Formula("⌈lg p⌉(α + nβ)", lambda s: binomial_cost(s.nbytes, s.p))
+
+ALGORITHMS = (Algorithm("binomial", "bcast", "binomial tree from the root", run=bcast_binomial, cost=COST),)

@@ -1,10 +1,11 @@
 """Broadcast as a binomial scatter of ⌈n/p⌉-element blocks and a ring allgather (MPICH's
-scatter_ring_allgather, van de Geijn). (lg p + p − 1)α + 2((p−1)/p)nβ: for long messages."""
+scatter_ring_allgather, van de Geijn): for long messages."""
 
 from __future__ import annotations
 
-from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.ring import allgather_ring
+from fabricprobe.collectives.algorithm import Algorithm
+from fabricprobe.collectives.blocks.ring import ring_allgather
+from fabricprobe.collectives.cost import Cost, Formula, lg
 
 TAG = 141
 
@@ -33,8 +34,16 @@ def bcast_scatter_allgather(comm, sendbuf, recvbuf, op=None, root=0) -> None:
         if rel + mask < p:
             comm.Send(blocks(rel + mask, rel + 2 * mask), dest=(rel + mask + root) % p, tag=TAG)
         mask >>= 1
-    allgather_ring(comm, recvbuf, disps, block_of=[(q - root) % p for q in range(p)])
+    ring_allgather(comm, recvbuf, disps, block_of=[(q - root) % p for q in range(p)])
 
 
-ALGORITHM = register(Algorithm("scatter_allgather", "bcast", "binomial scatter + ring allgather (long messages)",
-                               run=bcast_scatter_allgather))
+def scatter_allgather_cost(n: float, p: int) -> Cost:
+    return Cost(messages=lg(p) + p - 1, nbytes=2 * (p - 1) / p * n)
+
+
+COST = Formula("(⌈lg p⌉ + p − 1)α + 2((p−1)/p)nβ", lambda s: scatter_allgather_cost(s.nbytes, s.p))
+
+ALGORITHMS = (
+    Algorithm("scatter_allgather", "bcast", "binomial scatter + ring allgather (long messages)",
+              run=bcast_scatter_allgather, cost=COST),
+)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fabricprobe import kernels
-from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import copy_into
+from fabricprobe.collectives.algorithm import Algorithm
+from fabricprobe.collectives.blocks.common import copy_into
 
 
 def reduce_local(comm, sendbuf, recvbuf, op, root=0) -> None:
@@ -15,8 +15,10 @@ def copy_local(comm, sendbuf, recvbuf, op=None, root=0) -> None:
     copy_into(recvbuf, sendbuf)
 
 
-ALGORITHMS = [
-    register(Algorithm("numba", "reduce_local", "fabricprobe's reduction kernel (Numba on host arrays, the GPU kernels on device arrays)",
-                       run=reduce_local)),
-    register(Algorithm("numpy", "copy_local", "numpy.copyto, the memory-copy reference (a device-to-device copy on device arrays)", run=copy_local)),
-]
+ALGORITHMS = (
+    Algorithm("numba", "reduce_local",
+              "fabricprobe's reduction kernel (Numba on host arrays, the GPU kernels on device arrays)",
+              run=reduce_local),
+    Algorithm("numpy", "copy_local",
+              "numpy.copyto, the memory-copy reference (a device-to-device copy on device arrays)", run=copy_local),
+)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from fabricprobe.collectives.base import Algorithm, register
+from fabricprobe.collectives.algorithm import Algorithm
 from fabricprobe.mpienv.comm_cache import per_communicator
+from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
 
-COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
+COLLECTIVES = tuple(name for name, spec in SPECS.items() if spec.vendor is not None and spec.vendor.nccl)
+TRANSPORT = "nccl"
 _DTYPES = {"float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64", "int32": "NCCL_INT32", "int64": "NCCL_INT64"}
 _OPS = {"sum": "NCCL_SUM", "prod": "NCCL_PROD", "max": "NCCL_MAX", "min": "NCCL_MIN"}
 
@@ -38,7 +40,7 @@ def gpu_map(comm: Any) -> list[tuple[str, str]]:
     return per_communicator(_gpu_maps, comm, make)
 
 
-def unusable_reason(case: Case) -> str:
+def unusable_reason(case: Case, transfer: str = "direct") -> str:
     """Why NCCL cannot run this case ("" when it can). Collective over case.comm."""
     where = gpu_map(case.comm)
     if any(not bus for _, bus in where):
@@ -53,12 +55,9 @@ def unusable_reason(case: Case) -> str:
         shared = sorted({bus for bus in where if where.count(bus) > 1})
         return (f"NCCL refuses two ranks on one GPU: {len(where)} ranks share {len(set(where))} GPU(s) "
                 f"({', '.join(f'{h}:{b}' for h, b in shared)})")
-    if case.dtype_name not in _DTYPES or (case.op not in _OPS and case.collective in ("allreduce", "reduce",
-                                                                                       "reduce_scatter")):
+    if case.dtype_name not in _DTYPES or (case.op not in _OPS and SPECS[case.collective].reduces):
         return f"NCCL has no {case.dtype_name} {case.op}"
-    if case.in_place and case.collective == "reduce_scatter":
-        return "MPI's in-place reduce_scatter_block keeps the result in block 0; NCCL's keeps it in the rank's block"
-    return ""
+    return SPECS[case.collective].nccl_unusable(case)
 
 
 def communicator(comm: Any) -> Any:
@@ -71,36 +70,17 @@ def communicator(comm: Any) -> Any:
     return per_communicator(_communicators, comm, make)
 
 
-def _ptr(arr: Any) -> int:
-    return int(arr.__cuda_array_interface__["data"][0])
-
-
 def nccl_call(case: Case) -> Callable[[], object]:
     """One NCCL call on case's device buffers, queued on the current stream (the caller synchronises)."""
     import cupy
     from cupy.cuda import nccl
 
-    nc = communicator(case.comm)
-    dt = getattr(nccl, _DTYPES[case.dtype_name])
+    dtype = getattr(nccl, _DTYPES[case.dtype_name])
     op = getattr(nccl, _OPS.get(case.op, "NCCL_SUM"))
-    recv, n, itemsize = _ptr(case.recv), case.count, case.dtype.itemsize
-    send = recv if case.send is None else _ptr(case.send)
     stream = cupy.cuda.get_current_stream().ptr
-    coll = case.collective
-    if coll == "allreduce":
-        return lambda: nc.allReduce(send, recv, n, dt, op, stream)
-    if coll == "reduce":
-        return lambda: nc.reduce(send, recv, n, dt, op, case.root, stream)
-    if coll == "bcast":
-        return lambda: nc.bcast(recv, n, dt, case.root, stream)
-    if coll == "allgather":
-        # In place, NCCL finds this rank's block inside the receive buffer, where MPI keeps it too.
-        mine = recv + case.rank * n * itemsize if case.send is None else send
-        return lambda: nc.allGather(mine, recv, n, dt, stream)
-    if coll == "reduce_scatter":
-        return lambda: nc.reduceScatter(send, recv, n, dt, op, stream)
-    raise ValueError(f"NCCL has no {coll}")
+    return SPECS[case.collective].nccl_call(case, communicator(case.comm), dtype, op, stream)
 
 
-ALGORITHMS = [register(Algorithm("nccl", coll, "NCCL through CuPy (device buffers, one GPU per rank)",
-                                 caller=nccl_call, buffers=("cupy",))) for coll in COLLECTIVES]
+ALGORITHMS = tuple(Algorithm("nccl", coll, "NCCL through CuPy (device buffers, one GPU per rank)", call_on=nccl_call,
+                             unrunnable=unusable_reason, buffers=("cupy",), transport=TRANSPORT)
+                   for coll in COLLECTIVES)

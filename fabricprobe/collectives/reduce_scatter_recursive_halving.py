@@ -1,14 +1,14 @@
 """Reduce-scatter (block) by recursive halving, with MPICH's fold for p not a power of two.
-lg p·α + ((p−1)/p)n(β + γ) (+ the fold's ~2α + nβ + nγ otherwise).
 
 After the fold, survivor k carries ranks (2k, 2k+1) or (k + r); its "block" is the contiguous
 run of those ranks' blocks, so halving leaves it holding exactly what they need."""
 
 from __future__ import annotations
 
-from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import displacements_from_counts, scratch
-from fabricprobe.collectives.halving_doubling import TAG_UNFOLD, fold_reduce, reduce_scatter_halving
+from fabricprobe.collectives.algorithm import Algorithm
+from fabricprobe.collectives.blocks.common import displacements_from_counts, scratch
+from fabricprobe.collectives.blocks.halving_doubling import TAG_UNFOLD, fold_reduce, halving_reduce_scatter
+from fabricprobe.collectives.cost import Cost, Formula, lg, pof2
 
 
 def reduce_scatter_recursive_halving(comm, sendbuf, recvbuf, op, root=0) -> None:
@@ -21,7 +21,7 @@ def reduce_scatter_recursive_halving(comm, sendbuf, recvbuf, op, root=0) -> None
     fold, data = fold_reduce(comm, work, op, source=sendbuf)
     if fold.newrank >= 0:
         sizes = [count * len(fold.represented(k)) for k in range(fold.pof2)]
-        reduce_scatter_halving(comm, work, displacements_from_counts(sizes), fold, op, data=data)
+        halving_reduce_scatter(comm, work, displacements_from_counts(sizes), fold, op, data=data)
     # Survivors carrying two ranks hand the even rank its block.
     if r < 2 * fold.rem:
         if r % 2 == 1:
@@ -32,5 +32,17 @@ def reduce_scatter_recursive_halving(comm, sendbuf, recvbuf, op, root=0) -> None
         recvbuf[:count] = work[r * count:(r + 1) * count]
 
 
-ALGORITHM = register(Algorithm("recursive_halving", "reduce_scatter", "recursive halving (distance p/2, p/4, ..., 1)",
-                               run=reduce_scatter_recursive_halving))
+def recursive_halving_cost(n: float, p: int) -> Cost:
+    q = pof2(p)
+    k = lg(q)
+    folded = Cost() if q == p else Cost(messages=2, nbytes=n + n / p, reduced=n, reductions=1)
+    return Cost(messages=k, nbytes=(q - 1) / q * n, reduced=(q - 1) / q * n, reductions=k) + folded
+
+
+COST = Formula("lg p'·α + ((p'−1)/p')n(β + γ) (+ fold: 2α + (n + n/p)β + nγ)",
+               lambda s: recursive_halving_cost(s.nbytes, s.p))
+
+ALGORITHMS = (
+    Algorithm("recursive_halving", "reduce_scatter", "recursive halving (distance p/2, p/4, ..., 1)",
+              run=reduce_scatter_recursive_halving, cost=COST),
+)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabricprobe.collectives import sparse_state as st
-from fabricprobe.collectives.base import Algorithm, register
-from fabricprobe.collectives.common import block_displacements
-from fabricprobe.collectives.sparse_recursive import recursive_exchange
+from fabricprobe.collectives.algorithm import Algorithm
+from fabricprobe.collectives.blocks import sparse_state as st
+from fabricprobe.collectives.blocks.common import block_displacements
+from fabricprobe.collectives.blocks.sparse_recursive import pairs_bytes, recursive_cost, recursive_exchange, terms
+from fabricprobe.collectives.cost import Cost, Formula, Shape, lg
 from fabricprobe.mpienv import topology
 from fabricprobe.sparse import traffic
 
@@ -127,11 +128,41 @@ def _store_regions(pieces: list[st.State], recvbuf, n: int, dtype) -> None:
         recvbuf.set_sparse(np.concatenate([p.idx for p in pieces]), np.concatenate([p.val for p in pieces]))
 
 
-ALGORITHMS = [
-    register(Algorithm("sparse_hier_leader", "sparse_allreduce",
-                       "intra-node sparse reduce to a leader, SparCML among leaders, intra-node bcast (exact)",
-                       run=sparse_hier_leader)),
-    register(Algorithm("sparse_hier_index", "sparse_allreduce",
-                       "per local index: intra-node sparse reduce-scatter by region, SparCML per region across "
-                       "nodes, intra-node allgather (exact)", run=sparse_hier_index)),
-]
+def hier_leader_cost(s: Shape) -> Cost:
+    n, k = terms(s)
+    nodes, g, w = s.nodes, s.per_node, s.itemsize
+    intra = Cost()
+    state = k
+    for _ in range(lg(g)):  # binomial reduce, then broadcast of the node's union
+        intra += Cost(intra_messages=1, intra_bytes=pairs_bytes(state, w, n), reduced=2 * state * w, reductions=1)
+        state = min(2 * state, n)
+    inter = recursive_cost(n, min(g * k, n), nodes, w, reselect=False) if nodes > 1 else Cost()
+    final = min(nodes * g * k, n)
+    bcast = Cost(intra_messages=lg(g), intra_bytes=lg(g) * pairs_bytes(final, w, n))
+    return intra + inter + bcast
+
+
+def hier_index_cost(s: Shape) -> Cost:
+    n, k = terms(s)
+    nodes, g, w = s.nodes, s.per_node, s.itemsize
+    region = n / g
+    scatter = Cost(intra_messages=g - 1, intra_bytes=(g - 1) * pairs_bytes(k / g, w, region),
+                   reduced=g * k / g * w, reductions=max(g - 1, 0))
+    inter = recursive_cost(region, min(k, region), nodes, w, reselect=False) if nodes > 1 else Cost()
+    final = min(nodes * k, region)
+    gather = Cost(intra_messages=g - 1, intra_bytes=(g - 1) * pairs_bytes(final, w, region))
+    return scatter + inter + gather + Cost(flows=g)
+
+
+ALGORITHMS = (
+    Algorithm("sparse_hier_leader", "sparse_allreduce",
+              "intra-node sparse reduce to a leader, SparCML among leaders, intra-node bcast (exact)",
+              run=sparse_hier_leader, unrunnable=st.staged_only,
+              cost=Formula("binomial sparse reduce and bcast in the node (⌈lg g⌉ steps each); SparCML of the "
+                           "nodes' unions over N leaders", hier_leader_cost)),
+    Algorithm("sparse_hier_index", "sparse_allreduce",
+              "per local index: intra-node sparse reduce-scatter by region, SparCML per region across "
+              "nodes, intra-node allgather (exact)", run=sparse_hier_index, unrunnable=st.staged_only,
+              cost=Formula("g−1 intra-node messages of the k/g pairs per region each way; g concurrent SparCML "
+                           "exchanges of n/g-element regions over N nodes", hier_index_cost)),
+)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricprobe import kernels
-from fabricprobe.collectives.base import Algorithm, register
+from fabricprobe.collectives.algorithm import Algorithm
 
 
 def topk_numba(comm, sendbuf, recvbuf, op=None, root=0) -> None:
@@ -19,8 +19,7 @@ def topk_argpartition(comm, sendbuf, recvbuf, op=None, root=0) -> None:
         recvbuf[:] = np.argpartition(np.abs(sendbuf), n - k)[n - k:]
 
 
-ALGORITHMS = [
-    register(Algorithm("numba", "topk_local", "radix select on magnitude bits (Numba)", run=topk_numba)),
-    register(Algorithm("argpartition", "topk_local", "numpy.argpartition of |x|", run=topk_argpartition,
-                       buffers=("host",))),
-]
+ALGORITHMS = (
+    Algorithm("numba", "topk_local", "radix select on magnitude bits (Numba)", run=topk_numba),
+    Algorithm("argpartition", "topk_local", "numpy.argpartition of |x|", run=topk_argpartition, buffers=("host",)),
+)

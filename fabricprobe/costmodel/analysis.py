@@ -11,7 +11,7 @@ import numpy as np
 from fabricprobe.collectives import LIBRARY
 from fabricprobe.costmodel.crossover import best, crossovers, measured_crossovers
 from fabricprobe.costmodel.fit import Fitted
-from fabricprobe.costmodel.formulas import predict, supported
+from fabricprobe.costmodel.predict import predict, supported, unmodelled
 from fabricprobe.report.algorithms import comparison_groups
 
 SCALE_SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]
@@ -26,6 +26,7 @@ class Comparison:
     rows: list[dict[str, Any]] = field(default_factory=list)  # size, algorithm, measured_s, predicted_s, error
     predicted_crossovers: list[tuple[float, str, str]] = field(default_factory=list)
     measured_crossovers: list[tuple[int, str, str]] = field(default_factory=list)
+    unmodelled: list[str] = field(default_factory=list)  # measured algorithms without a cost formula
 
     def median_abs_error(self, algorithm: str | None = None, regime: str | None = None) -> float:
         """Median |relative error|; regime "latency" (< 64 KiB), "bandwidth" (≥ 64 KiB) or None (all)."""
@@ -43,6 +44,7 @@ class ScalePrediction:
     winners: dict[int, str]
     crossovers: list[tuple[float, str, str]]
     software: bool = False
+    unmodelled: list[str] = field(default_factory=list)  # registered algorithms without a cost formula
 
 
 def run_shape(attrs: dict[str, Any]) -> tuple[int, int]:
@@ -58,13 +60,11 @@ def compare(points: list[dict[str, Any]], fitted: Fitted, nodes: int, per_node: 
     out = []
     chosen = [p for p in points if p["mode"] == "barrier" and not p["in_place"]]
     for case, by_algorithm in comparison_groups(chosen).items():
-        collective, dtype, op = case[0], case[1], case[2]
+        collective, dtype, op = case.collective, case.dtype, case.op
         if collectives is not None and collective not in collectives:
             continue
         modelled = {a: rows for a, rows in by_algorithm.items() if supported(collective, a)}
-        if not modelled:
-            continue
-        comp = Comparison(collective, dtype, op)
+        comp = Comparison(collective, dtype, op, unmodelled=unmodelled(collective, sorted(by_algorithm)))
         for algorithm, rows in sorted(modelled.items()):
             for size, point in sorted(rows.items()):
                 if size == 0:
@@ -86,10 +86,11 @@ def at_scale(collective: str, algorithms: list[str], nodes: int, per_node: int, 
     the algorithms themselves, without fabricprobe's Python overheads)."""
     sizes = sizes or SCALE_SIZES
     names = [a for a in algorithms if supported(collective, a)]
+    missing = unmodelled(collective, algorithms)
 
     def time(a: str, n: float) -> float | None:
         return predict(collective, a, n, nodes, per_node, fitted.params, software=software)
 
     table = {a: {n: time(a, n) for n in sizes} for a in names}
     winners = {n: best([(table[a][n], a) for a in names]) for n in sizes} if names else {}
-    return ScalePrediction(collective, nodes, per_node, table, winners, crossovers(time, names), software)
+    return ScalePrediction(collective, nodes, per_node, table, winners, crossovers(time, names), software, missing)

@@ -75,6 +75,11 @@ def _crossover_text(items: list[tuple[float, str, str]]) -> str:
     return "; ".join(f"{a} → {b} at {format_size(int(round(size)))}" for size, a, b in items)
 
 
+def _unmodelled_text(names: list[str]) -> str:
+    return (f"not modelled (no cost formula): {', '.join(names)}"
+            + (" — the library's own choice of algorithm is not known to the model" if "library" in names else ""))
+
+
 def scale_table(pred: ScalePrediction) -> Table:
     p = pred.nodes * pred.per_node
     kind = "fabricprobe's Python implementations" if pred.software else "the algorithms, without Python overheads"
@@ -88,7 +93,8 @@ def scale_table(pred: ScalePrediction) -> Table:
     for n, winner in pred.winners.items():
         t.add_row(format_size(n), *[(f"[bold]{usec(pred.table[a][n])}[/]" if a == winner else usec(pred.table[a][n]))
                                     for a in pred.table], winner)
-    t.caption = f"predicted crossovers: {_crossover_text(pred.crossovers)}"
+    t.caption = f"predicted crossovers: {_crossover_text(pred.crossovers)}" + (
+        f"\n{_unmodelled_text(pred.unmodelled)}" if pred.unmodelled else "")
     t.caption_justify = "left"
     return t
 
@@ -137,10 +143,16 @@ def render(console: Console, fitted: Fitted, shape: tuple[int, int], comparisons
     console.print()
     nodes, per_node = shape
     for comp in comparisons:
-        console.print(comparison_table(comp))
-        console.print(f"  at this run's {nodes} × {per_node}: predicted crossovers: {_crossover_text(comp.predicted_crossovers)}")
-        measured = "; ".join(f"{a} → {b} at {format_size(s)}" for s, a, b in comp.measured_crossovers) or "none"
-        console.print(f"  measured crossovers (hand-written algorithms, measured sizes): {measured}")
+        if comp.rows:
+            console.print(comparison_table(comp))
+            crossings = _crossover_text(comp.predicted_crossovers)
+            console.print(f"  at this run's {nodes} × {per_node}: predicted crossovers: {crossings}")
+            measured = "; ".join(f"{a} → {b} at {format_size(s)}" for s, a, b in comp.measured_crossovers) or "none"
+            console.print(f"  measured crossovers (hand-written algorithms, measured sizes): {measured}")
+        else:
+            console.print(f"[bold]{comp.collective}[/] {comp.dtype} {comp.op}: no measured algorithm has a cost formula")
+        if comp.unmodelled:
+            console.print(f"  {_unmodelled_text(comp.unmodelled)}")
         console.print()
     for pred in scales:
         console.print(scale_table(pred))
@@ -164,9 +176,10 @@ def to_json(fitted: Fitted, shape: tuple[int, int], comparisons: list[Comparison
                              predicted_crossovers=c.predicted_crossovers, measured_crossovers=c.measured_crossovers,
                              median_abs_error=c.median_abs_error(),
                              median_abs_error_bandwidth=c.median_abs_error(regime="bandwidth"),
-                             median_abs_error_latency=c.median_abs_error(regime="latency")) for c in comparisons],
+                             median_abs_error_latency=c.median_abs_error(regime="latency"), unmodelled=c.unmodelled)
+                        for c in comparisons],
         "scales": [dict(collective=s.collective, nodes=s.nodes, ranks_per_node=s.per_node, predicted_s=s.table,
-                        winners=s.winners, crossovers=s.crossovers) for s in scales],
+                        winners=s.winners, crossovers=s.crossovers, unmodelled=s.unmodelled) for s in scales],
         "sparse": [dict(dtype=c.dtype, rows=c.rows, crossovers=c.crossovers, median_abs_error=c.median_abs_error())
                    for c in sparse or []],
         "sparse_scales": [dict(nodes=n, ranks_per_node=g, crossover_density=t) for n, g, t in sparse_scales or []],

@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricprobe import collectives
 from fabricprobe.costmodel.fit import Fitted
-from fabricprobe.costmodel.formulas import predict
-from fabricprobe.costmodel.sparse_formulas import crossover_density, predict_sparse, supported
+from fabricprobe.costmodel.predict import crossover_density, predict, predict_sparse, supported
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.report.sparse import crossover_density as measured_crossover
 
@@ -39,7 +39,7 @@ class SparseComparison:
 
 def compare_sparse(points: list[dict[str, Any]], fitted: Fitted, nodes: int, per_node: int) -> list[SparseComparison]:
     sparse = [p for p in points if p["collective"] == "sparse_allreduce" and p["status"] == "ok"
-              and supported(p["algorithm"])]
+              and supported("sparse_allreduce", p["algorithm"])]
     dense = {(p["dtype"], p["bytes"]): p["median_s"] for p in points if p["collective"] == "allreduce"
              and p["algorithm"] == "library" and p["status"] == "ok" and p["mode"] == "barrier" and not p["in_place"]}
     out = []
@@ -70,6 +70,6 @@ def compare_sparse(points: list[dict[str, Any]], fitted: Fitted, nodes: int, per
 def crossover_at_scale(nodes: int, per_node: int, fitted: Fitted, sizes: list[int], itemsize: int = 4,
                        software: bool = False) -> dict[str, dict[int, float | None]]:
     """algorithm -> size -> predicted crossover density on a nodes × per_node machine."""
-    algorithms = ("topk_allgather", "gtopk", "sparcml", "sparse_hier_leader", "sparse_hier_index")
+    algorithms = [a for a in collectives.names_for("sparse_allreduce") if supported("sparse_allreduce", a)]
     return {a: {n: crossover_density(a, n, itemsize, best_dense(n, nodes, per_node, fitted), nodes, per_node,
                                      fitted.params, software=software) for n in sizes} for a in algorithms}

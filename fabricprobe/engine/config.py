@@ -10,14 +10,12 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 
 from fabricprobe.errors import UsageError
+from fabricprobe.specs import SPECS, family
 
-ALL_COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall", "barrier")
-ALL_PT2PT = ("latency", "bw", "bibw")
-ALL_KERNELS = ("reduce_local", "copy_local")  # no communication: the reduction kernel and a plain copy
-ALL_SPARSE = ("sparse_allreduce", "topk_local")
-GROUPS = {"all": ALL_COLLECTIVES + ALL_PT2PT + ALL_KERNELS, "collectives": ALL_COLLECTIVES, "pt2pt": ALL_PT2PT,
-          "kernels": ALL_KERNELS, "sparse": ALL_SPARSE}
-KNOWN = ALL_COLLECTIVES + ALL_PT2PT + ALL_KERNELS + ALL_SPARSE
+# The --collectives groups, from the spec registry: "all" is everything but the sparse tests.
+GROUPS = {"all": family("collective") + family("pt2pt") + family("kernel"), "collectives": family("collective"),
+          "pt2pt": family("pt2pt"), "kernels": family("kernel"), "sparse": family("sparse")}
+KNOWN = tuple(SPECS)
 PAIRS = ("intra", "inter", "all")
 
 # OMB's defaults: 1000 iterations / 100 warm-up up to 8 KiB, 100 / 10 above.

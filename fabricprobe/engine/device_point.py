@@ -14,12 +14,13 @@ from typing import Any
 import numpy as np
 
 from fabricprobe import kernels
-from fabricprobe.collectives import Algorithm
+from fabricprobe.collectives.algorithm import MPI_TRANSPORT, Algorithm
 from fabricprobe.engine import gpudirect
+from fabricprobe.memory import DIRECT, STAGED
 from fabricprobe.sparse.vector import INDEX, SparseResult, SparseVector
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
-from fabricprobe.timing.batch import Batch, python_batch
+from fabricprobe.timing.batch import Batch, idle, python_batch
 
 
 @dataclass(frozen=True)
@@ -76,16 +77,12 @@ def fetch(host: Case, dev: Case, memory: Any) -> None:
 
 
 def unrunnable(point: Any, algorithm: Algorithm, dev: Case, ctx: DeviceContext) -> str:
-    """Why this device point cannot run ("" when it can). Every rank reaches the same answer."""
-    if point.transfer != gpudirect.DIRECT:
-        return ""
-    if isinstance(dev.send, SparseVector):
-        return ("the sparse algorithms build their messages in host memory: on device buffers they run staged "
-                "only (docs/gpu.md)")
-    if algorithm.name == "nccl":
-        from fabricprobe.collectives.nccl import unusable_reason
-
-        return unusable_reason(dev)
+    """Why this device point cannot run ("" when it can): the algorithm's own answer first (NCCL's needs,
+    the sparse algorithms' host-built messages), then, for direct points carried by MPI, whether the
+    library is CUDA-aware. Every rank reaches the same answer."""
+    reason = algorithm.why_not(dev, point.transfer)
+    if reason or point.transfer != DIRECT or algorithm.transport != MPI_TRANSPORT:
+        return reason
     return ctx.direct_reason
 
 
@@ -93,14 +90,14 @@ def device_batch(point: Any, algorithm: Algorithm, dev: Case, ctx: DeviceContext
     memory = ctx.memory
     if SPECS[dev.collective].pt2pt:
         return _pt2pt_batch(point, dev, memory)
-    if point.transfer in ("", gpudirect.DIRECT):  # local tests touch no MPI; direct hands MPI device memory
+    if point.transfer in ("", DIRECT):  # local tests touch no MPI; direct hands MPI device memory
         target = dev if not point.transfer else replace(dev, comm=gpudirect.sync_comm(dev.comm, memory))
         call = gpudirect.finished(algorithm.call(target), memory)
     else:
         if isinstance(dev.send, SparseVector):
             return python_batch(_sparse_staged(algorithm, dev, memory), dev.comm)
         pinned = _mirror(dev, memory.pinned)
-        if point.transfer == gpudirect.STAGED:
+        if point.transfer == STAGED:
             call = gpudirect.staged(algorithm.call(pinned), dev, pinned, memory)
         else:
             chunk = max(1, ctx.stage_chunk // dev.dtype.itemsize)
@@ -148,8 +145,8 @@ def _pt2pt_batch(point: Any, dev: Case, memory: Any) -> Batch:
     from fabricprobe.collectives.library import python_pt2pt
 
     if dev.role < 0:  # this rank sits the point out
-        return lambda out, mode: out.fill(np.nan)
-    if point.transfer == gpudirect.DIRECT:
+        return idle
+    if point.transfer == DIRECT:
         return python_pt2pt(dev, MPI)
     pinned = _mirror(dev, memory.pinned)
     return python_pt2pt(pinned, MPI, lambda: memory.download(dev.send, pinned.send),

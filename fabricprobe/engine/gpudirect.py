@@ -5,8 +5,8 @@
     staged     device -> pinned host copy, the collective on host memory, host -> device copy, all
                inside the timed call (a training step without GPUDirect pays these copies)
     pipelined  staged in chunks on two streams: chunk i+1 comes down and chunk i-1 goes up while the
-               collective runs on chunk i (collectives whose elements are independent: allreduce,
-               reduce, bcast)
+               collective runs on chunk i (collectives whose spec marks them pipelinable: result
+               element i depends on input element i only)
 
 `--gpudirect on` measures direct, `off` staged and pipelined, `both` all three. Direct is claimed only
 when the library says it is CUDA-aware (fabricprobe.mpienv.gpu_info); otherwise its points are recorded as
@@ -18,16 +18,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from fabricprobe.memory import on_device
+from fabricprobe.memory import DIRECT, PIPELINED, STAGED, TRANSFERS, on_device
 from fabricprobe.mpienv import topology
 from fabricprobe.mpienv.comm_cache import per_communicator
+from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case, Layout
 
-DIRECT, STAGED, PIPELINED = "direct", "staged", "pipelined"
-TRANSFERS = (DIRECT, STAGED, PIPELINED)
 GPUDIRECT = {"on": (DIRECT,), "off": (STAGED, PIPELINED), "both": TRANSFERS}
-PIPELINABLE = ("allreduce", "reduce", "bcast")  # element i of the result depends on element i of the inputs only
-STAGEABLE = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall")
 
 Call = Callable[[], object]
 
@@ -98,12 +95,8 @@ def sync_comm(comm: Any, memory: Any) -> SyncComm:
 
 
 def _ends(case: Case) -> tuple[bool, bool]:
-    """(copy the input down, copy the result up) on this rank."""
-    if case.collective == "bcast":
-        return case.rank == case.root, case.rank != case.root
-    if case.collective == "reduce":
-        return True, case.rank == case.root
-    return True, True
+    """(copy the input down, copy the result up) on this rank, as the collective's spec says."""
+    return SPECS[case.collective].ends(case.rank, case.root)
 
 
 def _input(case: Case) -> Any:
@@ -134,7 +127,7 @@ def chunk_bounds(count: int, chunk: int) -> list[tuple[int, int]]:
 def pipelined(call_on: Callable[[Case], Call], dev: Case, host: Case, memory: Any, chunk: int) -> Call:
     """Staged in chunks of `chunk` elements, copies overlapped with the collective on two streams.
     call_on(case) gives one collective call on a case; it is made once per chunk here, not per call."""
-    if dev.collective not in PIPELINABLE:
+    if not SPECS[dev.collective].pipelinable:
         raise ValueError(f"{dev.collective} cannot be pipelined: its result elements mix input positions")
     down, up = _ends(dev)
     src_dev, src_host = _input(dev), _input(host)

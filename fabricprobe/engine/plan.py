@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fabricprobe import collectives
-from fabricprobe.engine import gpudirect
+from fabricprobe.collectives.algorithm import MPI_TRANSPORT, Algorithm
 from fabricprobe.engine.config import SweepConfig
+from fabricprobe.engine.gpudirect import GPUDIRECT
+from fabricprobe.memory import DIRECT, PIPELINED
 from fabricprobe.mpienv.datatypes import BYTE, NO_OP, numpy_dtype
 from fabricprobe.mpienv.topology import Topology
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Layout
+from fabricprobe.store.schema import EMPTY, PAIR_LABELS, point_key
 
-EMPTY = "empty"  # the harness floor: a timed region with nothing in it
-PAIR_LABELS = {"intra": "intra-node", "inter": "inter-node", "all": "all pairs"}
 _INT_MAX = 2**31 - 1
-DEVICE_BASELINES = ("nccl",)  # added to every collective they implement when device buffers go direct
 
 
 @dataclass(frozen=True)
-class PointSpec:
+class PlannedPoint:
+    """One point of the plan: its identity, and the algorithm that implements it (looked up once, here)."""
+
     index: int
     collective: str
     algorithm: str
@@ -35,14 +37,12 @@ class PointSpec:
     nranks: int = 0  # communicator size (the first nranks ranks); 0 = the world
     buffer: str = "host"  # host, cupy or numba
     transfer: str = ""  # device buffers: direct, staged or pipelined; "" for host buffers and local tests
+    implementation: Algorithm | None = field(default=None, compare=False)  # None for the harness floor
 
     @property
     def key(self) -> str:
-        parts = [self.collective, self.algorithm, self.dtype, self.op, "inplace" if self.in_place else "outofplace",
-                 self.mode, str(self.layout.nbytes)]
-        return "|".join(parts + ([self.pair] if self.pair else []) + ([f"d{self.density:g}"] if self.density else [])
-                        + ([f"n{self.nranks}"] if self.nranks else [])
-                        + ([f"{self.buffer}-{self.transfer or 'local'}"] if self.buffer != "host" else []))
+        return point_key(self.collective, self.algorithm, self.dtype, self.op, self.in_place, self.mode,
+                         self.layout.nbytes, self.pair, self.density, self.nranks, self.buffer, self.transfer)
 
     @property
     def label(self) -> str:
@@ -53,7 +53,7 @@ class PointSpec:
             parts.append(self.dtype)
         if self.op != NO_OP:
             parts.append(self.op)
-        if self.collective not in ("barrier", EMPTY):
+        if self.collective != EMPTY and SPECS[self.collective].sized:
             parts.append(format_size(self.layout.nbytes))
         if self.in_place:
             parts.append("in-place")
@@ -97,24 +97,20 @@ def pair_ranks(pair: str, topo: Topology) -> list[tuple[int, int]] | None:
     return [(nodes[0][0], nodes[1][0])]
 
 
-def transfers(config: SweepConfig, spec, algorithm: str, layout: Layout) -> list[str]:
+def transfers(config: SweepConfig, spec, algorithm: Algorithm, layout: Layout) -> list[str]:
     """The transfers a point is measured with: "" for host buffers, local tests and the barrier;
-    pipelined only where it splits into at least two chunks; baselines like NCCL only direct."""
+    pipelined only for pipelinable collectives that split into at least two chunks; algorithms with their
+    own transport (NCCL) only direct."""
     if config.buffer == "host" or spec.local or not spec.sized:
         return [""]
-    wanted = gpudirect.GPUDIRECT[config.gpudirect]
-    if algorithm in DEVICE_BASELINES:
-        return [gpudirect.DIRECT] if gpudirect.DIRECT in wanted else []
-    out = []
-    for transfer in wanted:
-        if transfer == gpudirect.PIPELINED and (spec.name not in gpudirect.PIPELINABLE
-                                                or layout.nbytes < 2 * config.stage_chunk):
-            continue
-        out.append(transfer)
-    return out
+    wanted = GPUDIRECT[config.gpudirect]
+    if algorithm.transport != MPI_TRANSPORT:
+        return [DIRECT] if DIRECT in wanted else []
+    return [t for t in wanted
+            if t != PIPELINED or (spec.pipelinable and layout.nbytes >= 2 * config.stage_chunk)]
 
 
-def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[list[PointSpec], list[str]]:
+def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[list[PlannedPoint], list[str]]:
     """Points in measurement order (communicator sizes outermost), and notes on what was skipped."""
     points, notes = _plan_for(config, topo, timers, topo.nranks, sub=0)
     for size in sorted(set(config.comm_sizes or [])):
@@ -129,14 +125,14 @@ def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[l
 
 
 def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: int, sub: int,
-              first_index: int = 0) -> tuple[list[PointSpec], list[str]]:
+              first_index: int = 0) -> tuple[list[PlannedPoint], list[str]]:
     """The plan on one communicator: the world (sub=0) or the first `sub` ranks (collectives only)."""
-    points: list[PointSpec] = []
+    points: list[PlannedPoint] = []
     notes: list[str] = []
     seen: set[str] = set()
 
     def add(**kw) -> None:
-        point = PointSpec(index=first_index + len(points), nranks=sub, **kw)
+        point = PlannedPoint(index=first_index + len(points), nranks=sub, **kw)
         if point.key not in seen:
             seen.add(point.key)
             points.append(point)
@@ -149,10 +145,12 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
 
     used: set[str] = set()
     collectives_planned = list(config.collectives)
-    if "sparse_allreduce" in collectives_planned and "allreduce" not in collectives_planned:
-        # Sparse results are read against the library's dense allreduce of the same size.
-        collectives_planned.insert(collectives_planned.index("sparse_allreduce"), "allreduce")
-        notes.append("allreduce (library) added: sparse allreduce times are compared with it")
+    for coll in config.collectives:
+        baseline = SPECS[coll].compared_with
+        if baseline and baseline not in collectives_planned:
+            # Sparse results are read against the library's dense allreduce of the same size.
+            collectives_planned.insert(collectives_planned.index(coll), baseline)
+            notes.append(f"{baseline} (library) added: {coll} times are compared with it")
     device = config.buffer != "host"
     for coll in collectives_planned:
         spec = SPECS[coll]
@@ -169,23 +167,25 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
             notes.extend(n for n in pair_notes if n not in notes)
         if spec.local:
             wanted = list(spec.implementations)
-        elif coll == "allreduce" and coll not in config.collectives:
+        elif coll not in config.collectives:  # a baseline added above: the library's only
             wanted = [collectives.LIBRARY]
         elif spec.sparse and config.algorithms == [collectives.LIBRARY]:
             wanted = collectives.names_for(coll)  # there is no library sparse allreduce: measure them all
         else:
             wanted = config.algorithms
-        if device and spec.sized and not spec.local and gpudirect.DIRECT in gpudirect.GPUDIRECT[config.gpudirect]:
-            wanted = list(wanted) + [a for a in DEVICE_BASELINES if a not in wanted]
-        algorithms = [a for a in wanted if collectives.get(coll, a) is not None]
-        used.update(algorithms)
-        kept = [a for a in algorithms if config.buffer in collectives.get(coll, a).buffers]
-        for a in sorted(set(algorithms) - set(kept)):
-            if a in config.algorithms or spec.local:
-                note = f"{coll}/{a} skipped: it runs on {' or '.join(collectives.get(coll, a).buffers)} buffers only"
+        found = {a: collectives.get(coll, a) for a in wanted}
+        if device and spec.sized and not spec.local and DIRECT in GPUDIRECT[config.gpudirect]:
+            # Algorithms with their own transport (NCCL) are the baseline of every direct device point.
+            found.update({a: collectives.get(coll, a) for a in collectives.names_for(coll, config.buffer)
+                          if a not in found and collectives.get(coll, a).transport != MPI_TRANSPORT})
+        implemented = {a: alg for a, alg in found.items() if alg is not None}
+        used.update(implemented)
+        for a, alg in sorted(implemented.items()):
+            if config.buffer not in alg.buffers and (a in config.algorithms or spec.local):
+                note = f"{coll}/{a} skipped: it runs on {' or '.join(alg.buffers)} buffers only"
                 if note not in notes:
                     notes.append(note)
-        algorithms = kept
+        algorithms = [alg for alg in implemented.values() if config.buffer in alg.buffers]
         dtypes = [BYTE] if (spec.pt2pt or not spec.sized) else config.dtypes
         ops = (["sum"] if spec.sparse else config.ops) if spec.reduces else [NO_OP]
         densities = config.densities if spec.sparse else [0.0]
@@ -208,9 +208,10 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
                                 for density in densities:
                                     for alg in algorithms:
                                         for transfer in transfers(config, spec, alg, layout):
-                                            add(collective=coll, algorithm=alg, dtype=dtype, op=op,
+                                            add(collective=coll, algorithm=alg.name, dtype=dtype, op=op,
                                                 in_place=in_place, mode=mode, requested_bytes=nbytes, layout=layout,
-                                                pair=pair, density=density, buffer=config.buffer, transfer=transfer)
+                                                pair=pair, density=density, buffer=config.buffer, transfer=transfer,
+                                                implementation=alg)
     for alg in config.algorithms:
         if alg not in used:
             notes.append(f"algorithm {alg!r} implements none of the selected collectives; nothing measured for it")

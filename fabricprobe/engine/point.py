@@ -8,19 +8,21 @@ from typing import Any
 
 import numpy as np
 
-from fabricprobe import collectives
+from fabricprobe.collectives import LIBRARY
 from fabricprobe.engine import device_point, faults, harness
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.engine.device_point import DeviceContext
-from fabricprobe.engine.plan import EMPTY, PointSpec, pair_ranks
+from fabricprobe.engine.plan import PlannedPoint, pair_ranks
 from fabricprobe.engine.stats import bandwidths, summarize
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.mpienv.topology import Topology
 from fabricprobe.sparse import traffic
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
-from fabricprobe.store.schema import POINT_ERROR, POINT_NOT_RUNNABLE, POINT_OK, POINT_WRONG
+from fabricprobe.store.schema import EMPTY, POINT_ERROR, POINT_NOT_RUNNABLE, POINT_OK, POINT_WRONG
 from fabricprobe.timing import loops, native
+from fabricprobe.timing.batch import TimerUnavailable
+from fabricprobe.timing.choice import timer_for
 
 
 @dataclass
@@ -28,16 +30,6 @@ class PointResult:
     row: dict[str, Any] | None  # rank 0 only
     samples: np.ndarray | None  # rank 0 only
     failed: bool  # wrong elements or an error, on any rank
-
-
-def resolve_timer(requested: str, algorithm: collectives.Algorithm, MPI: Any) -> str:
-    if requested == "python":
-        return "python"
-    if algorithm.native and native.load(MPI) is not None:
-        return "native"
-    if requested == "native" and not algorithm.native:
-        raise collectives.TimerUnavailable(f"{algorithm.collective}/{algorithm.name} has no native timer")
-    return "python"
 
 
 def pair_of(rank: int, pair: str, topo: Topology) -> tuple[int, bool] | None:
@@ -66,7 +58,7 @@ class _NotRunnable(Exception):
     """This point cannot run in this setting; every rank reaches the same reason (it is recorded)."""
 
 
-def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: Topology,
+def run_point(point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, topo: Topology,
               device: DeviceContext | None = None) -> PointResult:
     """Measure one point on every rank of comm; `device` is the sweep's device setting for --buffer cupy/numba."""
     started = time.time()
@@ -89,8 +81,11 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
             validated = False
         else:
             spec = SPECS[point.collective]
-            algorithm = collectives.get(point.collective, point.algorithm)
-            timer = resolve_timer(config.timer, algorithm, MPI)
+            algorithm = point.implementation
+            on_device = device is not None and point.buffer != "host" and spec.sized
+            native.load(MPI)
+            timer = timer_for(config.timer, f"{point.collective}/{point.algorithm}", algorithm.native,
+                              native.unavailable_reason(), on_device)
             case = Case(collective=point.collective, comm=comm, rank=comm.rank, nranks=comm.size,
                         dtype_name=point.dtype, dtype=numpy_dtype(point.dtype), op=point.op, root=config.root,
                         in_place=point.in_place, layout=point.layout, window=config.window,
@@ -103,10 +98,9 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
             spec.allocate(case)
             spec.prepare(case)  # inputs exist before the algorithm is bound to them
             factor = spec.busbw_factor(comm.size)
-            if device is not None and point.buffer != "host" and spec.sized:
+            if on_device:
                 dev = device_point.twin(case, device.memory)
                 unrunnable = device_point.unrunnable(point, algorithm, dev, device)
-                timer = "python"  # the copies and stream synchronisations are Python calls around the collective
             if unrunnable:
                 raise _NotRunnable(unrunnable)
             batch = algorithm.bind(case, timer) if dev is None else device_point.device_batch(point, algorithm,
@@ -141,7 +135,7 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
         unrunnable = str(exc)
         measurement = None
         validated = False
-    except (collectives.TimerUnavailable, MPI.Exception, RuntimeError) as exc:
+    except (TimerUnavailable, MPI.Exception, RuntimeError) as exc:
         error = f"{type(exc).__name__}: {exc}"
         measurement = None
         timer = config.timer
@@ -157,8 +151,8 @@ def run_point(point: PointSpec, config: SweepConfig, comm: Any, MPI: Any, topo: 
     first_error = next((f"rank {r}: {e}" for r, e in enumerate(errors) if e), "")
     row: dict[str, Any] = dict(
         index=point.index, key=point.key, collective=point.collective, dtype=point.dtype,
-        algorithm=(f"{collectives.LIBRARY}:{config.library_variant}"
-                   if config.library_variant and point.algorithm == collectives.LIBRARY else point.algorithm),
+        algorithm=(f"{LIBRARY}:{config.library_variant}"
+                   if config.library_variant and point.algorithm == LIBRARY else point.algorithm),
         op=point.op, in_place=point.in_place, root=config.root, mode=point.mode, timer=timer, nranks=comm.size,
         requested_bytes=point.requested_bytes, bytes=point.layout.nbytes, count=point.layout.count, pair=point.pair,
         warmup=budget.warmup, busbw_factor=factor, wrong=int(totals[0]) if validated else -1, density=point.density,

@@ -16,6 +16,7 @@ from fabricprobe.mpienv.topology import Topology
 from fabricprobe.store import ResultsWriter
 from fabricprobe.store.schema import STATUS_ABORTED
 from fabricprobe.timing import native
+from fabricprobe.timing.choice import floor_timers
 
 
 @dataclass
@@ -26,20 +27,12 @@ class SweepOutcome:
     notes: list[str]
 
 
-def timers_in_use(config: SweepConfig, MPI: Any) -> list[str]:
-    """Timers whose floor the run records: the native one if any point can use it, and python."""
-    timers = []
-    if config.timer != "python" and native.load(MPI) is not None:
-        timers.append("native")
-    timers.append("python")
-    return timers
-
-
 def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: ResultsWriter | None,
             done: set[str], progress_style: str, device: DeviceContext | None = None) -> SweepOutcome:
     """Measure every planned point not in `done`; writer is rank 0's (None elsewhere); `device` is set
     for device buffers (--buffer cupy/numba)."""
-    points, notes = make_plan(config, topo, timers_in_use(config, MPI))
+    native.load(MPI)
+    points, notes = make_plan(config, topo, floor_timers(config.timer, native.unavailable_reason()))
     root = comm.rank == 0
 
     def mark_aborted(label: str) -> None:

@@ -16,6 +16,10 @@ import numpy as np
 from fabricprobe.memory.host import aligned_empty
 
 BUFFER_KINDS = ("host", "cupy", "numba")
+# How a collective on device buffers reaches the wire (fabricprobe.engine.gpudirect does each): handed
+# straight to the library (GPUDirect), or through pinned host memory, whole or in pipelined chunks.
+DIRECT, STAGED, PIPELINED = "direct", "staged", "pipelined"
+TRANSFERS = (DIRECT, STAGED, PIPELINED)
 
 
 class BufferUnavailable(Exception):
@@ -172,6 +176,11 @@ def on_device(arr: Any) -> bool:
     """Whether an array lives in device memory (CuPy or Numba, real or simulated)."""
     return arr is not None and not isinstance(arr, np.ndarray) and (
         hasattr(arr, "__cuda_array_interface__") or hasattr(arr, "copy_to_host"))
+
+
+def device_pointer(arr: Any) -> int:
+    """The device address of a CUDA array (CuPy or Numba), as C libraries such as NCCL take it."""
+    return int(arr.__cuda_array_interface__["data"][0])
 
 
 def memory_of(arr: Any) -> Any:

@@ -11,8 +11,13 @@ from rich.table import Table
 from fabricprobe.collectives import LIBRARY
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size
+from fabricprobe.store.schema import identity
 
-CASE_FIELDS = ("collective", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "transfer", "nranks")
+CASE_WITHOUT = ("algorithm", "bytes")  # a case: everything that identifies a point but the algorithm and size
+
+
+def case_of(point: dict[str, Any]) -> tuple:
+    return identity(point, without=CASE_WITHOUT)
 
 
 def comparison_groups(points: list[dict[str, Any]]) -> "OrderedDict[tuple, dict[str, dict[int, dict]]]":
@@ -21,7 +26,7 @@ def comparison_groups(points: list[dict[str, Any]]) -> "OrderedDict[tuple, dict[
     for p in points:
         if p["status"] != "ok":
             continue
-        case = tuple(p[f] for f in CASE_FIELDS)
+        case = case_of(p)
         groups.setdefault(case, {}).setdefault(p["algorithm"], {})[p["bytes"]] = p
     return OrderedDict((k, v) for k, v in groups.items() if len(v) > 1)
 

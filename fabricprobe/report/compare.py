@@ -7,12 +7,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricprobe.engine.plan import EMPTY
 from fabricprobe.errors import UsageError
 from fabricprobe.store import Run, load_runs, select_run
-
-MATCH_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "transfer", "nranks",
-                "bytes")
+from fabricprobe.store.schema import EMPTY, identity
 
 
 @dataclass
@@ -75,10 +72,10 @@ class Comparison:
 
 
 def compare(a: Side, b: Side, collectives: list[str] | None = None) -> Comparison:
-    fields = [f for f in MATCH_FIELDS if not (f == "algorithm" and (a.algorithm or b.algorithm))]
+    without = ("algorithm",) if a.algorithm or b.algorithm else ()
 
     def key(p: dict[str, Any]) -> tuple:
-        return tuple(p[f] for f in fields)
+        return identity(p, without)
 
     pa, pb = {key(p): p for p in a.points(collectives)}, {key(p): p for p in b.points(collectives)}
     for side, found in ((a, pa), (b, pb)):
@@ -88,7 +85,7 @@ def compare(a: Side, b: Side, collectives: list[str] | None = None) -> Compariso
                              f" (algorithms in run {side.run.id}: {', '.join(names) or 'none'})")
     out = Comparison(a, b)
     for k in sorted(set(pa) & set(pb), key=lambda k: tuple(str(x) for x in k[:-1]) + (k[-1],)):
-        out.rows.append(Row(dict(zip(fields, k)), pa[k], pb[k]))
+        out.rows.append(Row(k._asdict(), pa[k], pb[k]))
     out.only_a = [pa[k] for k in sorted(set(pa) - set(pb), key=str)]
     out.only_b = [pb[k] for k in sorted(set(pb) - set(pa), key=str)]
     ranks_a = sorted({p["nranks"] for p in pa.values()})

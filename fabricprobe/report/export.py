@@ -9,12 +9,12 @@ import json
 import math
 from typing import Any
 
-from fabricprobe.engine.plan import EMPTY
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.report.algorithms import device_label
 from fabricprobe.report.groups import group_series
+from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
-from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
+from fabricprobe.store.schema import EMPTY, FORMAT, POINT_DTYPE, SCHEMA_VERSION
 from fabricprobe.version import __version__
 
 _CONFIG_KEY = "config"
@@ -66,19 +66,13 @@ def to_csv(runs: list[Run], collectives: list[str] | None = None) -> str:
     return out.getvalue()
 
 
-_OSU_TITLES = {
-    "allreduce": "Allreduce Latency Test", "reduce": "Reduce Latency Test", "bcast": "Broadcast Latency Test",
-    "allgather": "Allgather Latency Test", "reduce_scatter": "Reduce_scatter Latency Test",
-    "alltoall": "All-to-All Personalized Exchange Latency Test", "barrier": "Barrier Latency Test",
-    "latency": "Latency Test", "bw": "Bandwidth Test", "bibw": "Bi-Directional Bandwidth Test",
-}
 _OSU_TYPES = {"float32": "MPI_FLOAT", "float64": "MPI_DOUBLE", "int32": "MPI_INT32_T", "int64": "MPI_INT64_T",
               "byte": "MPI_BYTE"}
 
 
 def _osu_size(point: dict[str, Any], itemsize: int) -> int:
     """OMB's "Size" column: per-rank send bytes for allgather, per-peer bytes for alltoall."""
-    if point["collective"] in ("allgather", "alltoall"):
+    if SPECS[point["collective"]].osu_size_is_block:
         return point["count"] * itemsize
     return point["bytes"]
 
@@ -91,7 +85,7 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
         points = [p for p in _filtered(run, collectives) if p["collective"] != EMPTY and p["status"] != "error"]
         for key, rows in group_series(points).items():
             coll, alg, dtype, op, in_place, mode, pair, density, buffer, transfer, nranks = key
-            lines.append(f"# OSU MPI {_OSU_TITLES.get(coll, coll)} (fabricprobe {__version__} export, run {run.id}, "
+            lines.append(f"# OSU MPI {SPECS[coll].osu_title if coll in SPECS else coll} (fabricprobe {__version__} export, run {run.id}, "
                          f"algorithm {alg}, {nranks} ranks, {mode} mode{', in-place' if in_place else ''}{', ' + pair + ' pair' if pair else ''}"
                          f"{', ' + device_label(buffer, transfer) if device_label(buffer, transfer) else ''})")
             lines.append(f"# Datatype: {_OSU_TYPES.get(dtype, dtype)}." + (f" Op: {op}." if op != "none" else ""))

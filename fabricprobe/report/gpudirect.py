@@ -10,11 +10,10 @@ from typing import Any
 
 from rich.table import Table
 
-from fabricprobe.engine.gpudirect import DIRECT, PIPELINED, STAGED
+from fabricprobe.memory import DIRECT, PIPELINED, STAGED
 from fabricprobe.report.units import percent, usec
 from fabricprobe.sizes import format_size
-
-CASE = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "nranks")
+from fabricprobe.store.schema import identity
 
 
 def gpudirect_groups(points: list[dict[str, Any]]) -> "OrderedDict[tuple, dict[int, dict[str, dict]]]":
@@ -22,7 +21,7 @@ def gpudirect_groups(points: list[dict[str, Any]]) -> "OrderedDict[tuple, dict[i
     groups: OrderedDict[tuple, dict[int, dict[str, dict]]] = OrderedDict()
     for p in points:
         if p.get("transfer") in (DIRECT, STAGED, PIPELINED):
-            groups.setdefault(tuple(p[f] for f in CASE), {}).setdefault(p["bytes"], {})[p["transfer"]] = p
+            groups.setdefault(identity(p, without=("transfer", "bytes")), {}).setdefault(p["bytes"], {})[p["transfer"]] = p
     return OrderedDict((k, v) for k, v in groups.items()
                        if len({t for by in v.values() for t in by}) > 1)
 

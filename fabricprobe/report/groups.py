@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-SERIES_FIELDS = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "transfer",
-                 "nranks")
+from fabricprobe.store.schema import identity
 
 
 def series_key(point: dict[str, Any]) -> tuple:
-    return tuple(point[f] for f in SERIES_FIELDS)
+    """A series: everything that identifies a point but its size (one table, one plotted line)."""
+    return identity(point, without=("bytes",))
 
 
 def group_series(points: list[dict[str, Any]]) -> "OrderedDict[tuple, list[dict[str, Any]]]":

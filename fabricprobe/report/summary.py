@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fabricprobe.collectives import LIBRARY
-from fabricprobe.report.algorithms import CASE_FIELDS
+from fabricprobe.report.algorithms import case_of
 from fabricprobe.specs import SPECS
 
 
@@ -122,7 +122,7 @@ def summarize(points: list[dict[str, Any]]) -> list[CaseSummary]:
         spec = SPECS.get(p["collective"])
         if p["status"] != "ok" or spec is None or not spec.sized:
             continue
-        case = tuple(p[f] for f in CASE_FIELDS)
+        case = case_of(p)
         cases.setdefault(case, {}).setdefault(p["algorithm"], {})[p["bytes"]] = p
     out = []
     for case, by_alg in cases.items():
@@ -135,7 +135,7 @@ def summarize(points: list[dict[str, Any]]) -> list[CaseSummary]:
         small = min(base_rows)
         peak = max(base_rows.values(), key=lambda p: p["busbw_gbps"])
         half = next((s for s in sorted(base_rows) if base_rows[s]["busbw_gbps"] >= peak["busbw_gbps"] / 2), None)
-        summary = CaseSummary(dict(zip(CASE_FIELDS, case)), baseline, names, len(sizes),
+        summary = CaseSummary(case._asdict(), baseline, names, len(sizes),
                               base_rows[small]["median_s"], small, peak["busbw_gbps"], peak["bytes"],
                               half if peak["busbw_gbps"] > 0 else None)
         summary.ranges = _ranges(sizes, by_alg, baseline)

@@ -10,7 +10,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from fabricprobe.engine.plan import EMPTY, PAIR_LABELS
 from fabricprobe.mpienv.datatypes import BYTE, NO_OP
 from fabricprobe.report.algorithms import comparison_groups, comparison_table, device_label
 from fabricprobe.report.gpudirect import gpudirect_tables
@@ -22,6 +21,7 @@ from fabricprobe.report.warnings import run_notes, run_warnings
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
+from fabricprobe.store.schema import EMPTY, PAIR_LABELS
 
 
 def run_header(run: Run) -> Panel:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from fabricprobe.engine.plan import EMPTY
 from fabricprobe.store import Run
+from fabricprobe.store.schema import EMPTY
 
 
 def run_warnings(run: Run) -> list[str]:

@@ -1,18 +1,20 @@
-"""The registry of collective specs, in the order a sweep measures them."""
+"""The registry of collective specs, in the order a sweep measures them. Adding a collective is one spec
+file and one line here; the sweep's option lists, the library and NCCL backends and the tuning all read
+it from the registry."""
 
 from __future__ import annotations
 
 from fabricprobe.specs import (
-                               allgather,
-                               allreduce,
-                               alltoall,
-                               barrier,
-                               bcast,
-                               local,
-                               pt2pt,
-                               reduce,
-                               reduce_scatter,
-                               sparse,
+    allgather,
+    allreduce,
+    alltoall,
+    barrier,
+    bcast,
+    local,
+    pt2pt,
+    reduce,
+    reduce_scatter,
+    sparse,
 )
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
@@ -36,4 +38,12 @@ SPECS: dict[str, CollectiveSpec] = {
     )
 }
 
-__all__ = ["SPECS", "Case", "CollectiveSpec", "Layout"]
+
+def family(name: str) -> tuple[str, ...]:
+    """The specs of one family, in registry order: collective, pt2pt, kernel or sparse."""
+    return tuple(n for n, spec in SPECS.items() if spec.family == name)
+
+
+TUNABLE = tuple(n for n, spec in SPECS.items() if spec.vendor is not None)  # the libraries name them for tuning
+
+__all__ = ["SPECS", "TUNABLE", "Case", "CollectiveSpec", "Layout", "family"]

@@ -5,15 +5,22 @@ Sized as nccl-tests does: the reported size is the whole gathered buffer (count 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from fabricprobe.memory import device_pointer
 from fabricprobe.oracle import patterns
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout
+from fabricprobe.specs.base import Case, CollectiveSpec, Layout, VendorNames, c_buffers, mpi_buffers
 
 
 class Allgather(CollectiveSpec):
     name = "allgather"
     busbw_formula = "(n-1)/n"
+    osu_title = "Allgather Latency Test"
+    osu_size_is_block = True
+    vendor = VendorNames(openmpi="allgather", openmpi_id=0, openmpi_json="allgather", mpich="ALLGATHER",
+                         mpich_size_key="total_msg_size", nccl="allgather")
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // (itemsize * nranks)
@@ -34,6 +41,20 @@ class Allgather(CollectiveSpec):
     def results(self, case: Case):
         expected = np.concatenate([patterns.data(r, np.arange(case.count)) for r in range(case.nranks)])
         return [(case.recv, expected)]
+
+    def mpi4py_call(self, case, MPI, op=None):
+        send, recv = mpi_buffers(case, MPI)
+        return partial(case.comm.Allgather, send, recv)
+
+    def native_call(self, case, nat, MPI):
+        send, recv, dt, comm = c_buffers(case, nat, MPI)
+        return nat.allgather, (send, case.count, dt, recv, case.count, dt, comm)
+
+    def nccl_call(self, case, nc, dtype, op, stream):
+        recv, n = device_pointer(case.recv), case.count
+        # In place, NCCL finds this rank's block inside the receive buffer, where MPI keeps it too.
+        mine = recv + case.rank * n * case.dtype.itemsize if case.send is None else device_pointer(case.send)
+        return lambda: nc.allGather(mine, recv, n, dtype, stream)
 
 
 SPEC = Allgather()

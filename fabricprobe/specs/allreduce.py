@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from fabricprobe.memory import device_pointer
 from fabricprobe.oracle import patterns
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout, fill_reduction, reduction_expected
+from fabricprobe.specs.base import (
+    Case,
+    CollectiveSpec,
+    Layout,
+    VendorNames,
+    c_buffers,
+    fill_reduction,
+    mpi_buffers,
+    op_of,
+    reduction_expected,
+)
 
 
 class Allreduce(CollectiveSpec):
     name = "allreduce"
     reduces = True
     busbw_formula = "2(n-1)/n"
+    pipelinable = True
+    osu_title = "Allreduce Latency Test"
+    vendor = VendorNames(openmpi="allreduce", openmpi_id=2, openmpi_json="allreduce", mpich="ALLREDUCE",
+                         mpich_size_key="avg_msg_size", mpich_posix=True, nccl="allreduce")
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // itemsize
@@ -27,6 +44,19 @@ class Allreduce(CollectiveSpec):
 
     def results(self, case: Case):
         return [(case.recv, reduction_expected(case, case.count))]
+
+    def mpi4py_call(self, case, MPI, op=None):
+        send, recv = mpi_buffers(case, MPI)
+        return partial(case.comm.Allreduce, send, recv, op_of(case, MPI, op))
+
+    def native_call(self, case, nat, MPI):
+        send, recv, dt, comm = c_buffers(case, nat, MPI)
+        return nat.allreduce, (send, recv, case.count, dt, nat.handle(op_of(case, MPI)), comm)
+
+    def nccl_call(self, case, nc, dtype, op, stream):
+        recv = device_pointer(case.recv)
+        send = recv if case.send is None else device_pointer(case.send)
+        return lambda: nc.allReduce(send, recv, case.count, dtype, op, stream)
 
 
 SPEC = Allreduce()

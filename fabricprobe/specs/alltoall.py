@@ -5,10 +5,12 @@ Sized as nccl-tests does: the reported size is one rank's whole buffer (count ×
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from fabricprobe.oracle import patterns
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout
+from fabricprobe.specs.base import Case, CollectiveSpec, Layout, VendorNames, c_buffers, mpi_buffers
 
 
 def _blocks(source: int, nranks: int, count: int, to_rank: int | None = None) -> np.ndarray:
@@ -21,6 +23,10 @@ def _blocks(source: int, nranks: int, count: int, to_rank: int | None = None) ->
 class Alltoall(CollectiveSpec):
     name = "alltoall"
     busbw_formula = "(n-1)/n"
+    osu_title = "All-to-All Personalized Exchange Latency Test"
+    osu_size_is_block = True
+    vendor = VendorNames(openmpi="alltoall", openmpi_id=3, openmpi_json="alltoall", mpich="ALLTOALL",
+                         mpich_size_key="total_msg_size")
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // (itemsize * nranks)
@@ -42,6 +48,14 @@ class Alltoall(CollectiveSpec):
         expected = np.concatenate([_blocks(src, case.nranks, case.count, to_rank=case.rank)
                                    for src in range(case.nranks)])
         return [(case.recv, expected)]
+
+    def mpi4py_call(self, case, MPI, op=None):
+        send, recv = mpi_buffers(case, MPI)
+        return partial(case.comm.Alltoall, send, recv)
+
+    def native_call(self, case, nat, MPI):
+        send, recv, dt, comm = c_buffers(case, nat, MPI)
+        return nat.alltoall, (send, case.count, dt, recv, case.count, dt, comm)
 
 
 SPEC = Alltoall()

@@ -11,6 +11,7 @@ class Barrier(CollectiveSpec):
     in_place_supported = False
     has_send = False
     busbw_formula = "0 (no data)"
+    osu_title = "Barrier Latency Test"
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         return Layout(count=0, send_len=0, recv_len=0, nbytes=0)
@@ -23,6 +24,12 @@ class Barrier(CollectiveSpec):
 
     def results(self, case: Case):
         return []
+
+    def mpi4py_call(self, case, MPI, op=None):
+        return case.comm.Barrier
+
+    def native_call(self, case, nat, MPI):
+        return nat.barrier, (nat.handle(case.comm),)
 
 
 SPEC = Barrier()

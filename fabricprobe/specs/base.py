@@ -1,19 +1,59 @@
 """What every collective spec provides, and the per-point state the harness hands around.
 
-A spec (one file per collective, like nccl-tests' testColl) knows the collective's semantics:
-buffer lengths for a message size, the busbw factor, the input pattern and the exact result.
-It never times or calls MPI itself; algorithms (fabricprobe.collectives) do the calling.
+A spec (one file per collective, like nccl-tests' testColl) is the one place a collective lives:
+buffer lengths for a message size, the busbw factor, the input pattern and the exact result (from the
+oracle), the library's call through mpi4py and through the C API, NCCL's call, the names the MPI
+libraries give it for tuning, whether its elements are independent (pipelinable) and its OMB title.
+The library and NCCL backends, the tuning probe, runtime selection and the tests all call these, so
+adding a collective is one spec file and one registry line. A spec never times anything.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from fabricprobe.memory import on_device
 from fabricprobe.memory.host import POOL, BufferPool
+from fabricprobe.mpienv.datatypes import DTYPES, mpi_datatype, mpi_op
 from fabricprobe.oracle import patterns
+
+Call = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class VendorNames:
+    """What the MPI libraries call a collective where their tuning settings name it (docs/tuning.md)."""
+
+    openmpi: str  # coll_tuned_<openmpi>_algorithm
+    openmpi_id: int  # the collective's number in Open MPI's classic dynamic-rules file
+    openmpi_json: str  # its key in Open MPI 6's rule_file_version 3 JSON
+    mpich: str  # MPIR_CVAR_<mpich>_INTRA_ALGORITHM; Intel MPI's I_MPI_ADJUST_<mpich> (same heritage)
+    mpich_size_key: str  # the message size MPICH's selection JSON tests: avg_msg_size or total_msg_size
+    mpich_posix: bool = False  # on one node MPICH's POSIX shared-memory path takes it over after a few calls
+    nccl: str = ""  # NCCL's tuner-plugin name ("" when NCCL has no such collective)
+
+    @property
+    def mpich_json(self) -> str:
+        """collective=<name> in MPICH's selection JSON."""
+        return self.mpich.lower()
+
+    @property
+    def mpich_function(self) -> str:
+        """The stem of MPICH's algorithm functions: MPIR_<function>_intra_<algorithm>."""
+        return self.mpich_json.capitalize()
+
+    @property
+    def intel(self) -> str:
+        """I_MPI_ADJUST_<intel>."""
+        return self.mpich
+
+    @property
+    def intel_json(self) -> str:
+        """coll=<name> in Intel MPI's I_MPI_TUNING JSON."""
+        return self.mpich_json.capitalize()
 
 
 @dataclass(frozen=True)
@@ -86,6 +126,20 @@ class CollectiveSpec:
     in_place_supported: ClassVar[bool] = True
     has_send: ClassVar[bool] = True  # False when the call has only one buffer (bcast) or none
     busbw_formula: ClassVar[str] = "1"  # human-readable F in busbw = algbw * F
+    vendor: ClassVar[VendorNames | None] = None  # the libraries' names for tuning; None: not tuned
+    pipelinable: ClassVar[bool] = False  # result element i depends on input element i only (chunked staging)
+    compared_with: ClassVar[str] = ""  # the collective this one's times are read against (sparse: allreduce)
+    osu_title: ClassVar[str] = ""  # OMB's title line for it
+    osu_size_is_block: ClassVar[bool] = False  # OMB's Size column is one rank's block, not the whole buffer
+
+    @property
+    def family(self) -> str:
+        """collective, pt2pt, kernel (local, no communication) or sparse: the sweep's option groups."""
+        if self.sparse:
+            return "sparse"
+        if self.pt2pt:
+            return "pt2pt"
+        return "kernel" if self.local else "collective"
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         raise NotImplementedError
@@ -108,11 +162,72 @@ class CollectiveSpec:
         """(actual, expected) pairs this rank can check after one call."""
         raise NotImplementedError
 
+    # The MPI library's own implementation: collectives give their calls below, point-to-point tests
+    # are OMB's loops (fabricprobe.collectives.library); local kernels and sparse tests have none.
+    in_library: ClassVar[bool] = True
+
+    def mpi4py_call(self, case: Case, MPI: Any, op: Any = None) -> Call:
+        """The mpi4py call for one call of the collective on case's buffers, buffer specs built once
+        (op: an MPI.Op to use instead of case.op's built-in one, as the tuning probe's traced sum)."""
+        raise NotImplementedError
+
+    def native_call(self, case: Case, nat: Any, MPI: Any) -> tuple[Any, tuple]:
+        """The C function (of fabricprobe.timing.native.NativeMPI) and its arguments for one call."""
+        raise NotImplementedError
+
+    def nccl_call(self, case: Case, nc: Any, dtype: Any, op: Any, stream: int) -> Call | None:
+        """One NCCL call on case's device buffers, queued on `stream`; None when NCCL has none."""
+        return None
+
+    def nccl_unusable(self, case: Case) -> str:
+        """Why NCCL's call would not mean what MPI's does for this case ("" when it would)."""
+        return ""
+
+    def ends(self, rank: int, root: int) -> tuple[bool, bool]:
+        """(this rank has input, this rank receives a result): what a staged call copies down and up."""
+        return True, True
+
+    def case_over(self, comm: Any, send: Any, recv: Any, op: str = "sum", root: int = 0) -> Case:
+        """A Case over caller-owned buffers (send None: in place), for calling the collective outside a
+        sweep (runtime selection, the tests' reference calls). S is the larger buffer, as every layout
+        defines it."""
+        dtype = np.dtype(recv.dtype)
+        name = next((n for n, d in DTYPES.items() if d == dtype), None)
+        if name is None:
+            raise ValueError(f"{self.name}: no MPI datatype for {dtype} buffers (use one of {', '.join(DTYPES)})")
+        nbytes = max(recv.nbytes, 0 if send is None else send.nbytes)
+        return Case(collective=self.name, comm=comm, rank=comm.rank, nranks=comm.size, dtype_name=name, dtype=dtype,
+                    op=op, root=root, in_place=send is None, layout=self.layout(nbytes, dtype.itemsize, comm.size),
+                    send=send, recv=recv)
+
     def check(self, case: Case) -> int:
         return sum(count_wrong(actual, expected) for actual, expected in self.results(case))
 
     def checked_elements(self, case: Case) -> int:
         return sum(actual.size for actual, _ in self.results(case))
+
+
+def mpi_buffers(case: Case, MPI: Any) -> tuple[Any, Any]:
+    """(send, recv) as mpi4py takes them, built once: IN_PLACE for a missing send buffer; host arrays as
+    MPI buffers with their datatype; device arrays as they are (mpi4py reads their
+    __cuda_array_interface__ and hands the device pointer to a CUDA-aware library)."""
+    dt = mpi_datatype(MPI, case.dtype_name)
+
+    def as_mpi(arr: Any) -> Any:
+        return arr if on_device(arr) else (MPI.buffer(arr), dt)
+
+    return (MPI.IN_PLACE if case.send is None else as_mpi(case.send)), as_mpi(case.recv)
+
+
+def c_buffers(case: Case, nat: Any, MPI: Any) -> tuple[int, int, Any, Any]:
+    """(send pointer or MPI_IN_PLACE, recv pointer, datatype handle, communicator handle) for the C API."""
+    send = nat.in_place if case.send is None else int(case.send.ctypes.data)
+    recv = 0 if case.recv is None else int(case.recv.ctypes.data)
+    return send, recv, nat.handle(mpi_datatype(MPI, case.dtype_name)), nat.handle(case.comm)
+
+
+def op_of(case: Case, MPI: Any, op: Any = None) -> Any:
+    return op if op is not None else mpi_op(MPI, case.op)
 
 
 def fill_reduction(buf: np.ndarray, case: Case, first_index: int = 0) -> None:

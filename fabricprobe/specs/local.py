@@ -17,6 +17,7 @@ from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
 class LocalSpec(CollectiveSpec):
     local = True
+    in_library = False
     in_place_supported = False
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:

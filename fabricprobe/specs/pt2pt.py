@@ -44,18 +44,21 @@ class PointToPoint(CollectiveSpec):
 class Latency(PointToPoint):
     name = "latency"
     busbw_formula = "1"
+    osu_title = "Latency Test"
     receives_on = (ROLE_INITIATOR, ROLE_RESPONDER)
 
 
 class Bandwidth(PointToPoint):
     name = "bw"
     busbw_formula = "1"
+    osu_title = "Bandwidth Test"
     receives_on = (ROLE_RESPONDER,)
 
 
 class BidirectionalBandwidth(PointToPoint):
     name = "bibw"
     busbw_formula = "2 (both directions)"
+    osu_title = "Bi-Directional Bandwidth Test"
     receives_on = (ROLE_BOTH,)
 
     def busbw_factor(self, nranks: int) -> float:

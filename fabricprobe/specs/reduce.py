@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from fabricprobe.memory import device_pointer
 from fabricprobe.memory.host import POOL, BufferPool
 from fabricprobe.oracle import patterns
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout, fill_reduction, reduction_expected
+from fabricprobe.specs.base import (
+    Case,
+    CollectiveSpec,
+    Layout,
+    VendorNames,
+    c_buffers,
+    fill_reduction,
+    mpi_buffers,
+    op_of,
+    reduction_expected,
+)
 
 
 class Reduce(CollectiveSpec):
@@ -12,6 +25,10 @@ class Reduce(CollectiveSpec):
     reduces = True
     rooted = True
     busbw_formula = "1"
+    pipelinable = True
+    osu_title = "Reduce Latency Test"
+    vendor = VendorNames(openmpi="reduce", openmpi_id=11, openmpi_json="reduce", mpich="REDUCE",
+                         mpich_size_key="avg_msg_size", mpich_posix=True, nccl="reduce")
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // itemsize
@@ -35,6 +52,22 @@ class Reduce(CollectiveSpec):
         if case.rank != case.root:
             return []
         return [(case.recv, reduction_expected(case, case.count))]
+
+    def mpi4py_call(self, case, MPI, op=None):
+        send, recv = mpi_buffers(case, MPI)
+        return partial(case.comm.Reduce, send, recv, op_of(case, MPI, op), case.root)
+
+    def native_call(self, case, nat, MPI):
+        send, recv, dt, comm = c_buffers(case, nat, MPI)
+        return nat.reduce, (send, recv, case.count, dt, nat.handle(op_of(case, MPI)), case.root, comm)
+
+    def nccl_call(self, case, nc, dtype, op, stream):
+        recv = device_pointer(case.recv)
+        send = recv if case.send is None else device_pointer(case.send)
+        return lambda: nc.reduce(send, recv, case.count, dtype, op, case.root, stream)
+
+    def ends(self, rank, root):
+        return True, rank == root
 
 
 SPEC = Reduce()

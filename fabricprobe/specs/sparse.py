@@ -21,6 +21,8 @@ class SparseAllreduce(CollectiveSpec):
     name = "sparse_allreduce"
     reduces = True
     sparse = True
+    in_library = False  # MPI has no sparse allreduce
+    compared_with = "allreduce"  # read against the library's dense allreduce of the same size
     in_place_supported = False
     busbw_formula = "2(n-1)/n, as for the dense allreduce it replaces"
 
@@ -52,6 +54,7 @@ class TopkLocal(CollectiveSpec):
     name = "topk_local"
     local = True
     sparse = True
+    in_library = False
     in_place_supported = False
     implementations = ("numba", "argpartition")
     busbw_formula = "1 (reads the vector once)"

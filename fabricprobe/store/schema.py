@@ -9,6 +9,10 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
+from functools import lru_cache
+from typing import Any, Mapping
+
 import numpy as np
 
 FORMAT = "fabricprobe"
@@ -24,6 +28,37 @@ POINT_OK = "ok"
 POINT_WRONG = "wrong"  # validation found wrong elements
 POINT_ERROR = "error"  # the call raised an MPI error
 POINT_NOT_RUNNABLE = "not_runnable"  # cannot run in this setting (reason in `note`)
+
+EMPTY = "empty"  # the collective name of the harness floor: a timed region with nothing in it
+PAIR_LABELS = {"intra": "intra-node", "inter": "inter-node", "all": "all pairs"}  # the pair field's values
+
+# What identifies a point: two points with equal identities measured the same thing. Every report
+# groups, matches and titles by these (fabricprobe.report), --resume keys by them (point_key).
+IDENTITY = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "transfer",
+            "nranks", "bytes")
+
+
+@lru_cache(maxsize=None)
+def _identity_type(fields: tuple[str, ...]) -> type:
+    return namedtuple("Identity", fields)
+
+
+def identity(point: Mapping[str, Any], without: tuple[str, ...] = ()) -> tuple:
+    """The point's identifying fields (less `without`) as a named tuple, in IDENTITY order."""
+    fields = tuple(f for f in IDENTITY if f not in without)
+    return _identity_type(fields)(*(point[f] for f in fields))
+
+
+def point_key(collective: str, algorithm: str, dtype: str, op: str, in_place: bool, mode: str, nbytes: int,
+              pair: str = "", density: float = 0.0, sub_nranks: int = 0, buffer: str = "host",
+              transfer: str = "") -> str:
+    """The point's identity as the `key` string --resume matches (sub_nranks: the sub-communicator's size,
+    0 for the whole job). Its spelling is part of the schema: files written before keep resuming."""
+    parts = [collective, algorithm, dtype, op, "inplace" if in_place else "outofplace", mode, str(nbytes)]
+    return "|".join(parts + ([pair] if pair else []) + ([f"d{density:g}"] if density else [])
+                    + ([f"n{sub_nranks}"] if sub_nranks else [])
+                    + ([f"{buffer}-{transfer or 'local'}"] if buffer != "host" else []))
+
 
 POINT_FIELDS: list[tuple[str, str, str]] = [
     ("index", "i4", "position of the point in the run, also its samples dataset name"),

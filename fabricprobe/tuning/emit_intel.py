@@ -19,11 +19,9 @@ import re
 from pathlib import Path
 
 from fabricprobe.tuning.choose import Range, Table
-from fabricprobe.tuning.libraries import DEFAULT, IMPI_NAMES
+from fabricprobe.tuning.libraries import DEFAULT, names
 
 MAX = 2147483647
-JSON_COLL = {"allreduce": "Allreduce", "bcast": "Bcast", "reduce": "Reduce", "allgather": "Allgather",
-             "reduce_scatter": "Reduce_scatter_block", "alltoall": "Alltoall"}
 
 
 def preset(r: Range, fallback: int | None) -> int:
@@ -48,7 +46,7 @@ def adjust_strings(table: Table, fallbacks: dict[tuple[str, int, int], int]) -> 
             left.append(coll)  # "@p-q" conditions would be needed, and Intel MPI ignores sizes under them
             continue
         rules = next(iter(per_comm.values()))
-        out[f"I_MPI_ADJUST_{IMPI_NAMES[coll]}"] = ";".join(
+        out[f"I_MPI_ADJUST_{names(coll).intel}"] = ";".join(
             f"{p}:{lo}-{MAX if hi is None else hi - 1}" for p, lo, hi in rules)
     return out, left
 
@@ -64,9 +62,9 @@ def tuning_json(table: Table, fallbacks: dict[tuple[str, int, int], int], ppn: i
             rules = {}
             for r in sections[c]:
                 bound = -1 if r.hi is None else r.hi - 1
-                rules[f"msg_size={bound}"] = {f"{IMPI_NAMES[coll]}={preset(r, fallbacks.get((coll, c, r.lo)))}": {}}
+                rules[f"msg_size={bound}"] = {f"{names(coll).intel}={preset(r, fallbacks.get((coll, c, r.lo)))}": {}}
             by_comm[f"comm_size={c}"] = {"comm_id=-1": rules}
-        doc[f"coll={JSON_COLL[coll]}"] = {f"ppn={ppn}": by_comm}
+        doc[f"coll={names(coll).intel_json}"] = {f"ppn={ppn}": by_comm}
     return json.dumps(doc, indent=1) + "\n"
 
 

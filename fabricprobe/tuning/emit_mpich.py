@@ -31,14 +31,8 @@ from typing import Any
 
 from fabricprobe.errors import UsageError
 from fabricprobe.tuning.choose import Range, Table
-from fabricprobe.tuning.libraries import DEFAULT, MPICH_POSIX
+from fabricprobe.tuning.libraries import COLLECTIVES, DEFAULT, names
 
-CSEL = {"allreduce": "allreduce", "bcast": "bcast", "reduce": "reduce", "allgather": "allgather",
-        "reduce_scatter": "reduce_scatter_block", "alltoall": "alltoall"}
-FUNC = {"allreduce": "Allreduce", "bcast": "Bcast", "reduce": "Reduce", "allgather": "Allgather",
-        "reduce_scatter": "Reduce_scatter_block", "alltoall": "Alltoall"}
-SIZE_KEY = {"allreduce": "avg_msg_size", "bcast": "avg_msg_size", "reduce": "avg_msg_size",
-            "allgather": "total_msg_size", "reduce_scatter": "total_msg_size", "alltoall": "total_msg_size"}
 MPIR_DEFAULT = "mpir"  # candidate: MPICH's own MPIR tree, without the POSIX shared-memory path
 
 # What an algorithm needs of a call (MPICH's src/mpi/coll/coll_algorithms.txt "restrictions"). A forced
@@ -164,7 +158,7 @@ def default_trees(libmpi: Path) -> dict[str, dict]:
 
 def _chain(collective: str, ranges: list[Range], leaf) -> dict[str, Any]:
     """Message-size rules in order, ending in the "=any" catch-all MPICH requires."""
-    key = SIZE_KEY[collective]
+    key = names(collective).mpich_size_key
     chain: dict[str, Any] = {}
     for i, r in enumerate(ranges):
         cond = f"{key}=any" if r.hi is None or i == len(ranges) - 1 else f"{key}<={r.hi - 1}"
@@ -188,13 +182,13 @@ def mpir_tree(table: Table, trees: dict) -> dict:
     for coll, sections in table.rules.items():
         if all(r.winner in (DEFAULT, MPIR_DEFAULT) for rs in sections.values() for r in rs):
             continue
-        node = tree[f"collective={CSEL[coll]}"]
+        node = tree[f"collective={names(coll).mpich_json}"]
         original = node["comm_type=intra"]
 
         def leaf(r: Range, coll=coll, original=original):
             if r.winner in (DEFAULT, MPIR_DEFAULT):
                 return copy.deepcopy(original)
-            name = f"MPIR_{FUNC[coll]}_intra_{r.winner}"
+            name = f"MPIR_{names(coll).mpich_function}_intra_{r.winner}"
             if symbols and name.encode() not in symbols:
                 raise UsageError(f"MPICH here has no {name}; the tuning file would abort MPI_Init")
             leaf = {f"algorithm={name}": leaf_params(coll, r.winner, trees.get("_cvars", {}))}
@@ -210,11 +204,11 @@ def posix_tree(table: Table, trees: dict) -> dict | None:
         return None
     tree = copy.deepcopy(trees["posix"])
     changed = False
-    for coll in MPICH_POSIX:
+    for coll in (c for c in COLLECTIVES if names(c).mpich_posix):
         sections = table.rules.get(coll)
         if not sections or all(r.winner == DEFAULT for rs in sections.values() for r in rs):
             continue
-        node = tree.get(f"collective={CSEL[coll]}")
+        node = tree.get(f"collective={names(coll).mpich_json}")
         if node is None:
             continue
         parent, cond, default_leaf = _leaf(node)

@@ -5,17 +5,16 @@ measurements whose algorithm is named ALGORITHM.PROTOCOL (e.g. ring.simple); not
 
 from __future__ import annotations
 
+from fabricprobe.specs import SPECS
 from fabricprobe.tuning.choose import Table
 from fabricprobe.tuning.libraries import DEFAULT
-
-NCCL_COLL = {"allreduce": "allreduce", "bcast": "broadcast", "reduce": "reduce", "allgather": "allgather",
-             "reduce_scatter": "reducescatter"}
 
 
 def tuner_csv(table: Table, nodes: int = -1) -> str:
     lines = ["# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"]
     for coll, sections in table.rules.items():
-        if coll not in NCCL_COLL:
+        nccl_name = SPECS[coll].vendor.nccl if SPECS[coll].vendor else ""
+        if not nccl_name:
             continue
         for n, ranges in sorted(sections.items()):
             for r in ranges:
@@ -23,5 +22,5 @@ def tuner_csv(table: Table, nodes: int = -1) -> str:
                     continue
                 algorithm, _, protocol = r.winner.partition(".")
                 hi = -1 if r.hi is None else r.hi - 1
-                lines.append(f"{NCCL_COLL[coll]},{r.lo},{hi},{algorithm},{protocol or 'simple'},-1,{nodes},{n}")
+                lines.append(f"{nccl_name},{r.lo},{hi},{algorithm},{protocol or 'simple'},-1,{nodes},{n}")
     return "\n".join(lines) + "\n"

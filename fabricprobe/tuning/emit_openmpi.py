@@ -14,11 +14,8 @@ import json
 from pathlib import Path
 
 from fabricprobe.tuning.choose import Range, Table
-from fabricprobe.tuning.libraries import DEFAULT, OMPI_IDS, OMPI_NAMES, OpenMPI
+from fabricprobe.tuning.libraries import DEFAULT, OpenMPI, names
 from fabricprobe.version import __version__
-
-JSON_NAMES = {"allreduce": "allreduce", "bcast": "bcast", "reduce": "reduce", "allgather": "allgather",
-              "reduce_scatter": "reducescatterblock", "alltoall": "alltoall"}
 
 
 def _tuned_collectives(table: Table) -> list[str]:
@@ -30,7 +27,7 @@ def _alg(library: OpenMPI, collective: str, r: Range) -> int:
     """Open MPI's id for the winner (read from ompi_info); labels turned "-" into "_" (in-order_binary)."""
     if r.winner == DEFAULT:
         return 0
-    for ident, name in library.enumerators.get(OMPI_NAMES[collective], []):
+    for ident, name in library.enumerators.get(names(collective).openmpi, []):
         if name.replace("-", "_") == r.winner:
             return ident
     raise KeyError(f"Open MPI has no {collective} algorithm {r.winner!r}")
@@ -44,7 +41,7 @@ def classic_rules(table: Table, library: OpenMPI) -> str:
     for coll in colls:
         sections = table.rules[coll]
         sizes = sorted(sections)
-        lines.append(f"{OMPI_IDS[coll]}  # {OMPI_NAMES[coll]}")
+        lines.append(f"{names(coll).openmpi_id}  # {names(coll).openmpi}")
         lines.append(f"{len(sizes)}  # number of communicator-size sections")
         for i, comm_size in enumerate(sizes):
             ranges = sections[comm_size]
@@ -55,7 +52,7 @@ def classic_rules(table: Table, library: OpenMPI) -> str:
                 hi = "inf" if r.hi is None else r.hi
                 # A forced algorithm (how it was measured) gets the chain fan-out MCA default; a rule's
                 # fan-in/out of 0 builds a different tree (bcast "chain" became a plain pipeline).
-                fanout = getattr(library, "chain_fanout", {}).get(OMPI_NAMES[coll], 0)
+                fanout = getattr(library, "chain_fanout", {}).get(names(coll).openmpi, 0)
                 lines.append(f"{r.lo} {_alg(library, coll, r)} {fanout} 0  # [{r.lo}, {hi}) -> {r.winner}")
     return "\n".join(lines) + "\n"
 
@@ -114,7 +111,7 @@ def json_rules(table: Table) -> str:
             if rules:
                 entries.append({"comm_size_min": lo, "comm_size_max": hi, "comm_rank_distribution": "any",
                                 "rules": rules})
-        colls[JSON_NAMES[coll]] = entries
+        colls[names(coll).openmpi_json] = entries
     return json.dumps({"rule_file_version": 3, "module": "tuned", "collectives": colls}, indent=1) + "\n"
 
 

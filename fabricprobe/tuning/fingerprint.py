@@ -10,14 +10,15 @@ import re
 import subprocess
 import sys
 
-REDUCTIONS = ("allreduce", "reduce", "reduce_scatter")
+from fabricprobe.specs import SPECS
+
 _MONITOR = re.compile(r"^I\s+(\d+)\s+(\d+)\s+(\d+) bytes\s+(\d+) msgs sent", re.M)
 
 
 def method_for(vendor: str, collective: str) -> str | None:
     if vendor == "Open MPI":
         return "monitor"
-    if collective in REDUCTIONS:
+    if SPECS[collective].reduces:  # the trace counts the reduction steps of a user-defined op
         return "trace"
     return None
 

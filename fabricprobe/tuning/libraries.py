@@ -23,16 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fabricprobe.errors import UsageError
+from fabricprobe.specs import SPECS
+from fabricprobe.specs import TUNABLE as COLLECTIVES
+from fabricprobe.specs.base import VendorNames
 
-OMPI_NAMES = {"allreduce": "allreduce", "bcast": "bcast", "reduce": "reduce", "allgather": "allgather",
-              "reduce_scatter": "reduce_scatter_block", "alltoall": "alltoall"}
-OMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "bcast": 7, "reduce": 11, "reduce_scatter": 13}
-MPICH_NAMES = {"allreduce": "ALLREDUCE", "bcast": "BCAST", "reduce": "REDUCE", "allgather": "ALLGATHER",
-               "reduce_scatter": "REDUCE_SCATTER_BLOCK", "alltoall": "ALLTOALL"}
-MPICH_POSIX = ("allreduce", "bcast", "reduce")  # collectives MPICH's POSIX path takes over on one node
-IMPI_NAMES = {"allreduce": "ALLREDUCE", "bcast": "BCAST", "reduce": "REDUCE", "allgather": "ALLGATHER",
-              "reduce_scatter": "REDUCE_SCATTER_BLOCK", "alltoall": "ALLTOALL"}
 DEFAULT = "default"
+
+
+def names(collective: str) -> VendorNames:
+    """What the libraries call a collective (from its spec)."""
+    vendor = SPECS[collective].vendor
+    if vendor is None:
+        raise KeyError(f"{collective} is not tuned: its spec names it for no library")
+    return vendor
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class OpenMPI(Library):
             raise UsageError("ompi_info lists no coll/tuned algorithms (is coll/tuned built?)")
 
     def variants(self, collective: str) -> list[Variant]:
-        name = OMPI_NAMES[collective]
+        name = names(collective).openmpi
         out = [self.default(collective)]
         for ident, alg in self.enumerators.get(name, []):
             if ident == 0:  # "ignore": the fixed decision, i.e. the default
@@ -104,7 +107,7 @@ class OpenMPI(Library):
         return out
 
     def algorithm_id(self, collective: str, name: str) -> int:
-        for ident, alg in self.enumerators.get(OMPI_NAMES[collective], []):
+        for ident, alg in self.enumerators.get(names(collective).openmpi, []):
             if alg == name:
                 return ident
         raise KeyError(f"Open MPI has no {collective} algorithm {name!r}")
@@ -137,8 +140,8 @@ class MPICH(Library):
             raise UsageError("mpivars lists no MPIR_CVAR_*_INTRA_ALGORITHM values")
 
     def variants(self, collective: str) -> list[Variant]:
-        cvar = MPICH_NAMES[collective]
-        posix = {f"MPIR_CVAR_{cvar}_POSIX_INTRA_ALGORITHM": "mpir"} if collective in MPICH_POSIX else {}
+        cvar = names(collective).mpich
+        posix = {f"MPIR_CVAR_{cvar}_POSIX_INTRA_ALGORITHM": "mpir"} if names(collective).mpich_posix else {}
         out = [self.default(collective)]
         if posix:
             out.append(Variant(collective, "mpir", "auto", dict(posix)))
@@ -178,7 +181,8 @@ class IntelMPI(Library):
             if path is None:
                 raise UsageError("impi_info not found: it lists Intel MPI's I_MPI_ADJUST presets")
             ranges = {}
-            for coll, name in IMPI_NAMES.items():
+            for coll in COLLECTIVES:
+                name = names(coll).intel
                 text = _run([path, "-v", f"I_MPI_ADJUST_{name}"])
                 found = re.findall(r"(\d+)\s*[-–]\s*(\d+)", text)
                 if found:
@@ -188,7 +192,7 @@ class IntelMPI(Library):
         self.ranges = ranges
 
     def variants(self, collective: str) -> list[Variant]:
-        name = IMPI_NAMES[collective]
+        name = names(collective).intel
         return [self.default(collective)] + [
             Variant(collective, f"preset{i}", str(i), {f"I_MPI_ADJUST_{name}": str(i)})
             for i in range(1, self.ranges.get(collective, 0) + 1)]

@@ -25,28 +25,20 @@ mpi4py.rc.thread_level = "single"
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
+from fabricprobe.specs import SPECS  # noqa: E402
+from fabricprobe.specs.base import Case  # noqa: E402
+
 WARMUP = 12
 
 
 def call(comm, collective: str, nbytes: int, op) -> None:
-    p = comm.size
-    n = nbytes // 4
-    if collective in ("allgather", "alltoall", "reduce_scatter"):
-        n = nbytes // (4 * p)
-    if collective == "allreduce":
-        comm.Allreduce(np.ones(n, np.float32), np.empty(n, np.float32), op=op)
-    elif collective == "reduce":
-        comm.Reduce(np.ones(n, np.float32), np.empty(n, np.float32), op=op, root=0)
-    elif collective == "reduce_scatter":
-        comm.Reduce_scatter_block(np.ones(n * p, np.float32), np.empty(n, np.float32), op=op)
-    elif collective == "bcast":
-        comm.Bcast(np.ones(n, np.float32), root=0)
-    elif collective == "allgather":
-        comm.Allgather(np.ones(n, np.float32), np.empty(n * p, np.float32))
-    elif collective == "alltoall":
-        comm.Alltoall(np.ones(n * p, np.float32), np.empty(n * p, np.float32))
-    else:
-        raise SystemExit(f"unknown collective {collective}")
+    """One call of the collective through its spec's mpi4py call, on float32 buffers of S = nbytes."""
+    spec = SPECS[collective]
+    case = Case(collective=collective, comm=comm, rank=comm.rank, nranks=comm.size, dtype_name="float32",
+                dtype=np.dtype(np.float32), op="sum", root=0, in_place=False, layout=spec.layout(nbytes, 4, comm.size))
+    spec.allocate(case)
+    spec.prepare(case)
+    spec.mpi4py_call(case, MPI, op=op)()
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ import numpy as np
 
 from fabricprobe import collectives
 from fabricprobe.errors import UsageError
-from fabricprobe.mpienv.datatypes import mpi_op
+from fabricprobe.specs import SPECS
 
 _table: dict[str, list[dict[str, Any]]] = {}
 _loaded_from: str | None = None
@@ -63,43 +63,28 @@ def _comm(comm: Any) -> Any:
     return MPI.COMM_WORLD
 
 
-def _bytes_for(collective: str, buf: np.ndarray, comm: Any) -> int:
-    """S as the table measured it: the whole vector, or the whole gathered/scattered buffer."""
-    return int(buf.nbytes * (comm.size if collective == "allgather" else 1))
+def _run(collective: str, comm: Any, send: Any, recv: Any, op: str, root: int) -> None:
+    """The selected implementation of `collective` on these buffers: the library's (its spec's mpi4py
+    call) or a hand-written one. S is what the table measured: the larger buffer."""
+    case = SPECS[collective].case_over(comm, send, recv, op, root)
+    name = algorithm_for(collective, comm.size, case.layout.nbytes)
+    collectives.get(collective, name).call(case)()
 
 
 def allreduce(sendbuf: Any, recvbuf: Any = None, op: str = "sum", comm: Any = None) -> Any:
     """recvbuf = the reduction of every rank's sendbuf (sendbuf None: in place on recvbuf)."""
-    comm = _comm(comm)
     target = recvbuf if recvbuf is not None else np.empty_like(sendbuf)
-    source = sendbuf if sendbuf is not None else target
-    name = algorithm_for("allreduce", comm.size, _bytes_for("allreduce", source, comm))
-    if name == collectives.LIBRARY:
-        from mpi4py import MPI
-
-        comm.Allreduce(MPI.IN_PLACE if sendbuf is None else sendbuf, target, op=mpi_op(MPI, op))
-    else:
-        collectives.get("allreduce", name).run(comm, sendbuf, target, op, 0)
+    _run("allreduce", _comm(comm), sendbuf, target, op, 0)
     return target
 
 
 def bcast(buf: Any, root: int = 0, comm: Any = None) -> Any:
-    comm = _comm(comm)
-    name = algorithm_for("bcast", comm.size, _bytes_for("bcast", buf, comm))
-    if name == collectives.LIBRARY:
-        comm.Bcast(buf, root=root)
-    else:
-        collectives.get("bcast", name).run(comm, None, buf, "sum", root)
+    _run("bcast", _comm(comm), None, buf, "sum", root)
     return buf
 
 
 def allgather(sendbuf: Any, recvbuf: Any, comm: Any = None) -> Any:
-    comm = _comm(comm)
-    name = algorithm_for("allgather", comm.size, _bytes_for("allgather", sendbuf, comm))
-    if name == collectives.LIBRARY:
-        comm.Allgather(sendbuf, recvbuf)
-    else:
-        collectives.get("allgather", name).run(comm, sendbuf, recvbuf, "sum", 0)
+    _run("allgather", _comm(comm), sendbuf, recvbuf, "sum", 0)
     return recvbuf
 
 

@@ -24,7 +24,8 @@ from mpi4py import MPI  # noqa: E402
 
 from fabricprobe import collectives  # noqa: E402
 from fabricprobe.mpienv import topology  # noqa: E402
-from fabricprobe.mpienv.datatypes import DTYPES, OPS, mpi_op  # noqa: E402
+from fabricprobe.mpienv.datatypes import DTYPES, OPS  # noqa: E402
+from fabricprobe.specs import SPECS  # noqa: E402
 
 REDUCING = ("allreduce", "reduce", "reduce_scatter")
 COLLECTIVES = ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
@@ -39,18 +40,12 @@ def inputs(rng, n: int, dtype: np.dtype, op: str) -> np.ndarray:
 
 
 def reference(comm, coll: str, send: np.ndarray, op: str, root: int, recv_len: int) -> np.ndarray:
+    """The MPI library's own result: the collective's spec makes the call (as the library backend does)."""
     out = np.zeros(recv_len, send.dtype)
-    if coll == "allreduce":
-        comm.Allreduce(send, out, op=mpi_op(MPI, op))
-    elif coll == "reduce":
-        comm.Reduce(send, out, op=mpi_op(MPI, op), root=root)
-    elif coll == "reduce_scatter":
-        comm.Reduce_scatter_block(send, out, op=mpi_op(MPI, op))
-    elif coll == "allgather":
-        comm.Allgather(send, out)
-    elif coll == "bcast":
+    if coll == "bcast":
         out[...] = send
-        comm.Bcast(out, root=root)
+        send = None
+    SPECS[coll].mpi4py_call(SPECS[coll].case_over(comm, send, out, op, root), MPI)()
     return out
 
 
@@ -156,7 +151,7 @@ def main() -> int:
             if comm.rank == comm.size - 1 and recvbuf.size:
                 recvbuf[-1] += 1
 
-        from fabricprobe.collectives.base import Algorithm, register
+        from fabricprobe.collectives import Algorithm, register
         register(Algorithm("planted_fault", "allreduce", "ring, wrong in one element", run=off_by_one))
         args.collectives, args.algorithms = "allreduce", "planted_fault"
     comm = MPI.COMM_WORLD

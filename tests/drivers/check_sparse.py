@@ -58,7 +58,7 @@ def main() -> int:
             if recvbuf.sparse is not None and recvbuf.sparse.nnz and comm.rank == 0:
                 recvbuf.sparse.val[0] += 1
 
-        from fabricprobe.collectives.base import Algorithm, register
+        from fabricprobe.collectives import Algorithm, register
         register(Algorithm("planted_fault", "sparse_allreduce", "SparCML, wrong in one pair", run=drops_one))
         names = ["planted_fault"]
     comm = MPI.COMM_WORLD

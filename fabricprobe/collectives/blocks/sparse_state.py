@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from fabricprobe import kernels
-from fabricprobe.collectives.common import scratch
+from fabricprobe.collectives.blocks.common import scratch
+from fabricprobe.memory import DIRECT
 from fabricprobe.sparse import traffic
 from fabricprobe.sparse.vector import INDEX, SparseResult, capacity, decode, encode_dense, encode_sparse
 
@@ -47,6 +48,14 @@ class Arena:
 
 
 ARENA = Arena()
+
+
+def staged_only(case: Any, transfer: str) -> str:
+    """The sparse algorithms build their messages in host memory: on device buffers they run staged only."""
+    if transfer == DIRECT:
+        return ("the sparse algorithms build their messages in host memory: on device buffers they run staged "
+                "only (docs/gpu.md)")
+    return ""
 
 
 def begin() -> None:

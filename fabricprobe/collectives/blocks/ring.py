@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from fabricprobe import kernels
-from fabricprobe.collectives.common import copy_into, largest_block, scratch
+from fabricprobe.collectives.blocks.common import copy_into, largest_block, scratch
 
 TAG_RS, TAG_AG = 111, 112
 
 
-def reduce_scatter_ring(comm: Any, buf: Any, disps: tuple[int, ...], op: str, source: Any | None = None) -> None:
+def ring_reduce_scatter(comm: Any, buf: Any, disps: tuple[int, ...], op: str, source: Any | None = None) -> None:
     """Rank r ends with block r of the reduction in buf.
 
     `source` holds this rank's input when it is not buf (out-of-place): every block is received
@@ -46,7 +46,7 @@ def reduce_scatter_ring(comm: Any, buf: Any, disps: tuple[int, ...], op: str, so
             kernels.reduce_pair(buf[r0:r1], source[r0:r1], incoming, op)
 
 
-def allgather_ring(comm: Any, buf: Any, disps: tuple[int, ...], block_of: list[int] | None = None) -> None:
+def ring_allgather(comm: Any, buf: Any, disps: tuple[int, ...], block_of: list[int] | None = None) -> None:
     """Circulate every rank's block; rank q's block is block_of[q] (default: block q)."""
     p, r = comm.size, comm.rank
     if p == 1:

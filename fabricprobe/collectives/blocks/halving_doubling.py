@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricprobe import kernels
-from fabricprobe.collectives.common import copy_into, pof2_below, scratch
+from fabricprobe.collectives.blocks.common import copy_into, pof2_below, scratch
 
 TAG_FOLD, TAG_HALVING, TAG_DOUBLING, TAG_UNFOLD = 101, 102, 103, 104
 
@@ -80,7 +80,7 @@ def unfold(comm: Any, buf: Any, fold: Fold) -> None:
             comm.Recv(buf, source=fold.rank + 1, tag=TAG_UNFOLD)
 
 
-def reduce_scatter_halving(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold, op: str,
+def halving_reduce_scatter(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold, op: str,
                            data: Any | None = None) -> tuple[int, int]:
     """Recursive halving over the p' survivors: distance p'/2, p'/4, ..., 1.
 
@@ -114,7 +114,7 @@ def reduce_scatter_halving(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fo
     return disps[lo], disps[hi]
 
 
-def allgather_doubling(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold) -> None:
+def doubling_allgather(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold) -> None:
     """Recursive doubling over the p' survivors: distance 1, 2, ..., p'/2.
 
     Survivor k starts owning block k and at each step swaps its whole owned range with the

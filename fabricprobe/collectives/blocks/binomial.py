@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from fabricprobe import kernels
-from fabricprobe.collectives.common import scratch
+from fabricprobe.collectives.blocks.common import scratch
 
 TAG_REDUCE, TAG_BCAST = 131, 132
 
 
-def reduce_binomial(comm: Any, buf: Any, op: str, root: int) -> None:
+def binomial_reduce(comm: Any, buf: Any, op: str, root: int) -> None:
     """Reduce buf from every rank into buf at root (other ranks' buf becomes scratch)."""
     p = comm.size
     rel = (comm.rank - root) % p
@@ -29,7 +29,7 @@ def reduce_binomial(comm: Any, buf: Any, op: str, root: int) -> None:
         mask <<= 1
 
 
-def bcast_binomial(comm: Any, buf: Any, root: int) -> None:
+def binomial_bcast(comm: Any, buf: Any, root: int) -> None:
     p = comm.size
     rel = (comm.rank - root) % p
     mask = 1
