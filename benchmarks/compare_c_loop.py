@@ -95,7 +95,7 @@ def main() -> None:
         def cell(values: list[float]) -> str:
             return f"{statistics.median(values) * 1e6:.3f} ({min(values) * 1e6:.3f}–{max(values) * 1e6:.3f})"
 
-        def ratios(values: list[float]) -> str:
+        def ratios(values: list[float], c: list[float] = c) -> str:
             per_rep = statistics.median(a / b for a, b in zip(values, c))
             return f"{per_rep:.3f}, {min(values) / min(c):.3f}"
 

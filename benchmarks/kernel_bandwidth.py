@@ -49,11 +49,11 @@ def main() -> None:
             dst[:] = 1
             out[:] = 0
             reps = max(3, min(args.reps, int(2e9 // max(nbytes, 1))))
-            t_copy = best(lambda: np.copyto(out, src), reps)
+            t_copy = best(lambda out=out, src=src: np.copyto(out, src), reps)
             copy_bw = 2 * nbytes / t_copy / 1e9
             for op in args.ops.split(","):
-                t_kernel = best(lambda: kernels.reduce_into(dst, src, op), reps)
-                t_numpy = best(lambda: UFUNC[op](dst, src, out=dst), reps)
+                t_kernel = best(lambda dst=dst, src=src, op=op: kernels.reduce_into(dst, src, op), reps)
+                t_numpy = best(lambda dst=dst, src=src, op=op: UFUNC[op](dst, src, out=dst), reps)
                 kernel_bw, numpy_bw = 3 * nbytes / t_kernel / 1e9, 3 * nbytes / t_numpy / 1e9
                 print(f"| {format_size(nbytes)} | {dtname} | {op} | {kernel_bw:.1f} | {copy_bw:.1f} | "
                       f"{kernel_bw / copy_bw:.2f} | {numpy_bw:.1f} |")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -27,10 +28,21 @@ def help_text(argv: list[str]) -> str:
     return out.getvalue().rstrip()
 
 
+def subcommands(parser: argparse.ArgumentParser, prefix: list[str]) -> list[list[str]]:
+    """Every subcommand path under parser, depth first, in the order the parser lists them."""
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                out.append(prefix + [name])
+                out += subcommands(child, prefix + [name])
+    return out
+
+
 def main() -> str:
     parts = [INTRO, "## fabricprobe\n", "```text\n" + help_text(["--help"]) + "\n```\n"]
-    for sub in ("sweep", "report", "info"):
-        parts += [f"## fabricprobe {sub}\n", "```text\n" + help_text([sub, "--help"]) + "\n```\n"]
+    for path in subcommands(build_parser(), []):
+        parts += [f"## fabricprobe {' '.join(path)}\n", "```text\n" + help_text([*path, "--help"]) + "\n```\n"]
     return "\n".join(parts)
 
 

@@ -1,4 +1,5 @@
-"""Rich consoles that do the right thing under mpiexec.
+"""What the user sees: rank-aware lines (only rank 0 speaks; errors are one line on stderr) and rich
+consoles that do the right thing under mpiexec.
 
 A rank's stdout/stderr reach the user through the launcher: MPICH pipes them, Open MPI gives
 ranks a pseudo-terminal even when mpiexec's own output goes to a file. What the user sees is
@@ -14,9 +15,31 @@ import sys
 
 from rich.console import Console
 
-from fabricprobe.mpienv.launcher import launched_by_mpiexec
+from fabricprobe.mpienv.launcher import env_rank, launched_by_mpiexec
 
 PLAIN_WIDTH = 160
+
+_rank: int | None = None
+
+
+def set_rank(rank: int) -> None:
+    global _rank
+    _rank = rank
+
+
+def is_root() -> bool:
+    return (env_rank() if _rank is None else _rank) == 0
+
+
+def error_line(message: str) -> None:
+    if is_root():
+        text = " ".join(str(message).split())  # one line, whatever the message holds
+        print(f"fabricprobe: error: {text}", file=sys.stderr, flush=True)
+
+
+def warn_line(message: str) -> None:
+    if is_root():
+        print(f"fabricprobe: warning: {message}", file=sys.stderr, flush=True)
 
 
 def _parent(pid: int) -> int:

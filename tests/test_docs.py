@@ -18,6 +18,22 @@ def test_cli_reference_is_current():
     assert (ROOT / "docs" / "cli.md").read_text() == generated, "run: python docs/gen_cli.py > docs/cli.md"
 
 
+def test_algorithm_table_is_current():
+    """docs/algorithms.md's table is generated from the registry: every algorithm's summary and cost formula."""
+    done = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_algorithms.py"), "--check"])
+    assert done.returncode == 0, "run: python docs/gen_algorithms.py"
+
+
+def test_every_algorithm_is_in_the_table_with_its_formula():
+    from fabricprobe import collectives
+
+    text = (ROOT / "docs" / "algorithms.md").read_text()
+    for a in collectives.algorithms():
+        if a.name != collectives.LIBRARY:
+            assert f"| {a.collective} | `{a.name}` |" in text, a
+            assert a.cost is None or a.cost.text.replace("|", "\\|") in text, a
+
+
 def test_every_schema_field_is_documented():
     text = (ROOT / "docs" / "schema.md").read_text()
     for name in POINT_DTYPE.names + JSON_ATTRS:

@@ -124,7 +124,7 @@ def test_sparse_crossover_follows_one_over_p():
     from fabricprobe.costmodel.predict import crossover_density, predict_sparse
     from fabricprobe.costmodel.sparse_analysis import best_dense
 
-    fitted = Fitted(P, {}, 1)
+    fitted = Fitted(P, {})
     for nodes in (64, 1024):
         d = crossover_density("topk_allgather", 1 << 24, 4, best_dense(1 << 24, nodes, 1, fitted), nodes, 1, P,
                               software=False)

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from fabricprobe.engine.stats import bandwidths, median_ci, per_iteration, summarize
+from fabricprobe.stats import bandwidths, median_ci, per_iteration, summarize
 
 
 def test_iteration_time_is_the_slowest_rank():

@@ -144,3 +144,52 @@ def test_points_from_files_before_device_buffers_read_as_host_memory():
     row["collective"] = b"allreduce"
     point = row_to_dict(row[0])
     assert point["buffer"] == "host" and point["transfer"] == "" and point["collective"] == "allreduce"
+
+
+def test_files_written_before_the_device_fields_still_read(results):
+    """A results file from before `buffer` and `transfer` existed reads as host points, and every report
+    keyed by the point's identity (series, cases, comparisons) works on it."""
+    import io
+
+    from rich.console import Console
+
+    from fabricprobe.report.compare import Side, compare
+    from fabricprobe.report.tables import render_run
+    from fabricprobe.store.schema import POINT_FIELDS, identity, make_row
+
+    old = np.dtype([(name, kind) for name, kind, _ in POINT_FIELDS if name not in ("buffer", "transfer")])
+    rows = np.zeros(2, old)
+    for i, algorithm in enumerate(("library", "ring")):
+        new = make_row({**_row(i, algorithm=algorithm, bytes=1024, nranks=2, mode="barrier", ci_low_s=1e-6,
+                                ci_high_s=2e-6), "key": f"allreduce|{algorithm}|float32|sum|outofplace|barrier|1024"})
+        for name in old.names:
+            rows[i][name] = new[0][name]
+    with h5py.File(results, "w") as f:
+        f.attrs["format"], f.attrs["schema_version"] = FORMAT, 1
+        g = f.create_group("runs").create_group("0001")
+        g.attrs["status"], g.attrs["config"] = "complete", json.dumps({})
+        g.create_dataset("points", data=rows)
+        g.create_group("samples")
+    run = load_runs(str(results))[0]
+    assert [(p["buffer"], p["transfer"]) for p in run.points] == [("host", ""), ("host", "")]
+    assert identity(run.points[0], without=("algorithm",)) == identity(run.points[1], without=("algorithm",))
+    text = io.StringIO()
+    render_run(run, Console(file=text, width=200))
+    assert "algorithms side by side" in text.getvalue()
+    rows = compare(Side("a", run, "library"), Side("b", run, "ring")).rows
+    assert len(rows) == 1 and rows[0].key["bytes"] == 1024
+
+
+def test_resume_keys_keep_their_spelling():
+    """--resume matches the keys stored in earlier files: their spelling is part of the schema."""
+    from fabricprobe.store.schema import point_key
+
+    assert point_key("allreduce", "ring", "float32", "sum", False, "barrier", 1024) == \
+        "allreduce|ring|float32|sum|outofplace|barrier|1024"
+    assert point_key("latency", "library", "byte", "none", False, "loop", 8, pair="inter") == \
+        "latency|library|byte|none|outofplace|loop|8|inter"
+    assert point_key("sparse_allreduce", "gtopk", "float32", "sum", True, "barrier", 4096, density=0.01,
+                     sub_nranks=2, buffer="numba", transfer="staged") == \
+        "sparse_allreduce|gtopk|float32|sum|inplace|barrier|4096|d0.01|n2|numba-staged"
+    assert point_key("reduce_local", "numba", "float32", "sum", False, "barrier", 8, buffer="cupy") == \
+        "reduce_local|numba|float32|sum|outofplace|barrier|8|cupy-local"

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, load_runs
 from fabricprobe.tuning import emit_intel, emit_mpich, emit_nccl, emit_openmpi, emit_selection
@@ -260,15 +261,17 @@ def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monke
 
     calls = []
 
-    def fake_run(base, output, collective, variant, comm_sizes, sweep_args, timeout):
-        calls.append((variant.name, tuple(comm_sizes)))
+    def fake_run(base, output, variant, config, timeout):
+        comm_sizes, label = tuple(config.comm_sizes), config.library_variant
+        assert config.collectives == ["allgather"] and label == ("" if variant.name == "default" else variant.name)
+        calls.append((variant.name, comm_sizes))
         code = 1 if variant.name == "two_proc" and max(comm_sizes) > 2 else 0
-        return m.Launch(collective, variant, code, "", tuple(comm_sizes))
+        return m.Launch(config.collectives[0], variant, code, "", comm_sizes)
 
     monkeypatch.setattr(m, "library_in_use", lambda: "Open MPI")
     monkeypatch.setattr(m, "for_vendor", lambda vendor: Lib())
     monkeypatch.setattr(m, "run_variant", fake_run)
-    _, launches = m.measure(8, "out.h5", ["allgather"], [2, 4, 8], [], mpiexec="/bin/true")
+    _, launches = m.measure(8, "out.h5", ["allgather"], [2, 4, 8], SweepConfig(), mpiexec="/bin/true")
     assert calls == [("default", (2, 4, 8)), ("two_proc", (2, 4, 8)), ("two_proc", (2,)), ("two_proc", (4,)),
                      ("two_proc", (8,))]
     assert [(x.variant.name, x.comm_sizes, x.returncode) for x in launches] == [
@@ -276,14 +279,14 @@ def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monke
 
 
 def test_rules_the_library_did_not_apply_are_given_back_to_the_default():
-    from fabricprobe.cli.tune_cmd import _prune
     from fabricprobe.tuning.choose import Decision, Range, Table
     from fabricprobe.tuning.verify import MISMATCH, VERIFIED, Check
+    from fabricprobe.tuning.workflow import prune
 
     d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
     table = Table("Open MPI", "", 4, "float32", {"bcast": {4: [Range(0, 1024, "chain", [d(8)]),
                                                                 Range(1024, None, "binomial", [d(1024), d(4096)])]}})
-    dropped = _prune(table, [Check("bcast", 4, 8, "chain", MISMATCH), Check("bcast", 4, 4096, "binomial", VERIFIED)])
+    dropped = prune(table, [Check("bcast", 4, 8, "chain", MISMATCH), Check("bcast", 4, 4096, "binomial", VERIFIED)])
     assert [r.winner for r in table.rules["bcast"][4]] == ["default", "binomial"]
     assert dropped == ["bcast on 4 ranks [0 B, 1 KiB): chain"]
     assert table.tuned()
@@ -297,11 +300,11 @@ def test_mpich_leaves_carry_the_parameters_the_forced_cvar_used():
 
 
 def test_intel_ranges_the_default_won_are_verified_as_the_preset_written(measured):
-    from fabricprobe.cli.tune_cmd import _write_intel_fallbacks
+    from fabricprobe.tuning.emitters import intel_defaults_as_presets
 
     table = choose(load_runs(measured))
     fallbacks = {(c, n, r.lo): 7 for c, s in table.rules.items() for n, rs in s.items() for r in rs}
-    lines = _write_intel_fallbacks(table, fallbacks)
+    lines = intel_defaults_as_presets(table, fallbacks)
     winners = {r.winner for s in table.rules["allreduce"].values() for r in s}
     assert "default" not in winners and "preset7" in winners and lines
     assert all("fastest measured preset, preset7" in line for line in lines)

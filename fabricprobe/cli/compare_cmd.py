@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from fabricprobe.cli.options import choice_list
+from fabricprobe.choices import choice_list
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.engine.config import GROUPS, KNOWN
 

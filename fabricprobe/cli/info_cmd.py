@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from fabricprobe.cli.output import set_rank
 from fabricprobe.cli.parser import HelpFormatter
+from fabricprobe.console import set_rank
 from fabricprobe.mpienv.init import THREAD_LEVELS, init_mpi
 
 

@@ -80,7 +80,7 @@ def run_up(args: argparse.Namespace) -> int:
     from fabricprobe.lab import launch, network, state
     from fabricprobe.lab.config import LabConfig, parse_rate
 
-    spec = LabConfig(args.name, args.hosts, args.ranks_per_host, parse_rate(args.rate), args.subnet,
+    lab = LabConfig(args.name, args.hosts, args.ranks_per_host, parse_rate(args.rate), args.subnet,
                    machine_cores=os.cpu_count() or 0)
     network.preflight()
     vendor = _vendor()
@@ -90,16 +90,16 @@ def run_up(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     current = state.load(args.name)
     present = network.existing(args.name)
-    if current and current[0].same_network(spec) and sorted(present) == sorted(spec.namespaces):
+    if current and current[0].same_network(lab) and sorted(present) == sorted(lab.namespaces):
         action = "kept"
     else:
         network.remove(args.name)
-        network.create(spec)
+        network.create(lab)
         action = "created"
-    state.save(spec, vendor, {"agent": launch.agent_script(spec),
-                              "mpiexec": launch.mpiexec_script(spec, vendor, mpiexec)})
-    console.print(f"lab {spec.name} {action}: {spec.describe()} ({', '.join(spec.host_names)} on {spec.subnet}, "
-                  f"{vendor}); launcher {state.directory(spec.name) / 'mpiexec'}")
+    state.save(lab, vendor, {"agent": launch.agent_script(lab),
+                              "mpiexec": launch.mpiexec_script(lab, vendor, mpiexec)})
+    console.print(f"lab {lab.name} {action}: {lab.describe()} ({', '.join(lab.host_names)} on {lab.subnet}, "
+                  f"{vendor}); launcher {state.directory(lab.name) / 'mpiexec'}")
     return 0
 
 
@@ -122,13 +122,13 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError("lab run: cannot run a lab command inside the lab")
     if os.geteuid() != 0:
         raise UsageError("the fabric lab needs root (it enters network namespaces)")
-    spec, vendor = _loaded(args.name)
+    lab, vendor = _loaded(args.name)
     if vendor != _vendor():
-        raise UsageError(f"lab {spec.name} was set up for {vendor}; run `fabricprobe lab up` again with this environment")
-    n = args.ranks or spec.slots
-    if not 1 <= n <= spec.slots:
-        raise UsageError(f"invalid -n {n}: the lab has {spec.slots} slots ({spec.hosts} hosts × {spec.ranks_per_host})")
-    argv = launch.run_argv(spec, n, fp_args)
+        raise UsageError(f"lab {lab.name} was set up for {vendor}; run `fabricprobe lab up` again with this environment")
+    n = args.ranks or lab.slots
+    if not 1 <= n <= lab.slots:
+        raise UsageError(f"invalid -n {n}: the lab has {lab.slots} slots ({lab.hosts} hosts × {lab.ranks_per_host})")
+    argv = launch.run_argv(lab, n, fp_args)
     return subprocess.run(argv).returncode
 
 
@@ -152,16 +152,16 @@ def run_status(args: argparse.Namespace) -> int:
     from fabricprobe.lab import network, throughput
     from fabricprobe.lab.config import format_rate
 
-    spec, vendor = _loaded(args.name)
-    links = network.link_state(spec)
-    for i, host in enumerate(spec.host_names):
+    lab, vendor = _loaded(args.name)
+    links = network.link_state(lab)
+    for i, host in enumerate(lab.host_names):
         if args.throughput and i > 0:
-            links[host]["measured"] = format_rate(round(throughput.measure(spec, 0, i), -6))
+            links[host]["measured"] = format_rate(round(throughput.measure(lab, 0, i), -6))
     if args.json:
-        print(json.dumps({"lab": spec.as_dict(), "mpi_vendor": vendor, "links": links}, indent=1))
+        print(json.dumps({"lab": lab.as_dict(), "mpi_vendor": vendor, "links": links}, indent=1))
         return 0
-    table = Table(title=f"lab {spec.name}: {spec.describe()}, {vendor}", title_justify="left")
-    for col in ("host", "address", "link", "qdisc", *(["measured from " + spec.host_names[0]] if args.throughput else [])):
+    table = Table(title=f"lab {lab.name}: {lab.describe()}, {vendor}", title_justify="left")
+    for col in ("host", "address", "link", "qdisc", *(["measured from " + lab.host_names[0]] if args.throughput else [])):
         table.add_column(col)
     for host, link in links.items():
         table.add_row(host, link["address"], link["state"], link["qdisc"],

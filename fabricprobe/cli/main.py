@@ -22,8 +22,8 @@ from fabricprobe.cli import (
     train_cmd,
     tune_cmd,
 )
-from fabricprobe.cli.output import error_line, is_root
 from fabricprobe.cli.parser import HelpFormatter, Parser
+from fabricprobe.console import error_line, is_root
 from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from fabricprobe.mpienv.launcher import launched_by_mpiexec
 from fabricprobe.version import __version__

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from fabricprobe.cli.options import choice_list
+from fabricprobe.choices import choice_list
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.costmodel.predict import modelled_collectives
 from fabricprobe.errors import UsageError
@@ -22,7 +22,7 @@ def add_parser(sub: Any) -> None:
                        description="Fit α and β (per link level) from a run's ping-pong points and γ from its reduce_local\n"
                                    "points; print every hand-written algorithm's predicted time beside the measured one,\n"
                                    "the predicted and measured crossover sizes, and predictions for larger machines.\n"
-                                   "Formulas: docs/cost-model.md.")
+                                   "Model: docs/cost-model.md; every algorithm's formula: docs/algorithms.md.")
     p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
     p.add_argument("--run", metavar="ID", help="the run to model (default: the last one)")
     p.add_argument("--collectives", default="allreduce,sparse_allreduce", metavar="LIST",

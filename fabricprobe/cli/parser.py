@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import IO
 
-from fabricprobe.cli.output import is_root
+from fabricprobe.console import is_root
 from fabricprobe.errors import UsageError
 
 

@@ -7,17 +7,15 @@ import sys
 from typing import Any
 
 from fabricprobe import collectives
-from fabricprobe.cli.options import choice_list
-from fabricprobe.cli.output import set_rank, warn_line
+from fabricprobe.choices import choice_list
 from fabricprobe.cli.parser import HelpFormatter
-from fabricprobe.engine.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig, differing_fields
-from fabricprobe.engine.device_point import DeviceContext
-from fabricprobe.engine.gpudirect import GPUDIRECT, direct_reason
+from fabricprobe.console import warn_line
+from fabricprobe.engine.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig
+from fabricprobe.engine.gpudirect import GPUDIRECT
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
 from fabricprobe.memory import BUFFER_KINDS
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
-from fabricprobe.mpienv.init import THREAD_LEVELS, init_mpi
-from fabricprobe.mpienv.launcher import launched_by_mpiexec
+from fabricprobe.mpienv.init import THREAD_LEVELS
 from fabricprobe.mpienv.topology import parse_ranks_per_node
 from fabricprobe.sizes import parse_size, size_list, size_range
 from fabricprobe.timing.loops import MODES
@@ -37,6 +35,9 @@ def add_parser(sub: Any) -> None:
                    "(the run's stored options are used)")
     p.add_argument("--run", metavar="ID", help="with --resume: the run to finish (default: the last one)")
     p.add_argument("--quick", action="store_true", help="short sweep: 8 B to 4 MiB by ×4, fewer iterations, 0.3 s per point")
+    p.add_argument("--config", metavar="FILE",
+                   help="take every measurement option from FILE: a run's configuration as JSON (as stored in a "
+                        "results file and shown by `report --format json`)")
 
     g = p.add_argument_group("what to measure")
     g.add_argument("--collectives", default="all", metavar="LIST",
@@ -113,6 +114,13 @@ def add_parser(sub: Any) -> None:
                    help="rank 0's progress display on stderr (plain = one line per point)")
     v.add_argument("--quiet", action="store_true", help="do not print the report after the sweep")
     p.set_defaults(handler=run)
+    # What --config replaces: every option of the groups above but the display ones (and --quick).
+    _DEFAULTS.update({a.dest: a.default for group in (g, s, t, d, v) for a in group._group_actions
+                      if a.dest not in ("progress", "quiet")})
+    _DEFAULTS["quick"] = False
+
+
+_DEFAULTS: dict[str, Any] = {}  # measurement option dest -> default, filled when the parser is built
 
 
 def _sizes(args: argparse.Namespace, quick: bool) -> list[int]:
@@ -133,17 +141,6 @@ def _comm_sizes(text: str) -> list[int]:
     return sorted({int(p) for p in parts})
 
 
-VARIANT_MAX = 56  # "library:" + the name must fit the schema's 64-byte algorithm field
-
-
-def _variant(text: str) -> str:
-    if text and not all(c.isalnum() or c in "_-." for c in text):
-        raise UsageError(f"invalid --library-variant {text!r}: letters, digits, _ - . only")
-    if len(text) > VARIANT_MAX:
-        raise UsageError(f"invalid --library-variant {text!r}: at most {VARIANT_MAX} characters")
-    return text
-
-
 def _densities(text: str) -> list[float]:
     out = []
     for item in (t.strip() for t in text.split(",") if t.strip()):
@@ -151,8 +148,6 @@ def _densities(text: str) -> list[float]:
             value = float(item)
         except ValueError:
             raise UsageError(f"invalid density {item!r}: expected a fraction such as 0.01") from None
-        if not 0 < value <= 1:
-            raise UsageError(f"invalid density {item!r}: it must be in (0, 1]")
         if value not in out:
             out.append(value)
     if not out:
@@ -160,36 +155,15 @@ def _densities(text: str) -> list[float]:
     return out
 
 
-def _stage_chunk(text: str) -> int:
-    value = parse_size(text)
-    if value < 1024:
-        raise UsageError(f"--stage-chunk must be at least 1K (got {text})")
-    return value
-
-
-def _positive(name: str, value: float | None, minimum: float = 1) -> None:
-    if value is not None and value < minimum:
-        raise UsageError(f"{name} must be at least {minimum:g} (got {value:g})")
-
-
 def build_config(args: argparse.Namespace) -> SweepConfig:
     """The sweep configuration from the command line; raises UsageError on bad input."""
+    if args.config:
+        given = [f"--{d.replace('_', '-')}" for d in _DEFAULTS if getattr(args, d) != _DEFAULTS[d]]
+        if given:
+            raise UsageError(f"--config takes every measurement option from {args.config}; "
+                             f"leave out {', '.join(given)}")
+        return SweepConfig.from_file(args.config)
     base = QUICK if args.quick else FULL
-    _positive("--iters", args.iters)
-    _positive("--warmup", args.warmup, 0)
-    _positive("--min-iters", args.min_iters)
-    _positive("--check-iters", args.check_iters)
-    _positive("--window", args.window)
-    _positive("--point-timeout", args.point_timeout, 0)
-    if args.max_time is not None and not args.max_time > 0:
-        raise UsageError(f"--max-time must be positive (got {args.max_time:g})")
-    if args.ci_target is not None and not 0 <= args.ci_target < 1:
-        raise UsageError(f"--ci-target must be a fraction in [0, 1) (got {args.ci_target:g})")
-    if args.root < 0:
-        raise UsageError(f"--root must be a rank (got {args.root})")
-    if args.buffer != "host" and args.timer == "native":
-        raise UsageError("--timer native cannot time device buffers: their copies and stream synchronisations "
-                         "are Python calls (use --timer auto or python)")
     algorithm_names = collectives.all_names()
     algorithms = choice_list(args.algorithms, algorithm_names, "algorithm", {"all": algorithm_names})
     return SweepConfig(
@@ -201,8 +175,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         ops=choice_list(args.ops, OPS, "op"),
         modes=choice_list(args.mode, MODES, "mode"),
         in_place={"no": [False], "yes": [True], "both": [False, True]}[args.in_place],
-        iterations_small=args.iters or base["iterations_small"],
-        iterations_large=args.iters or base["iterations_large"],
+        iterations_small=base["iterations_small"] if args.iters is None else args.iters,
+        iterations_large=base["iterations_large"] if args.iters is None else args.iters,
         warmup_small=base["warmup_small"] if args.warmup is None else args.warmup,
         warmup_large=base["warmup_large"] if args.warmup is None else args.warmup,
         max_time=args.max_time if args.max_time is not None else base["max_time"],
@@ -216,158 +190,35 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         pairs=choice_list(args.pairs, PAIRS, "pair kind"),
         ranks_per_node=parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node else None,
         comm_sizes=_comm_sizes(args.comm_sizes) if args.comm_sizes else None,
-        library_variant=_variant(args.library_variant),
+        library_variant=args.library_variant,
         root=args.root,
         point_timeout=args.point_timeout,
         hugepages=args.hugepages,
         buffer=args.buffer,
         gpudirect=args.gpudirect,
-        stage_chunk=_stage_chunk(args.stage_chunk),
+        stage_chunk=parse_size(args.stage_chunk),
         assume_cuda_aware=args.assume_cuda_aware,
         quick=args.quick,
-    )
-
-
-def _root_decides(comm: Any, decide) -> Any:
-    """Run decide() on rank 0 only; its UsageError (or result) reaches every rank."""
-    outcome: tuple[str | None, Any] = (None, None)
-    if comm.rank == 0:
-        try:
-            outcome = (None, decide())
-        except UsageError as exc:
-            outcome = (str(exc), None)
-    message, value = comm.bcast(outcome, root=0)
-    if message is not None:
-        raise UsageError(message)
-    return value
-
-
-def _same_everywhere(comm: Any, what: dict[str, Any]) -> None:
-    views = comm.allgather(what)
-    for rank, view in enumerate(views):
-        diff = differing_fields(views[0], view)
-        if diff:
-            raise UsageError(f"options differ between ranks: rank {rank} has different {', '.join(diff)} than rank 0; "
-                             "start every rank with the same command line")
-
-
-def _load_resume(path: str, run_id: str | None, nranks: int):
-    from fabricprobe.store import load_runs, select_run
-
-    run = select_run(load_runs(path), run_id, path)
-    if run.status == "complete":
-        raise UsageError(f"run {run.id} in {path} is complete; nothing to resume")
-    if int(run.attrs.get("nranks", -1)) != nranks:
-        raise UsageError(f"run {run.id} in {path} was measured with {run.attrs.get('nranks')} ranks; "
-                         f"resume it with mpiexec -n {run.attrs.get('nranks')}")
-    config = SweepConfig.from_dict(run.config)
-    done = [p["key"] for p in run.points]
-    return run.id, config, done, list(run.attrs.get("resumed_at") or [])
-
-
-def _device_memory(comm: Any, kind: str, local_rank: int) -> Any:
-    """The --buffer memory on every rank, each on its own GPU where the node has enough; one clear
-    UsageError (every rank raises it) when any rank cannot have it."""
-    from fabricprobe.memory import BufferUnavailable, memory_for, select_device
-
-    try:
-        memory, error = memory_for(kind), ""
-    except BufferUnavailable as exc:
-        memory, error = None, str(exc)
-    failed = [(rank, e) for rank, e in enumerate(comm.allgather(error)) if e]
-    if failed:
-        rank, message = failed[0]
-        raise UsageError(message + (f" (on rank {rank})" if comm.size > 1 else ""))
-    select_device(memory, local_rank)
-    return memory
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident memory (Linux reports KiB)."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    ).check()
 
 
 def run(args: argparse.Namespace) -> int:
     from fabricprobe.console import make_console
-    from fabricprobe.engine.sweep import execute
-    from fabricprobe.mpienv import provenance, topology
+    from fabricprobe.engine.session import run_sweep
     from fabricprobe.report.tables import render_run
-    from fabricprobe.store import ResultsWriter, check_output_path, load_runs, select_run
-    from fabricprobe.store.schema import STATUS_COMPLETE, STATUS_INTERRUPTED
+    from fabricprobe.store import load_runs, select_run
 
     if args.resume and args.output:
         raise UsageError("--resume continues a run in its own file; do not combine it with -o/--output")
     if args.run and not args.resume:
         raise UsageError("--run selects the run to resume; it needs --resume FILE")
     config = build_config(args)
-    path = args.resume or args.output or DEFAULT_OUTPUT
-
-    MPI = init_mpi(args.thread_level)
-    comm = MPI.COMM_WORLD
-    set_rank(comm.rank)
-    _same_everywhere(comm, {"config": config.to_json(), "output": path, "resume_run": args.run})
-    run_id = None
-    done: list[str] = []
-    resumed_at: list[str] = []
-    if args.resume:
-        run_id, config, done, resumed_at = _root_decides(comm, lambda: _load_resume(path, args.run, comm.size))
-        if config.thread_level != args.thread_level:
-            raise UsageError(f"the run used --thread-level {config.thread_level}; resume it with the same level")
-        warn_line(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
-    else:
-        _root_decides(comm, lambda: check_output_path(path))
-    if config.root >= comm.size:
-        raise UsageError(f"--root {config.root} is not a rank of this {comm.size}-rank job")
-    if comm.size == 1 and not launched_by_mpiexec():
-        warn_line("running as one process (no mpiexec): collectives run at n=1 and point-to-point tests are "
-                  "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric")
-
-    topo = topology.detect(comm)
-    memory = _device_memory(comm, config.buffer, topo.local_rank[comm.rank]) if config.buffer != "host" else None
-    if config.ranks_per_node:
-        topo = topology.virtual(topo, topology.node_sizes(config.ranks_per_node, comm.size))
-    topology.set_active(comm, topo)
-    topology.hierarchy(comm)  # communicator splits happen here, not inside a timed point
-    prov = provenance.collect(MPI, comm, topo, args.thread_level)
-    writer = ResultsWriter(path) if comm.rank == 0 else None
-    if writer is not None:
-        if run_id is None:
-            run_id = writer.start_run({**prov, "config": config.to_dict(), "started": provenance.utc_now(),
-                                       "command": "sweep", "status_reason": "", "notes": [], "resumed_at": []})
-        else:
-            writer.attach(run_id)
-            writer.update_run({"status": "running", "resumed_at": resumed_at + [provenance.utc_now()],
-                               "status_reason": ""})
-        if prov["oversubscribed"]:
-            hw = topo.hardware
-            warn_line(f"oversubscribed: {max(hw.ranks_per_node)} ranks on {min(hw.cores_per_node)} cores; "
-                      "times will include scheduler waits")
-        if prov["thread_level_provided"] != args.thread_level:
-            warn_line(f"requested thread level {args.thread_level}, the library provided {prov['thread_level_provided']}")
-    device = None
-    if memory is not None:
-        # Rank 0's answer for every rank: ranks that disagreed would part ways inside a collective.
-        reason = comm.bcast(direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware),
-                            root=0)
-        device = DeviceContext(memory, reason, config.stage_chunk)
-        if writer is not None and reason and config.gpudirect != "off":
-            warn_line(f"GPUDirect points will be recorded as not runnable: {reason}")
-    try:
-        outcome = execute(config, MPI, comm, topo, writer, set(done), args.progress, device)
-    except KeyboardInterrupt:
-        if writer is not None:
-            writer.update_run({"status": STATUS_INTERRUPTED, "status_reason": "interrupted by a signal",
-                               "ended": provenance.utc_now()})
-        return EXIT_INTERRUPTED
-    rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
-    if writer is not None:
-        writer.update_run({"status": STATUS_COMPLETE, "ended": provenance.utc_now(), "notes": outcome.notes,
-                           "rank0_peak_rss_mib": round(rss[0], 1), "peak_rss_mib": round(max(rss), 1)})
+    outcome = run_sweep(config, args.resume or args.output or DEFAULT_OUTPUT, resume=bool(args.resume),
+                        run_id=args.run, progress=args.progress)
+    if outcome.is_root and outcome.exit_code != EXIT_INTERRUPTED:
         if not args.quiet:
-            render_run(select_run(load_runs(path), run_id, path), make_console())
+            render_run(select_run(load_runs(outcome.path), outcome.run_id, outcome.path), make_console())
         if outcome.failed:
             warn_line(f"{outcome.failed} point(s) failed validation or raised errors; exit status 1")
-        print(f"fabricprobe: results in {path} (run {run_id})", file=sys.stderr, flush=True)
+        print(f"fabricprobe: results in {outcome.path} (run {outcome.run_id})", file=sys.stderr, flush=True)
     return outcome.exit_code

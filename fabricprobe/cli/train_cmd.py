@@ -100,7 +100,7 @@ def build(name: str, comm, data, opts):
 
 
 def run(args: argparse.Namespace) -> int:
-    from fabricprobe.cli.output import set_rank
+    from fabricprobe.console import set_rank
     from fabricprobe.store.writer import check_output_path
     from trainers.data import load
 

@@ -152,7 +152,8 @@ def _python_pt2pt(case: Case) -> Batch:
 SUMMARY = "the MPI library's own implementation"
 ALGORITHMS = tuple(
     Algorithm(LIBRARY, spec.name, SUMMARY, compiled=_compiled_pt2pt, loop=_python_pt2pt) if spec.pt2pt
-    else Algorithm(LIBRARY, spec.name, SUMMARY, call_on=_call, compiled=_compiled_collective)
+    else Algorithm(LIBRARY, spec.name, SUMMARY, call_on=_call,
+                   compiled=_compiled_collective if spec.has_native_call else None)
     for spec in SPECS.values() if spec.in_library
 ) + (
     # The ping-pong as hand-written algorithms send their messages: through mpi4py calls. Its α is

@@ -74,7 +74,7 @@ def compare(points: list[dict[str, Any]], fitted: Fitted, nodes: int, per_node: 
                                       predicted_s=predicted, error=(predicted - point["median_s"]) / point["median_s"]))
         names = sorted(modelled)
         comp.predicted_crossovers = crossovers(
-            lambda a, n: predict(collective, a, n, nodes, per_node, fitted.params, software=True), names)
+            lambda a, n, c=collective: predict(c, a, n, nodes, per_node, fitted.params, software=True), names)
         comp.measured_crossovers = measured_crossovers({a: r for a, r in modelled.items() if a != LIBRARY})
         out.append(comp)
     return out

@@ -48,7 +48,6 @@ def _series(points: list[dict[str, Any]], **match: Any) -> list[dict[str, Any]]:
 class Fitted:
     params: Params
     fits: dict[str, LineFit]  # "intra", "inter", "gamma", and "mpi4py" when measured
-    levels: int
 
 
 def fit_run(points: list[dict[str, Any]], label: str = "the run") -> Fitted:
@@ -80,4 +79,4 @@ def fit_run(points: list[dict[str, Any]], label: str = "the run") -> Fitted:
         overhead = max(0.0, fits["mpi4py"].intercept - (intra if level == "intra" else inter).intercept)
     params = Params(intra=Link(intra.intercept, intra.slope), inter=Link(inter.intercept, inter.slope),
                     gamma=fits["gamma"].slope, message_overhead=overhead, reduce_overhead=fits["gamma"].intercept)
-    return Fitted(params, fits, levels=2 if "inter" in fits and "intra" in fits else 1)
+    return Fitted(params, fits)

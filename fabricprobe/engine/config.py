@@ -7,10 +7,19 @@ is compared across ranks before anything is measured.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 
+from fabricprobe import collectives
+from fabricprobe.choices import check_choices
+from fabricprobe.engine.gpudirect import GPUDIRECT
 from fabricprobe.errors import UsageError
+from fabricprobe.memory import BUFFER_KINDS
+from fabricprobe.mpienv.datatypes import DTYPES, OPS
+from fabricprobe.mpienv.init import THREAD_LEVELS
 from fabricprobe.specs import SPECS, family
+from fabricprobe.timing.choice import TIMERS
+from fabricprobe.timing.loops import MODES
 
 # The --collectives groups, from the spec registry: "all" is everything but the sparse tests.
 GROUPS = {"all": family("collective") + family("pt2pt") + family("kernel"), "collectives": family("collective"),
@@ -19,6 +28,8 @@ KNOWN = tuple(SPECS)
 PAIRS = ("intra", "inter", "all")
 
 # OMB's defaults: 1000 iterations / 100 warm-up up to 8 KiB, 100 / 10 above.
+VARIANT_MAX = 56  # "library:" + the name must fit the schema's 64-byte algorithm field
+
 FULL = dict(sizes=[1 << k for k in range(3, 23)], iterations_small=1000, iterations_large=100,
             warmup_small=100, warmup_large=10, max_time=2.0, ci_target=0.02)
 # About a minute at n=2 on a 2-core machine, every collective and point-to-point test included.
@@ -75,6 +86,69 @@ class SweepConfig:
         if unknown:
             raise UsageError(f"stored configuration has unknown fields: {', '.join(sorted(unknown))}")
         return cls(**data)
+
+    def check(self) -> SweepConfig:
+        """Raise UsageError (one line naming the option) unless this sweep can run as configured: one check
+        for the command line and for configurations read from a file (--config, --resume)."""
+        check_choices(self.collectives, KNOWN, "collective", GROUPS)
+        check_choices(self.algorithms, collectives.all_names(), "algorithm")
+        check_choices(self.dtypes, DTYPES, "datatype")
+        check_choices(self.ops, OPS, "op")
+        check_choices(self.modes, MODES, "mode")
+        check_choices(self.pairs, PAIRS, "pair kind")
+        for what, values in (("collective", self.collectives), ("algorithm", self.algorithms),
+                             ("datatype", self.dtypes), ("op", self.ops), ("mode", self.modes), ("pair kind", self.pairs),
+                             ("--sizes", self.sizes), ("--density", self.densities), ("--in-place", self.in_place)):
+            if not values:
+                raise UsageError(f"empty {what} list")
+        for option, value, choices in (("--buffer", self.buffer, BUFFER_KINDS), ("--gpudirect", self.gpudirect, GPUDIRECT),
+                                       ("--timer", self.timer, TIMERS), ("--thread-level", self.thread_level, THREAD_LEVELS)):
+            if value not in choices:
+                raise UsageError(f"invalid {option} {value!r}: choose from {', '.join(choices)}")
+        for option, value, minimum in (("--iters", self.iterations_small, 1), ("--iters", self.iterations_large, 1),
+                                       ("--warmup", self.warmup_small, 0), ("--warmup", self.warmup_large, 0),
+                                       ("--min-iters", self.min_iterations, 1), ("--check-iters", self.check_iters, 1),
+                                       ("--window", self.window, 1), ("--point-timeout", self.point_timeout, 0),
+                                       ("--root", self.root, 0), ("--stage-chunk", self.stage_chunk, 1024)):
+            if not value >= minimum:  # NaN fails too
+                raise UsageError(f"{option} must be at least {minimum:g} (got {value:g})")
+        if not (self.max_time > 0 and math.isfinite(self.max_time)):
+            raise UsageError(f"--max-time must be positive (got {self.max_time:g})")
+        if not 0 <= self.ci_target < 1:
+            raise UsageError(f"--ci-target must be a fraction in [0, 1) (got {self.ci_target:g})")
+        if any(not isinstance(s, int) or s < 0 for s in self.sizes):
+            raise UsageError(f"invalid --sizes {self.sizes}: sizes are byte counts ≥ 0")
+        for d in self.densities:
+            if not 0 < d <= 1:
+                raise UsageError(f"invalid density {d!r}: it must be in (0, 1]")
+        for option, counts in (("--ranks-per-node", self.ranks_per_node), ("--comm-sizes", self.comm_sizes)):
+            if counts is not None and (not counts or any(not isinstance(c, int) or c < 1 for c in counts)):
+                raise UsageError(f"invalid {option} {counts}: expected positive rank counts")
+        if self.library_variant and not all(c.isalnum() or c in "_-." for c in self.library_variant):
+            raise UsageError(f"invalid --library-variant {self.library_variant!r}: letters, digits, _ - . only")
+        if len(self.library_variant) > VARIANT_MAX:
+            raise UsageError(f"invalid --library-variant {self.library_variant!r}: at most {VARIANT_MAX} characters")
+        if self.buffer != "host" and self.timer == "native":
+            raise UsageError("--timer native cannot time device buffers: their copies and stream synchronisations "
+                             "are Python calls (use --timer auto or python)")
+        return self
+
+    @classmethod
+    def from_file(cls, path: str) -> SweepConfig:
+        """A configuration written as JSON (a results file's run config, as `report --format json` shows it)."""
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except OSError as exc:
+            raise UsageError(f"cannot read --config {path}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(f"--config {path} is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"--config {path} holds no configuration object")
+        try:
+            return cls.from_dict(data).check()
+        except TypeError as exc:
+            raise UsageError(f"--config {path}: {exc}") from None
 
     def iterations_for(self, nbytes: int) -> int:
         return self.iterations_small if nbytes <= self.large_threshold else self.iterations_large

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from fabricprobe.engine.stats import median_ci_rel, per_iteration
+from fabricprobe.stats import median_ci_rel, per_iteration
 from fabricprobe.timing.batch import Batch
 
 STOP_CONVERGED = "converged"  # the median's CI became narrower than the target

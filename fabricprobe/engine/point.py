@@ -13,12 +13,12 @@ from fabricprobe.engine import device_point, faults, harness
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.plan import PlannedPoint, pair_ranks
-from fabricprobe.engine.stats import bandwidths, summarize
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.mpienv.topology import Topology
 from fabricprobe.sparse import traffic
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
+from fabricprobe.stats import bandwidths, summarize
 from fabricprobe.store.schema import EMPTY, POINT_ERROR, POINT_NOT_RUNNABLE, POINT_OK, POINT_WRONG
 from fabricprobe.timing import loops, native
 from fabricprobe.timing.batch import TimerUnavailable
@@ -83,9 +83,8 @@ def run_point(point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, top
             spec = SPECS[point.collective]
             algorithm = point.implementation
             on_device = device is not None and point.buffer != "host" and spec.sized
-            native.load(MPI)
             timer = timer_for(config.timer, f"{point.collective}/{point.algorithm}", algorithm.native,
-                              native.unavailable_reason(), on_device)
+                              native.failure(MPI), on_device)
             case = Case(collective=point.collective, comm=comm, rank=comm.rank, nranks=comm.size,
                         dtype_name=point.dtype, dtype=numpy_dtype(point.dtype), op=point.op, root=config.root,
                         in_place=point.in_place, layout=point.layout, window=config.window,

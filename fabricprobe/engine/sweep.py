@@ -31,8 +31,7 @@ def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: Re
             done: set[str], progress_style: str, device: DeviceContext | None = None) -> SweepOutcome:
     """Measure every planned point not in `done`; writer is rank 0's (None elsewhere); `device` is set
     for device buffers (--buffer cupy/numba)."""
-    native.load(MPI)
-    points, notes = make_plan(config, topo, floor_timers(config.timer, native.unavailable_reason()))
+    points, notes = make_plan(config, topo, floor_timers(config.timer, native.failure(MPI)))
     root = comm.rank == 0
 
     def mark_aborted(label: str) -> None:

@@ -190,12 +190,3 @@ def pack(dense, idx, out):  # pragma: no cover - compiled
     """out[j] = dense[idx[j]]: the selected values, gathered next to their indices for the wire."""
     for j in range(idx.size):
         out[j] = dense[idx[j]]
-
-
-@njit(cache=True, nogil=True)
-def compact(idx, val, keep, out_i, out_v):  # pragma: no cover - compiled
-    """out = the pairs at positions keep (ascending); returns the length."""
-    for j in range(keep.size):
-        out_i[j] = idx[keep[j]]
-        out_v[j] = val[keep[j]]
-    return keep.size

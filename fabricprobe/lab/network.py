@@ -75,37 +75,37 @@ def _shape(ns: str, dev: str, rate_bits: float) -> None:
           "rate", f"{int(rate_bits)}bit", "burst", str(tbf_burst(rate_bits)), "latency", TBF_LATENCY])
 
 
-def _hosts_file(spec: LabConfig) -> str:
+def _hosts_file(lab: LabConfig) -> str:
     lines = ["127.0.0.1 localhost"]
-    lines += [f"{spec.address(i)} {h}" for i, h in enumerate(spec.host_names)]
+    lines += [f"{lab.address(i)} {h}" for i, h in enumerate(lab.host_names)]
     return "\n".join(lines) + "\n"
 
 
-def create(spec: LabConfig) -> None:
+def create(lab: LabConfig) -> None:
     """Build the lab's network from nothing (call remove() first)."""
-    sw = spec.switch
+    sw = lab.switch
     made: list[str] = []
     try:
-        for ns in spec.namespaces:
+        for ns in lab.namespaces:
             _run(["ip", "netns", "add", ns])
             made.append(ns)
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
         _run(["ip", "-n", sw, "link", "add", BRIDGE, "type", "bridge"])
         _run(["ip", "-n", sw, "link", "set", BRIDGE, "up"])
-        for i, host in enumerate(spec.host_names):
+        for i, host in enumerate(lab.host_names):
             port = f"p{i}"
             _run(["ip", "-n", sw, "link", "add", port, "type", "veth", "peer", "name", IFACE, "netns", host])
             _run(["ip", "-n", sw, "link", "set", port, "master", BRIDGE])
             _run(["ip", "-n", sw, "link", "set", port, "up"])
-            _run(["ip", "-n", host, "addr", "add", f"{spec.address(i)}/{spec.prefixlen}", "dev", IFACE])
+            _run(["ip", "-n", host, "addr", "add", f"{lab.address(i)}/{lab.prefixlen}", "dev", IFACE])
             _run(["ip", "-n", host, "link", "set", IFACE, "up"])
-            _shape(host, IFACE, spec.rate_bits)  # host -> switch
-            _shape(sw, port, spec.rate_bits)  # switch -> host
+            _shape(host, IFACE, lab.rate_bits)  # host -> switch
+            _shape(sw, port, lab.rate_bits)  # switch -> host
             etc = ETC_NETNS / host
             etc.mkdir(parents=True, exist_ok=True)
-            (etc / "hosts").write_text(_hosts_file(spec))
+            (etc / "hosts").write_text(_hosts_file(lab))
     except BaseException:
-        remove(spec.name)
+        remove(lab.name)
         raise
 
 
@@ -143,10 +143,10 @@ def _qdisc_summary(text: str) -> str:
     return " ".join([kind, *rest]) if kind == "tbf" else kind
 
 
-def link_state(spec: LabConfig) -> dict[str, dict[str, str]]:
+def link_state(lab: LabConfig) -> dict[str, dict[str, str]]:
     """host -> {address, link up?, qdisc} as the system reports them now."""
     out = {}
-    for host in spec.host_names:
+    for host in lab.host_names:
         addr = _run(["ip", "-n", host, "-brief", "addr", "show", "dev", IFACE], check=False)
         qdisc = _run(["ip", "netns", "exec", host, "tc", "qdisc", "show", "dev", IFACE], check=False)
         fields = addr.stdout.split()

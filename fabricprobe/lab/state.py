@@ -1,5 +1,5 @@
 """What `lab up` leaves behind for `run`, `status` and `down`: STATE_ROOT/NAME/ holds lab.json (the
-spec and the MPI library it was set up for), `agent` (the remote-shell stand-in the launcher uses to
+lab and the MPI library it was set up for), `agent` (the remote-shell stand-in the launcher uses to
 start daemons inside a host namespace) and `mpiexec` (the launcher wrapper: runs the real mpiexec
 inside the first host with the lab's hosts and TCP options). /run is a tmpfs: a reboot, which also
 removes every namespace, removes the state too."""
@@ -21,29 +21,29 @@ def directory(name: str) -> Path:
     return STATE_ROOT / name
 
 
-def spec_path(name: str) -> Path:
+def record_path(name: str) -> Path:
     return directory(name) / "lab.json"
 
 
-def save(spec: LabConfig, vendor: str, scripts: dict[str, str]) -> Path:
+def save(lab: LabConfig, vendor: str, scripts: dict[str, str]) -> Path:
     """Write lab.json and the scripts atomically enough: a half-written lab.json is never read."""
-    d = directory(spec.name)
+    d = directory(lab.name)
     d.mkdir(parents=True, exist_ok=True)
     for fname, text in scripts.items():
         path = d / fname
         path.write_text(text)
         path.chmod(0o755)
-    record = {**spec.as_dict(), "mpi_vendor": vendor}
-    tmp = spec_path(spec.name).with_suffix(".tmp")
+    record = {**lab.as_dict(), "mpi_vendor": vendor}
+    tmp = record_path(lab.name).with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))
-    tmp.replace(spec_path(spec.name))
-    return spec_path(spec.name)
+    tmp.replace(record_path(lab.name))
+    return record_path(lab.name)
 
 
 def load(name: str) -> tuple[LabConfig, str] | None:
-    """(spec, MPI vendor) of lab `name`, or None when it was never set up (or its state is unreadable)."""
+    """(lab, MPI vendor) of lab `name`, or None when it was never set up (or its state is unreadable)."""
     try:
-        record = json.loads(spec_path(name).read_text())
+        record = json.loads(record_path(name).read_text())
         return LabConfig.from_dict(record), record.get("mpi_vendor", "")
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.stats import point_noise
 from fabricprobe.store import Run, load_runs, select_run
 from fabricprobe.store.schema import EMPTY, identity
 
@@ -53,12 +54,8 @@ class Row:
         than both sides' relative noise (half-width of their 95% CIs)."""
         a, b = self.a, self.b
         apart = b["ci_high_s"] < a["ci_low_s"] or a["ci_high_s"] < b["ci_low_s"]
-        noise = max(_rel(a), _rel(b))
+        noise = max(point_noise(a), point_noise(b))
         return apart and abs(self.ratio - 1) > noise
-
-
-def _rel(p: dict[str, Any]) -> float:
-    return (p["ci_high_s"] - p["ci_low_s"]) / (2 * p["median_s"]) if p["median_s"] > 0 else math.inf
 
 
 @dataclass

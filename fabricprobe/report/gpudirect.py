@@ -60,7 +60,7 @@ def gpudirect_table(case: tuple, by_size: dict[int, dict[str, dict]]) -> Table:
         row = by_size[size]
         d, s, q = (_time(row.get(t)) for t in (DIRECT, STAGED, PIPELINED))
         reasons.update(p["note"] for p in row.values() if p["status"] == "not_runnable")
-        ratio = (lambda x: f"{x / d:.2f}×" if x is not None and d else "-")
+        ratio = (lambda x, d=d: f"{x / d:.2f}×" if x is not None and d else "-")
         if None not in (d, s, q):
             gain = percent(recovered(d, s, q))
         elif s and q:

@@ -21,10 +21,3 @@ def group_series(points: list[dict[str, Any]]) -> "OrderedDict[tuple, list[dict[
     for rows in groups.values():
         rows.sort(key=lambda p: p["bytes"])
     return groups
-
-
-def ci_rel(point: dict[str, Any]) -> float:
-    median = point.get("median_s", 0.0)
-    if not median or median <= 0:
-        return float("nan")
-    return (point["ci_high_s"] - point["ci_low_s"]) / (2 * median)

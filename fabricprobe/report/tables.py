@@ -13,13 +13,14 @@ from rich.text import Text
 from fabricprobe.mpienv.datatypes import BYTE, NO_OP
 from fabricprobe.report.algorithms import comparison_groups, comparison_table, device_label
 from fabricprobe.report.gpudirect import gpudirect_tables
-from fabricprobe.report.groups import ci_rel, group_series
+from fabricprobe.report.groups import group_series
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
 from fabricprobe.report.units import gbps, percent, usec
 from fabricprobe.report.warnings import run_notes, run_warnings
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
+from fabricprobe.stats import point_noise
 from fabricprobe.store import Run
 from fabricprobe.store.schema import EMPTY, PAIR_LABELS
 
@@ -110,7 +111,7 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int) -> Table:
             cells += [f"[red]{p['status'].replace('_', ' ')}[/]"] + [""] * 5
         else:
             cells += [usec(p[f]) for f in ("min_s", "median_s", "mean_s", "p99_s", "max_s")]
-            cells.append(percent(ci_rel(p)))
+            cells.append(percent(point_noise(p)))
         if sized:
             cells += [gbps(p["algbw_gbps"]), gbps(p["busbw_gbps"])]
         wrong = p["wrong"]

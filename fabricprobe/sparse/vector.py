@@ -8,7 +8,6 @@ values), then m int32 indices padded to 8 bytes, then the values (m of them, or 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -133,7 +132,3 @@ def decode(buf: np.ndarray, n: int, dtype: np.dtype) -> tuple[np.ndarray | None,
     start = _HEADER + _padded(m)
     idx = buf[_HEADER:_HEADER + m * INDEX.itemsize].view(INDEX)
     return idx, buf[start:start + m * dtype.itemsize].view(dtype)
-
-
-def as_bytes(arr: Any) -> np.ndarray:
-    return arr.view(np.uint8)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from functools import partial
 
-from fabricprobe.memory import device_pointer
-from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import (
     Case,
     CollectiveSpec,
-    Layout,
     VendorNames,
     c_buffers,
-    fill_reduction,
     mpi_buffers,
+    nccl_pointers,
     op_of,
+    prepare_reduction,
     reduction_expected,
 )
 
@@ -28,19 +26,11 @@ class Allreduce(CollectiveSpec):
     vendor = VendorNames(openmpi="allreduce", openmpi_id=2, openmpi_json="allreduce", mpich="ALLREDUCE",
                          mpich_size_key="avg_msg_size", mpich_posix=True, nccl="allreduce")
 
-    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        count = nbytes // itemsize
-        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
-
     def busbw_factor(self, nranks: int) -> float:
         return 2.0 * (nranks - 1) / nranks
 
     def prepare(self, case: Case) -> None:
-        if case.in_place:
-            fill_reduction(case.recv, case)
-        else:
-            fill_reduction(case.send, case)
-            patterns.sentinel_fill(case.recv)
+        prepare_reduction(case)
 
     def results(self, case: Case):
         return [(case.recv, reduction_expected(case, case.count))]
@@ -54,8 +44,7 @@ class Allreduce(CollectiveSpec):
         return nat.allreduce, (send, recv, case.count, dt, nat.handle(op_of(case, MPI)), comm)
 
     def nccl_call(self, case, nc, dtype, op, stream):
-        recv = device_pointer(case.recv)
-        send = recv if case.send is None else device_pointer(case.send)
+        send, recv = nccl_pointers(case)
         return lambda: nc.allReduce(send, recv, case.count, dtype, op, stream)
 
 

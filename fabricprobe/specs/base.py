@@ -15,7 +15,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from fabricprobe.memory import on_device
+from fabricprobe.memory import device_pointer, on_device
 from fabricprobe.memory.host import POOL, BufferPool
 from fabricprobe.mpienv.datatypes import DTYPES, mpi_datatype, mpi_op
 from fabricprobe.oracle import patterns
@@ -117,7 +117,6 @@ class CollectiveSpec:
 
     name: ClassVar[str]
     reduces: ClassVar[bool] = False  # takes a reduction op
-    rooted: ClassVar[bool] = False
     sized: ClassVar[bool] = True  # False for barrier: one point, no message size
     pt2pt: ClassVar[bool] = False
     local: ClassVar[bool] = False  # no communication (the kernel tests)
@@ -142,7 +141,10 @@ class CollectiveSpec:
         return "kernel" if self.local else "collective"
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        raise NotImplementedError
+        """Buffer lengths for S = nbytes. Default: one vector of S bytes to send and one to receive
+        (the rooted, gathered and scattered collectives say otherwise)."""
+        count = nbytes // itemsize
+        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
 
     def busbw_factor(self, nranks: int) -> float:
         return 1.0
@@ -172,8 +174,13 @@ class CollectiveSpec:
         raise NotImplementedError
 
     def native_call(self, case: Case, nat: Any, MPI: Any) -> tuple[Any, tuple]:
-        """The C function (of fabricprobe.timing.native.NativeMPI) and its arguments for one call."""
+        """The C function (of fabricprobe.timing.native.NativeMPI) and its arguments for one call. A spec
+        that does not define it is timed through mpi4py only."""
         raise NotImplementedError
+
+    @property
+    def has_native_call(self) -> bool:
+        return type(self).native_call is not CollectiveSpec.native_call
 
     def nccl_call(self, case: Case, nc: Any, dtype: Any, op: Any, stream: int) -> Call | None:
         """One NCCL call on case's device buffers, queued on `stream`; None when NCCL has none."""
@@ -228,6 +235,21 @@ def c_buffers(case: Case, nat: Any, MPI: Any) -> tuple[int, int, Any, Any]:
 
 def op_of(case: Case, MPI: Any, op: Any = None) -> Any:
     return op if op is not None else mpi_op(MPI, case.op)
+
+
+def prepare_reduction(case: Case) -> None:
+    """A reduction's input (in the receive buffer when in place) and an unwritten output."""
+    if case.send is None:
+        fill_reduction(case.recv, case)
+    else:
+        fill_reduction(case.send, case)
+        patterns.sentinel_fill(case.recv)
+
+
+def nccl_pointers(case: Case) -> tuple[int, int]:
+    """(send, recv) device addresses for NCCL; send is recv for an in-place call."""
+    recv = device_pointer(case.recv)
+    return (recv if case.send is None else device_pointer(case.send)), recv
 
 
 def fill_reduction(buf: np.ndarray, case: Case, first_index: int = 0) -> None:

@@ -12,17 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from fabricprobe.oracle import patterns
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout
+from fabricprobe.specs.base import Case, CollectiveSpec
 
 
 class LocalSpec(CollectiveSpec):
     local = True
     in_library = False
     in_place_supported = False
-
-    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        count = nbytes // itemsize
-        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
 
 
 class ReduceLocal(LocalSpec):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricprobe.oracle import patterns
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout
+from fabricprobe.specs.base import Case, CollectiveSpec
 
 ROLE_INITIATOR = 0  # latency: pings; bw: sends
 ROLE_RESPONDER = 1  # latency: pongs; bw: receives
@@ -22,10 +22,6 @@ class PointToPoint(CollectiveSpec):
     pt2pt = True
     in_place_supported = False
     receives_on: tuple[int, ...] = ()  # roles that receive the partner's data
-
-    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        count = nbytes // itemsize
-        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
 
     def roles(self, first: bool) -> int:
         return ROLE_INITIATOR if first else ROLE_RESPONDER

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from functools import partial
 
-from fabricprobe.memory import device_pointer
 from fabricprobe.memory.host import POOL, BufferPool
-from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import (
     Case,
     CollectiveSpec,
-    Layout,
     VendorNames,
     c_buffers,
-    fill_reduction,
     mpi_buffers,
+    nccl_pointers,
     op_of,
+    prepare_reduction,
     reduction_expected,
 )
 
@@ -23,16 +21,11 @@ from fabricprobe.specs.base import (
 class Reduce(CollectiveSpec):
     name = "reduce"
     reduces = True
-    rooted = True
     busbw_formula = "1"
     pipelinable = True
     osu_title = "Reduce Latency Test"
     vendor = VendorNames(openmpi="reduce", openmpi_id=11, openmpi_json="reduce", mpich="REDUCE",
                          mpich_size_key="avg_msg_size", mpich_posix=True, nccl="reduce")
-
-    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        count = nbytes // itemsize
-        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
 
     def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
         # MPI_IN_PLACE is only valid at the root; other ranks always send from a buffer.
@@ -42,11 +35,7 @@ class Reduce(CollectiveSpec):
         case.in_place = saved
 
     def prepare(self, case: Case) -> None:
-        if case.send is None:
-            fill_reduction(case.recv, case)
-        else:
-            fill_reduction(case.send, case)
-            patterns.sentinel_fill(case.recv)
+        prepare_reduction(case)
 
     def results(self, case: Case):
         if case.rank != case.root:
@@ -62,8 +51,7 @@ class Reduce(CollectiveSpec):
         return nat.reduce, (send, recv, case.count, dt, nat.handle(op_of(case, MPI)), case.root, comm)
 
     def nccl_call(self, case, nc, dtype, op, stream):
-        recv = device_pointer(case.recv)
-        send = recv if case.send is None else device_pointer(case.send)
+        send, recv = nccl_pointers(case)
         return lambda: nc.reduce(send, recv, case.count, dtype, op, case.root, stream)
 
     def ends(self, rank, root):

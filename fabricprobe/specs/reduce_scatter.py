@@ -9,16 +9,15 @@ from functools import partial
 
 from fabricprobe.memory import device_pointer
 from fabricprobe.memory.host import POOL, BufferPool
-from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import (
     Case,
     CollectiveSpec,
     Layout,
     VendorNames,
     c_buffers,
-    fill_reduction,
     mpi_buffers,
     op_of,
+    prepare_reduction,
     reduction_expected,
 )
 
@@ -44,11 +43,7 @@ class ReduceScatter(CollectiveSpec):
             case.recv = pool.get("recv", case.count * case.nranks, case.dtype, case.hugepages)
 
     def prepare(self, case: Case) -> None:
-        if case.in_place:
-            fill_reduction(case.recv, case)
-        else:
-            fill_reduction(case.send, case)
-            patterns.sentinel_fill(case.recv)
+        prepare_reduction(case)
 
     def results(self, case: Case):
         c = case.count

@@ -14,7 +14,7 @@ import numpy as np
 from fabricprobe.memory.host import POOL, BufferPool
 from fabricprobe.oracle import sparse_reference
 from fabricprobe.sparse.vector import SparseResult, k_for
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout
+from fabricprobe.specs.base import Case, CollectiveSpec
 
 
 class SparseAllreduce(CollectiveSpec):
@@ -25,10 +25,6 @@ class SparseAllreduce(CollectiveSpec):
     compared_with = "allreduce"  # read against the library's dense allreduce of the same size
     in_place_supported = False
     busbw_formula = "2(n-1)/n, as for the dense allreduce it replaces"
-
-    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        count = nbytes // itemsize
-        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
 
     def busbw_factor(self, nranks: int) -> float:
         return 2.0 * (nranks - 1) / nranks
@@ -58,10 +54,6 @@ class TopkLocal(CollectiveSpec):
     in_place_supported = False
     implementations = ("numba", "argpartition")
     busbw_formula = "1 (reads the vector once)"
-
-    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        count = nbytes // itemsize
-        return Layout(count=count, send_len=count, recv_len=count, nbytes=count * itemsize)
 
     def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
         case.send = pool.get("send", case.count, case.dtype, case.hugepages)

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections import namedtuple
-from functools import lru_cache
+from functools import lru_cache, cache
 from typing import Any, Mapping
 
 import numpy as np
@@ -38,7 +38,7 @@ IDENTITY = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair"
             "nranks", "bytes")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _identity_type(fields: tuple[str, ...]) -> type:
     return namedtuple("Identity", fields)
 

@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 
 from fabricprobe.errors import UsageError
-from fabricprobe.store.attrs import read_attrs, write_attrs
+from fabricprobe.store.attrs import write_attrs
 from fabricprobe.store.reader import check_results_file
 from fabricprobe.store.safety import deferred_signals, retry_locked
 from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION, STATUS_RUNNING, make_row
@@ -89,7 +89,3 @@ class ResultsWriter:
     def update_run(self, attrs: dict[str, Any]) -> None:
         with deferred_signals(), self._open() as f:
             write_attrs(f["runs"][self.run_id], attrs)
-
-    def run_attrs(self) -> dict[str, Any]:
-        with self._open() as f:
-            return read_attrs(f["runs"][self.run_id])

@@ -98,13 +98,13 @@ def native_window(wtime, isend, irecv, waitall, send, recv, sbuf, rbuf, count, d
         t0 = wtime()
         nreq = 0
         if role != 0:
-            for j in range(window):
+            for _ in range(window):
                 rc = irecv(rbuf, count, dtype, peer, _TAG_DATA, comm, reqs + nreq * req_size)
                 if rc != 0:
                     return rc
                 nreq += 1
         if role != 1:
-            for j in range(window):
+            for _ in range(window):
                 rc = isend(sbuf, count, dtype, peer, _TAG_DATA, comm, reqs + nreq * req_size)
                 if rc != 0:
                     return rc

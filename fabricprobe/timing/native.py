@@ -84,3 +84,9 @@ def load(MPI: Any) -> NativeMPI | None:
 
 def unavailable_reason() -> str | None:
     return _failure
+
+
+def failure(MPI: Any) -> str | None:
+    """Why the native binding cannot load here (None when it loads): what the timer choice needs."""
+    load(MPI)
+    return _failure

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.stats import point_noise
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.libraries import DEFAULT
@@ -56,10 +57,6 @@ class Table:
                    for r in ranges)
 
 
-def _ci_rel(p: dict[str, Any]) -> float:
-    return (p["ci_high_s"] - p["ci_low_s"]) / (2 * p["median_s"]) if p["median_s"] > 0 else 0.0
-
-
 def _name(algorithm: str) -> str:
     """library -> default; library:ring -> ring; hand-written names unchanged."""
     if algorithm == LIBRARY:
@@ -99,7 +96,7 @@ def decide(by_name: dict[str, dict], size: int, min_gain: float) -> Decision | N
     if default is None:
         return None
     best_name, best = min(by_name.items(), key=lambda kv: (kv[1]["median_s"], kv[0] != DEFAULT))
-    noise = max(_ci_rel(default), _ci_rel(best))
+    noise = max(point_noise(default), point_noise(best))
     clear = best["ci_high_s"] < default["ci_low_s"] and best["median_s"] < default["median_s"] * (1 - min_gain)
     if best_name == DEFAULT or not clear:
         return Decision(size, DEFAULT, default["median_s"], default["median_s"], noise)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
-from fabricprobe.tuning.choose import Range, Table
+from fabricprobe.tuning.choose import Range, Table, candidates
 from fabricprobe.tuning.libraries import DEFAULT, names
 
 MAX = 2147483647
@@ -31,6 +32,20 @@ def preset(r: Range, fallback: int | None) -> int:
     if fallback is None:
         raise ValueError("Intel MPI cannot keep its default inside an ADJUST string: a measured preset is needed")
     return fallback
+
+
+def fallbacks(runs: list[Any], table: Table) -> dict[tuple[str, int, int], int]:
+    """For ranges the default won: the fastest preset measured there (Intel MPI cannot keep its default)."""
+    measured, _ = candidates(runs, table.dtype, False)
+    out = {}
+    for coll, sections in table.rules.items():
+        for n, ranges in sections.items():
+            for r in ranges:
+                by_name = measured.get((coll, n, r.decisions[0].size), {})
+                presets = [(p["median_s"], name) for name, p in by_name.items() if name.startswith("preset")]
+                if presets:
+                    out[(coll, n, r.lo)] = int(min(presets)[1].removeprefix("preset"))
+    return out
 
 
 def adjust_strings(table: Table, fallbacks: dict[tuple[str, int, int], int]) -> tuple[dict[str, str], list[str]]:

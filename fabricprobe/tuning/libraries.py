@@ -106,12 +106,6 @@ class OpenMPI(Library):
                 "OMPI_MCA_coll_tuned_use_dynamic_rules": "1", f"OMPI_MCA_coll_tuned_{name}_algorithm": str(ident)}))
         return out
 
-    def algorithm_id(self, collective: str, name: str) -> int:
-        for ident, alg in self.enumerators.get(names(collective).openmpi, []):
-            if alg == name:
-                return ident
-        raise KeyError(f"Open MPI has no {collective} algorithm {name!r}")
-
 
 def parse_ompi_info(text: str) -> dict[str, list[tuple[int, str]]]:
     """collective -> [(id, name)] from `ompi_info --parsable` coll_tuned_<coll>_algorithm enumerators."""

@@ -1,8 +1,9 @@
 """`fabricprobe tune-sweep`: measure the library's default and each of its algorithms, forced one at
 a time, by launching one mpiexec job per (collective, algorithm) — MCA parameters and CVARs are read
-at MPI_Init, so forcing needs a fresh launch, as open-mpi/ompi-collectives-tuning does. Every job
-appends one run (its points labelled library:NAME) to the same results file; sub-communicators
-(--comm-sizes) give results for every communicator size below the job's in one launch.
+at MPI_Init, so forcing needs a fresh launch, as open-mpi/ompi-collectives-tuning does. Every job is a
+sweep whose configuration (a SweepConfig, handed over as a --config file) appends one run (its points
+labelled library:NAME) to the same results file; sub-communicators (comm_sizes) give results for every
+communicator size below the job's in one launch.
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.library import identify_library
-from fabricprobe.tuning.libraries import Library, Variant, for_vendor
+from fabricprobe.tuning.libraries import DEFAULT, Library, Variant, for_vendor
+
+# Before/after re-measurements: a first batch of 100 iterations and 0.5 s per point, as tune-sweep's defaults.
+BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=0.5)
 
 
 def library_in_use() -> str:
@@ -57,19 +63,29 @@ def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
     return [path, *args, "-n", str(n)]
 
 
-def run_variant(base: list[str], output: str, collective: str, variant: Variant, comm_sizes: list[int],
-                sweep_args: list[str], timeout: float) -> Launch:
-    label = [] if variant.name == "default" else ["--library-variant", variant_label(variant.name)]
-    argv = base + [sys.executable, "-m", "fabricprobe", "sweep", "-o", output, "--collectives", collective,
-                   "--comm-sizes", ",".join(map(str, comm_sizes)), *label, "--progress", "none", "--quiet",
-                   *sweep_args]
+def job_config(template: SweepConfig, collective: str, comm_sizes: list[int], variant: Variant) -> SweepConfig:
+    """The sweep one launched job runs: the template's measurement options on one collective, every
+    communicator size, its points labelled library:NAME for a forced algorithm."""
+    label = "" if variant.name == DEFAULT else variant_label(variant.name)
+    return replace(template, collectives=[collective], comm_sizes=list(comm_sizes), library_variant=label).check()
+
+
+def run_variant(base: list[str], output: str, variant: Variant, config: SweepConfig, timeout: float) -> Launch:
+    """Launch one sweep job with the variant's environment (the library reads it at MPI_Init)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="fabricprobe-job-", delete=False) as f:
+        f.write(config.to_json())
+    argv = base + [sys.executable, "-m", "fabricprobe", "sweep", "--config", f.name, "-o", output,
+                   "--progress", "none", "--quiet"]
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **variant.env}
+    comm_sizes = tuple(config.comm_sizes or ())
     try:
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
-        return Launch(collective, variant, out.returncode, "\n".join(out.stderr.strip().splitlines()[-3:]),
-                      tuple(comm_sizes))
+        return Launch(config.collectives[0], variant, out.returncode, "\n".join(out.stderr.strip().splitlines()[-3:]),
+                      comm_sizes)
     except subprocess.TimeoutExpired:
-        return Launch(collective, variant, 124, f"no result within {timeout:g} s", tuple(comm_sizes))
+        return Launch(config.collectives[0], variant, 124, f"no result within {timeout:g} s", comm_sizes)
+    finally:
+        os.unlink(f.name)
 
 
 def variant_label(name: str) -> str:
@@ -86,9 +102,10 @@ def variants_for(library: Library, collectives: list[str], only: list[str] | Non
     return out
 
 
-def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], sweep_args: list[str],
+def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], template: SweepConfig,
             mpiexec: str | None = None, mpiexec_args: str = "", only: list[str] | None = None,
             timeout: float = 900, progress=None) -> tuple[str, list[Launch]]:
+    """tune-sweep: one job per (collective, variant), each measuring `template` on every communicator size."""
     vendor = library_in_use()
     library = for_vendor(vendor)
     base = launcher(mpiexec, mpiexec_args, n, vendor)
@@ -97,12 +114,13 @@ def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], 
     for i, variant in enumerate(todo):
         if progress is not None:
             progress(i, len(todo), variant)
-        launch = run_variant(base, output, variant.collective, variant, comm_sizes, sweep_args, timeout)
+        launch = run_variant(base, output, variant, job_config(template, variant.collective, comm_sizes, variant),
+                             timeout)
         if launch.returncode not in (0, 124) and len(comm_sizes) > 1:
             # Some algorithms run on some communicator sizes only (Open MPI's two_proc: 2 ranks), and
             # one failing size ends the job: measure every size on its own instead.
-            launches += [run_variant(base, output, variant.collective, variant, [c], sweep_args, timeout)
-                         for c in comm_sizes]
+            launches += [run_variant(base, output, variant, job_config(template, variant.collective, [c], variant),
+                                     timeout) for c in comm_sizes]
         else:
             launches.append(launch)
     if progress is not None:
@@ -110,22 +128,21 @@ def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], 
     return vendor, launches
 
 
-def before_after(base: list[str], output: str, table, tuned_env: dict[str, str], sweep_args: list[str],
-                 reps: int = 2, timeout: float = 900) -> list[Launch]:
+def before_after(base: list[str], output: str, table, tuned_env: dict[str, str], reps: int = 2,
+                 timeout: float = 900) -> list[Launch]:
     """Re-measure the tuned collectives with the library's default and with the tuning files,
     alternately `reps` times, labelled library:baseline and library:tuned."""
-    from fabricprobe.tuning.libraries import DEFAULT, Variant
-
     launches = []
     for coll, sections in table.rules.items():
         if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
             continue
         sizes = sorted({d.size for rs in sections.values() for r in rs for d in r.decisions})
-        args = ["--sizes", ",".join(map(str, sizes)), *sweep_args]
-        comm_sizes = sorted(sections)
+        template = replace(BEFORE_AFTER, sizes=sizes)
         for _ in range(reps):
             for label, env in (("baseline", {}), ("tuned", tuned_env)):
-                launches.append(run_variant(base, output, coll, Variant(coll, label, "", env), comm_sizes, args, timeout))
+                variant = Variant(coll, label, "", env)
+                launches.append(run_variant(base, output, variant, job_config(template, coll, sorted(sections), variant),
+                                            timeout))
     return launches
 
 

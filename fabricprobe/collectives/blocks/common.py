@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fabricprobe.memory import memory_of
+from fabricprobe.memory import memory_of, on_device
 from fabricprobe.memory.host import aligned_empty
 
 # Offsets are tuples of Python ints, cached: at small sizes the algorithms' own bookkeeping is
@@ -45,11 +45,11 @@ def scratch(length: int, like: Any, slot: int = 0) -> Any:
     key = (slot, like.dtype.str, type(like).__module__)
     buf = _scratch.get(key)
     if buf is None or buf.size < length:
-        if isinstance(like, np.ndarray):
-            buf = aligned_empty(max(length, 1), like.dtype)
-            buf.fill(0)
-        else:  # device arrays: in the same device memory, through the allocation layer
+        if on_device(like):  # in the same device memory, through the allocation layer
             buf = memory_of(like).empty(max(length, 1), like.dtype)
+        else:
+            buf = aligned_empty(max(length, 1), like.dtype)
+            buf.fill(0)  # its pages are faulted in now, not inside a timed call
         _scratch[key] = buf
     return buf[:length]
 
@@ -63,10 +63,10 @@ def start(sendbuf: Any | None, recvbuf: Any) -> Any:
 
 def copy_into(dst: Any, src: Any) -> None:
     """dst[...] = src in the arrays' own memory (a device-to-device copy for device arrays)."""
-    if isinstance(dst, np.ndarray):
-        dst[...] = src
-    else:
+    if on_device(dst):
         memory_of(dst).copy(dst, src)
+    else:
+        dst[...] = src
 
 
 def pof2_below(n: int) -> int:

@@ -36,16 +36,18 @@ class Summary:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    @property
-    def ci_rel_halfwidth(self) -> float:
-        """Half the confidence interval's width relative to the median (0.02 = ±2%)."""
-        return _rel_halfwidth(self.ci_low_s, self.ci_high_s, self.median_s)
 
-
-def _rel_halfwidth(lo: float, hi: float, median: float) -> float:
+def rel_halfwidth(lo: float, hi: float, median: float) -> float:
+    """Half the median's confidence interval relative to the median (0.02 = ±2%): the noise every
+    decision (when to stop repeating, which algorithm wins, whether two runs differ) is held against."""
     if not np.isfinite(median) or median <= 0:
         return 0.0 if lo == hi else math.inf
     return (hi - lo) / (2.0 * median)
+
+
+def point_noise(point: dict) -> float:
+    """rel_halfwidth of a stored point (its ci_low_s, ci_high_s and median_s)."""
+    return rel_halfwidth(point["ci_low_s"], point["ci_high_s"], point["median_s"])
 
 
 def median_ci(sorted_values: np.ndarray, z: float = CONFIDENCE_Z) -> tuple[float, float]:
@@ -65,7 +67,7 @@ def median_ci_rel(times: np.ndarray) -> float:
     if ordered.size == 0:
         return math.inf
     lo, hi = median_ci(ordered)
-    return _rel_halfwidth(lo, hi, float(np.median(ordered)))
+    return rel_halfwidth(lo, hi, float(np.median(ordered)))
 
 
 def per_iteration(samples: np.ndarray) -> np.ndarray:

@@ -1,0 +1,157 @@
+"""A sweep from start to end, as `fabricprobe sweep` and any other caller runs it: MPI at the configured
+thread level, the same options on every rank, the results file checked (or the run to resume loaded),
+topology and device set up before anything is timed, provenance recorded, every point measured and
+stored, and the run's status kept true to what happened (running, complete, interrupted)."""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from fabricprobe.console import set_rank, warn_line
+from fabricprobe.engine.config import SweepConfig, differing_fields
+from fabricprobe.engine.device_point import DeviceContext
+from fabricprobe.engine.gpudirect import direct_reason
+from fabricprobe.engine.sweep import execute
+from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
+from fabricprobe.mpienv import provenance, topology
+from fabricprobe.mpienv.init import init_mpi
+from fabricprobe.mpienv.launcher import launched_by_mpiexec
+from fabricprobe.store import ResultsWriter, check_output_path, load_runs, select_run
+from fabricprobe.store.schema import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_RUNNING
+
+
+@dataclass
+class SessionOutcome:
+    exit_code: int
+    path: str
+    run_id: str | None  # rank 0 only
+    failed: int  # points that failed validation or raised errors
+    is_root: bool
+
+
+def run_sweep(config: SweepConfig, path: str, resume: bool = False, run_id: str | None = None,
+              progress: str = "auto", warn: Callable[[str], None] = warn_line) -> SessionOutcome:
+    """Measure `config` into `path` on every rank (resume: finish run `run_id`, or the last, of path with its
+    stored options; config then only gives the thread level, which must match). Raises UsageError, the
+    same on every rank, for anything the user must change."""
+    MPI = init_mpi(config.thread_level)
+    comm = MPI.COMM_WORLD
+    set_rank(comm.rank)
+    _same_everywhere(comm, {"config": config.to_json(), "output": path, "resume_run": run_id})
+    done: list[str] = []
+    resumed_at: list[str] = []
+    if resume:
+        run_id, stored, done, resumed_at = _root_decides(comm, lambda: _load_resume(path, run_id, comm.size))
+        if stored.thread_level != config.thread_level:
+            raise UsageError(f"the run used --thread-level {stored.thread_level}; resume it with the same level")
+        config = stored
+        warn(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
+    else:
+        _root_decides(comm, lambda: check_output_path(path))
+    if config.root >= comm.size:
+        raise UsageError(f"--root {config.root} is not a rank of this {comm.size}-rank job")
+    if comm.size == 1 and not launched_by_mpiexec():
+        warn("running as one process (no mpiexec): collectives run at n=1 and point-to-point tests are "
+             "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric")
+
+    topo = topology.detect(comm)
+    memory = _device_memory(comm, config.buffer, topo.local_rank[comm.rank]) if config.buffer != "host" else None
+    if config.ranks_per_node:
+        topo = topology.virtual(topo, topology.node_sizes(config.ranks_per_node, comm.size))
+    topology.set_active(comm, topo)
+    topology.hierarchy(comm)  # communicator splits happen here, not inside a timed point
+    prov = provenance.collect(MPI, comm, topo, config.thread_level)
+    writer = ResultsWriter(path) if comm.rank == 0 else None
+    if writer is not None:
+        if run_id is None:
+            run_id = writer.start_run({**prov, "config": config.to_dict(), "started": provenance.utc_now(),
+                                       "command": "sweep", "status_reason": "", "notes": [], "resumed_at": []})
+        else:
+            writer.attach(run_id)
+            writer.update_run({"status": STATUS_RUNNING, "resumed_at": resumed_at + [provenance.utc_now()],
+                               "status_reason": ""})
+        if prov["oversubscribed"]:
+            hw = topo.hardware
+            warn(f"oversubscribed: {max(hw.ranks_per_node)} ranks on {min(hw.cores_per_node)} cores; "
+                 "times will include scheduler waits")
+        if prov["thread_level_provided"] != config.thread_level:
+            warn(f"requested thread level {config.thread_level}, the library provided {prov['thread_level_provided']}")
+    device = None
+    if memory is not None:
+        # Rank 0's answer for every rank: ranks that disagreed would part ways inside a collective.
+        reason = comm.bcast(direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware),
+                            root=0)
+        device = DeviceContext(memory, reason, config.stage_chunk)
+        if writer is not None and reason and config.gpudirect != "off":
+            warn(f"GPUDirect points will be recorded as not runnable: {reason}")
+    try:
+        outcome = execute(config, MPI, comm, topo, writer, set(done), progress, device)
+    except KeyboardInterrupt:
+        if writer is not None:
+            writer.update_run({"status": STATUS_INTERRUPTED, "status_reason": "interrupted by a signal",
+                               "ended": provenance.utc_now()})
+        return SessionOutcome(EXIT_INTERRUPTED, path, run_id, 0, comm.rank == 0)
+    rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
+    if writer is not None:
+        writer.update_run({"status": STATUS_COMPLETE, "ended": provenance.utc_now(), "notes": outcome.notes,
+                           "rank0_peak_rss_mib": round(rss[0], 1), "peak_rss_mib": round(max(rss), 1)})
+    return SessionOutcome(outcome.exit_code, path, run_id, outcome.failed, comm.rank == 0)
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _root_decides(comm: Any, decide: Callable[[], Any]) -> Any:
+    """Run decide() on rank 0 only; its UsageError (or result) reaches every rank."""
+    outcome: tuple[str | None, Any] = (None, None)
+    if comm.rank == 0:
+        try:
+            outcome = (None, decide())
+        except UsageError as exc:
+            outcome = (str(exc), None)
+    message, value = comm.bcast(outcome, root=0)
+    if message is not None:
+        raise UsageError(message)
+    return value
+
+
+def _same_everywhere(comm: Any, what: dict[str, Any]) -> None:
+    views = comm.allgather(what)
+    for rank, view in enumerate(views):
+        diff = differing_fields(views[0], view)
+        if diff:
+            raise UsageError(f"options differ between ranks: rank {rank} has different {', '.join(diff)} than rank 0; "
+                             "start every rank with the same command line")
+
+
+def _load_resume(path: str, run_id: str | None, nranks: int) -> tuple[str, SweepConfig, list[str], list[str]]:
+    run = select_run(load_runs(path), run_id, path)
+    if run.status == STATUS_COMPLETE:
+        raise UsageError(f"run {run.id} in {path} is complete; nothing to resume")
+    if int(run.attrs.get("nranks", -1)) != nranks:
+        raise UsageError(f"run {run.id} in {path} was measured with {run.attrs.get('nranks')} ranks; "
+                         f"resume it with mpiexec -n {run.attrs.get('nranks')}")
+    config = SweepConfig.from_dict(run.config)
+    done = [p["key"] for p in run.points]
+    return run.id, config, done, list(run.attrs.get("resumed_at") or [])
+
+
+def _device_memory(comm: Any, kind: str, local_rank: int) -> Any:
+    """The --buffer memory on every rank, each on its own GPU where the node has enough; one clear
+    UsageError (every rank raises it) when any rank cannot have it."""
+    from fabricprobe.memory import BufferUnavailable, memory_for, select_device
+
+    try:
+        memory, error = memory_for(kind), ""
+    except BufferUnavailable as exc:
+        memory, error = None, str(exc)
+    failed = [(rank, e) for rank, e in enumerate(comm.allgather(error)) if e]
+    if failed:
+        rank, message = failed[0]
+        raise UsageError(message + (f" (on rank {rank})" if comm.size > 1 else ""))
+    select_device(memory, local_rank)
+    return memory

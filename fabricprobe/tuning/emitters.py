@@ -1,0 +1,128 @@
+"""The tuning files `fabricprobe tune` can write, one emitter per format: which library's measurements
+it needs, and how it writes its files and the environment that loads them. Adding a format is adding
+an entry here (and its emit_*.py module)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fabricprobe.errors import UsageError
+from fabricprobe.sizes import format_size
+from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi
+from fabricprobe.tuning.choose import Table
+from fabricprobe.tuning.libraries import DEFAULT, Library
+
+
+@dataclass
+class Emitted:
+    files: dict[str, Path] = field(default_factory=dict)  # kind -> path written
+    load_env: dict[str, str] = field(default_factory=dict)  # the environment that makes the library load them
+    load_lines: list[str] = field(default_factory=list)  # what to paste into a job script
+    notes: list[str] = field(default_factory=list)  # decisions the user must be told about
+
+    def update(self, other: Emitted) -> None:
+        self.files.update(other.files)
+        self.load_env = other.load_env or self.load_env
+        self.load_lines += other.load_lines
+        self.notes += other.notes
+
+
+@dataclass(frozen=True)
+class Emitter:
+    name: str  # the --emit value
+    vendor: str  # the MPI library whose measurements it needs
+    write: Callable[[Table, Library, list[Any], Path], Emitted]
+
+
+def _openmpi(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
+    path = out / "ompi_rules.conf"
+    text = emit_openmpi.classic_rules(table, library)
+    emit_openmpi.parse_classic_rules(text)  # re-read with our own strict reader before writing
+    path.write_text(text)
+    return Emitted({"openmpi": path}, emit_openmpi.load_env(path), [emit_openmpi.load_lines(path)])
+
+
+def _openmpi_json(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
+    path = out / "ompi_rules.json"
+    path.write_text(emit_openmpi.json_rules(table))
+    return Emitted({"openmpi-json": path})
+
+
+def _mpich(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
+    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    trees["_cvars"] = getattr(library, "cvars", {})  # the values the forced measurements ran with
+    written = emit_mpich.write(table, out, trees)
+    return Emitted({f"mpich-{k}": v for k, v in written.items()}, emit_mpich.load_env(written),
+                   [emit_mpich.load_lines(written)])
+
+
+def _intel(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
+    fallbacks = emit_intel.fallbacks(runs, table)
+    notes = intel_defaults_as_presets(table, fallbacks)
+    adjust, left = emit_intel.adjust_strings(table, fallbacks)
+    path = out / "impi_tuning.json"
+    path.write_text(emit_intel.tuning_json(table, fallbacks, ppn=table.world))
+    env = emit_intel.load_env(path)
+    emitted = Emitted({"intel-tuning": path}, env, [f"export I_MPI_TUNING={env['I_MPI_TUNING']}\n"], notes)
+    if adjust:
+        emitted.files["intel-adjust"] = out / "impi_adjust.env"
+        emitted.files["intel-adjust"].write_text(emit_intel.adjust_file(adjust, left))
+    return emitted
+
+
+def intel_defaults_as_presets(table: Table, fallbacks: dict[tuple[str, int, int], int]) -> list[str]:
+    """Intel MPI cannot keep its default inside its rules (JSON or ADJUST), so a range the default won in a
+    collective the file tunes is written with the fastest preset measured there. Say so, and make it the
+    range's rule: verification must then prove that preset applies (the default's fingerprint is not
+    what the file asks for)."""
+    lines = []
+    for coll, sections in table.rules.items():
+        if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
+            continue  # not in the file: Intel keeps its own default for this collective
+        for n, ranges in sections.items():
+            for r in ranges:
+                chosen = fallbacks.get((coll, n, r.lo))
+                if r.winner == DEFAULT and chosen is not None:
+                    r.winner = f"preset{chosen}"
+                    lines.append(f"Intel MPI keeps no default inside its tuning rules: {coll} on {n} ranks "
+                                 f"[{format_size(r.lo)}, {'∞' if r.hi is None else format_size(r.hi)}), won by "
+                                 f"the default, is written as its fastest measured preset, {r.winner}")
+    return lines
+
+
+EMITTERS = {e.name: e for e in (
+    Emitter("openmpi", "Open MPI", _openmpi),
+    Emitter("openmpi-json", "Open MPI", _openmpi_json),  # Open MPI 6's format, written beside, not loaded here
+    Emitter("mpich", "MPICH", _mpich),
+    Emitter("intel", "Intel MPI", _intel),
+)}
+SELECTION = "fabricprobe"  # fabricprobe's own runtime selection table, for any library
+NCCL = "nccl"  # NCCL's tuner CSV: it needs NCCL measurements, which come only from GPU runs
+FORMATS = (*EMITTERS, NCCL, SELECTION)
+
+
+def for_library(vendor: str) -> list[str]:
+    """--emit auto: the measured library's formats and fabricprobe's own table."""
+    return [name for name, e in EMITTERS.items() if e.vendor == vendor] + [SELECTION]
+
+
+def check(emits: list[str], vendor: str, source: str) -> None:
+    """Refuse formats the measurements cannot give (one line)."""
+    for name in emits:
+        needs = EMITTERS[name].vendor if name in EMITTERS else None
+        if needs and needs != vendor:
+            raise UsageError(f"--emit {name} needs {needs} measurements; {source} measured {vendor}")
+    if NCCL in emits:
+        raise UsageError(f"{source} holds no NCCL measurements (they come with GPU runs): leave out --emit nccl")
+
+
+def write_library_files(table: Table, emits: list[str], library: Library, runs: list[Any], out: Path) -> Emitted:
+    """The MPI library's files for `table` (nothing where no rule beats the default)."""
+    emitted = Emitted()
+    if table.tuned():
+        for name in emits:
+            if name in EMITTERS:
+                emitted.update(EMITTERS[name].write(table, library, runs, out))
+    return emitted

@@ -1,0 +1,183 @@
+"""`fabricprobe tune FILE` as a workflow: choose the rules from a tune-sweep's measurements, write the
+library's tuning files and fabricprobe's own selection table, and with verification prove the library
+applies the files (rules it does not apply go back to the default, once), then re-measure default
+against tuned. What it decides is handed to a Reporter (the CLI prints it); the manifest tuning.json
+records everything."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
+from fabricprobe.sizes import format_size
+from fabricprobe.store import load_runs
+from fabricprobe.tuning import emit_intel, emit_selection, emitters
+from fabricprobe.tuning.choose import Table, choose
+from fabricprobe.tuning.libraries import DEFAULT, Library, for_vendor, names
+from fabricprobe.tuning.measure import before_after, launcher, library_in_use, speedups
+from fabricprobe.tuning.verify import ERROR, MISMATCH, Check, passed, summary, verify
+
+REGRESSION = 0.9  # tuned slower than this fraction of the default's speed is flagged
+
+
+class Reporter(Protocol):
+    """Where the workflow says what it decided (the CLI prints; tests may collect)."""
+
+    def line(self, text: str, style: str = "") -> None: ...  # style: "", "warning" or "error"
+    def rules(self, table: Table, source: str) -> None: ...
+    def verification(self, checks: list[Check]) -> None: ...
+    def before_after(self, rows: list[dict]) -> None: ...
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    file: str
+    output: str = "tuning"
+    emit: list[str] | None = None  # None: the measured library's formats and fabricprobe's table
+    collectives: list[str] | None = None
+    dtype: str = "float32"
+    min_gain: float = 0.05
+    verify: bool = False
+    reps: int = 2
+    mpiexec: str | None = None
+    mpiexec_args: str = ""
+
+
+def tune(opts: TuneOptions, say: Reporter) -> int:
+    runs = load_runs(opts.file)
+    table = choose(runs, opts.dtype, opts.min_gain, collectives=opts.collectives)
+    if not any(p["algorithm"].startswith("library:") for run in runs for p in run.points):
+        raise UsageError(f"{opts.file} has no forced-algorithm measurements (library:NAME): run fabricprobe tune-sweep")
+    emits = emitters.for_library(table.vendor) if opts.emit is None else opts.emit
+    emitters.check(emits, table.vendor, opts.file)
+    library = None
+    if any(e in emitters.EMITTERS for e in emits) or opts.verify:
+        in_use = library_in_use()
+        if in_use != table.vendor:
+            raise UsageError(f"{opts.file} was measured with {table.vendor}, but this environment's MPI is {in_use}")
+        library = for_vendor(table.vendor)
+    out = Path(opts.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out}: {exc.strerror}") from None
+    say.rules(table, opts.file)
+    if not table.tuned():
+        say.line("no algorithm beats the library's default beyond the measured noise: nothing to write for the "
+                 "library", "warning")
+    emitted = emitters.write_library_files(table, emits, library, runs, out)
+    for note in emitted.notes:
+        say.line(note)
+    if emitters.SELECTION in emits:
+        own = choose(runs, opts.dtype, opts.min_gain, include_handwritten=True, collectives=opts.collectives,
+                     library_variants=False)
+        path = out / "fabricprobe_selection.json"
+        path.write_text(emit_selection.selection_json(own))
+        emitted.files[emitters.SELECTION] = path
+        emitted.load_lines.append(f"# fabricprobe.tuned: export FABRICPROBE_SELECTION={path.resolve()}\n")
+    for kind, path in emitted.files.items():
+        say.line(f"wrote {kind}: {path}")
+    for text in emitted.load_lines:
+        say.line(text)
+    manifest: dict[str, Any] = {"source": str(Path(opts.file).resolve()), "rules": table.as_dict(),
+                                "files": {k: str(v) for k, v in emitted.files.items()}, "load_env": emitted.load_env}
+    status = EXIT_OK
+    if opts.verify and emitted.load_env:
+        status = _verify(opts, table, library, emitted, manifest, say,
+                         reemit=lambda t: emitters.write_library_files(t, emits, library, runs, out))
+    (out / "tuning.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    return status
+
+
+def prune(table: Table, checks: list[Check]) -> list[str]:
+    """Give the default back the ranges whose rule the library did not apply (the file would not do
+    what was measured there); returns what was dropped."""
+    dropped = []
+    for c in checks:
+        if c.status not in (MISMATCH, ERROR):
+            continue
+        for r in table.rules.get(c.collective, {}).get(c.comm_size, []):
+            if r.lo <= c.size and (r.hi is None or c.size < r.hi) and r.winner != DEFAULT:
+                dropped.append(f"{c.collective} on {c.comm_size} ranks [{format_size(r.lo)}, "
+                               f"{'∞' if r.hi is None else format_size(r.hi)}): {r.winner}")
+                r.winner = DEFAULT
+    return dropped
+
+
+def withdraw(files: dict[str, Path]) -> None:
+    """Rename the library's files *.UNVERIFIED so nobody loads them (fabricprobe's own table stays)."""
+    for kind, path in files.items():
+        if kind != emitters.SELECTION and path.exists():
+            path.rename(path.with_name(path.name + ".UNVERIFIED"))
+
+
+def _verify(opts: TuneOptions, table: Table, library: Library, emitted: emitters.Emitted, manifest: dict,
+            say: Reporter, reemit) -> int:
+    base = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)[:-2]  # without "-n N"
+    tuned_env, files = emitted.load_env, emitted.files
+    checks = verify(table, library, tuned_env, base, progress=lambda text: say.line(f"verifying {text}"))
+    dropped: list[str] = []
+    if not passed(checks):
+        # Rules the library does not apply as measured (an algorithm that calls other collectives
+        # which the file also retunes, a JSON leaf that takes another path) are given back to the
+        # default; the smaller file is written and verified again, once.
+        dropped = prune(table, checks)
+        say.line("not applied as measured, given back to the default: " + "; ".join(dropped), "warning")
+        if table.tuned():
+            again = reemit(table)
+            files.update(again.files)
+            tuned_env = again.load_env
+            manifest["rules"], manifest["load_env"] = table.as_dict(), tuned_env
+            checks = verify(table, library, tuned_env, base, progress=lambda text: say.line(f"verifying again {text}"))
+    say.verification(checks)
+    ok = passed(checks)
+    manifest["verification"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks],
+                                "dropped_rules": dropped}
+    if ok and files.get("intel-adjust") is not None and files["intel-adjust"].exists():
+        _verify_adjust(table, library, files, manifest, base, say)
+    if not ok:
+        withdraw(files)
+        say.line("the library did not apply the files as intended: they are renamed *.UNVERIFIED and must not be "
+                 "used", "error")
+        return EXIT_WRONG
+    full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
+    launches = before_after(full, opts.file, table, tuned_env, reps=opts.reps)
+    failed = [la for la in launches if la.returncode != 0]
+    if failed:
+        manifest["before_after_failures"] = [f"{la.collective} {la.variant.name}: {la.stderr_tail}" for la in failed]
+        if any(la.variant.name == "tuned" for la in failed):
+            withdraw(files)
+            say.line("the library failed with the files while re-measuring: "
+                     + "; ".join(manifest["before_after_failures"]) + ". The files are renamed *.UNVERIFIED.", "error")
+            return EXIT_WRONG
+    rows = speedups(load_runs(opts.file), table)
+    manifest["before_after"] = rows
+    say.before_after(rows)
+    slower = [r for r in rows if r["speedup"] < REGRESSION]
+    manifest["regressions"] = slower
+    if slower:
+        # The rule was chosen on the sweep's medians; a re-measurement that disagrees means one of
+        # them caught a slow phase of the machine. Say so rather than offer the rule silently.
+        say.line("slower with the files than without at: " + "; ".join(
+            f"{r['collective']} on {r['comm_size']} ranks at {format_size(r['size'])} ({r['speedup']:.2f}×)"
+            for r in slower) + ". Re-run tune-sweep with more --iters before trusting those rules.", "warning")
+    say.line(f"verification: {summary(checks)}; before/after stored in {opts.file}")
+    return EXIT_OK
+
+
+def _verify_adjust(table: Table, library: Library, files: dict[str, Path], manifest: dict, base: list[str],
+                   say: Reporter) -> None:
+    """The Intel ADJUST alternative, proven on its own for the collectives it carries; withdrawn if not."""
+    env = emit_intel.read_adjust(files["intel-adjust"])
+    carried = {c: s for c, s in table.rules.items() if f"I_MPI_ADJUST_{names(c).intel}" in env}
+    checks = verify(replace(table, rules=carried), library, env, base,
+                    progress=lambda text: say.line(f"verifying the ADJUST file: {text}"))
+    ok = passed(checks)
+    manifest["verification_adjust"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks]}
+    say.line(f"impi_adjust.env: {', '.join(f'{k} {v}' for k, v in summary(checks).items())}")
+    if not ok:
+        files["intel-adjust"].rename(files["intel-adjust"].with_name("impi_adjust.env.UNVERIFIED"))
+        say.line("the ADJUST file is not applied as intended: renamed impi_adjust.env.UNVERIFIED", "error")
