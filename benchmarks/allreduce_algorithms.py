@@ -44,10 +44,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "a.h5"
         for rep in range(args.reps):
-            subprocess.run(mpiexec(args.ranks) + [sys.executable, "-m", "fabricprobe", "sweep", "-o", str(path),
-                                                  "--collectives", "allreduce", "--sizes", args.sizes, "--algorithms",
-                                                  "library," + args.algorithms, "--progress", "none", "--quiet",
-                                                  *args.extra], check=True, env=env, capture_output=True)
+            subprocess.run(
+                mpiexec(args.ranks)
+                + [
+                    sys.executable,
+                    "-m",
+                    "fabricprobe",
+                    "sweep",
+                    "-o",
+                    str(path),
+                    "--collectives",
+                    "allreduce",
+                    "--sizes",
+                    args.sizes,
+                    "--algorithms",
+                    "library," + args.algorithms,
+                    "--progress",
+                    "none",
+                    "--quiet",
+                    *args.extra,
+                ],
+                check=True,
+                env=env,
+                capture_output=True,
+            )
             run = load_runs(str(path))[-1]
             median = {(p["bytes"], p["algorithm"]): p["median_s"] for p in run.points if p["collective"] == "allreduce"}
             for (size, alg), t in median.items():
@@ -55,8 +75,10 @@ def main() -> None:
                     ratios.setdefault((size, alg), []).append(median[(size, "library")] / t)
             print(f"rep {rep + 1}/{args.reps} done", file=sys.stderr)
         version = run.attrs["mpi_vendor"] + " " + run.attrs["mpi_version"]
-    print(f"\nallreduce float32 sum, n={args.ranks}, {version}, {args.reps} sweeps; throughput relative to the library "
-          "(median over sweeps, range)\n")
+    print(
+        f"\nallreduce float32 sum, n={args.ranks}, {version}, {args.reps} sweeps; throughput relative to the library "
+        "(median over sweeps, range)\n"
+    )
     print("| size | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for size in sorted({s for s, _ in ratios}):

@@ -50,20 +50,24 @@ def main() -> None:
     if writer is not None:
         writer.start_run({"nranks": comm.size})
         print(f"{comm.size} ranks; cap {cap} iterations ({cap * comm.size * 8 / 2**20:.0f} MiB of samples)")
-        print(f"{'iterations':>10} {'samples MiB':>12} {'gather+decide s':>16} {'write s':>8} {'file MiB':>9} "
-              f"{'rank 0 peak RSS MiB':>20}")
+        print(
+            f"{'iterations':>10} {'samples MiB':>12} {'gather+decide s':>16} {'write s':>8} {'file MiB':>9} "
+            f"{'rank 0 peak RSS MiB':>20}"
+        )
     for i, n in enumerate(counts):
         comm.Barrier()
         t0 = time.perf_counter()
         # adaptive, never converging (ci_target tiny): the doubling batches rank 0 decides on
-        m = harness.measure(batch, comm, harness.Budget(max(n // 16, 10), 0, 1e9, 1e-12,
-                                                        max_iterations=n), 0)
+        m = harness.measure(batch, comm, harness.Budget(max(n // 16, 10), 0, 1e9, 1e-12, max_iterations=n), 0)
         t1 = time.perf_counter()
         if writer is not None:
             writer.append_point({"index": i, "key": str(n), "status": "ok"}, m.samples)
             t2 = time.perf_counter()
-            print(f"{m.iterations:>10} {m.samples.nbytes / 2**20:>12.1f} {t1 - t0:>16.3f} {t2 - t1:>8.3f} "
-                  f"{os.path.getsize(path) / 2**20:>9.1f} {rss_mib():>20.0f}", flush=True)
+            print(
+                f"{m.iterations:>10} {m.samples.nbytes / 2**20:>12.1f} {t1 - t0:>16.3f} {t2 - t1:>8.3f} "
+                f"{os.path.getsize(path) / 2**20:>9.1f} {rss_mib():>20.0f}",
+                flush=True,
+            )
     peak = comm.gather(rss_mib(), root=0)
     if comm.rank == 0:
         print(f"peak RSS: rank 0 {peak[0]:.0f} MiB, other ranks ≤ {max(peak[1:] or [0]):.0f} MiB")

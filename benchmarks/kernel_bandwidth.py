@@ -55,8 +55,10 @@ def main() -> None:
                 t_kernel = best(lambda dst=dst, src=src, op=op: kernels.reduce_into(dst, src, op), reps)
                 t_numpy = best(lambda dst=dst, src=src, op=op: UFUNC[op](dst, src, out=dst), reps)
                 kernel_bw, numpy_bw = 3 * nbytes / t_kernel / 1e9, 3 * nbytes / t_numpy / 1e9
-                print(f"| {format_size(nbytes)} | {dtname} | {op} | {kernel_bw:.1f} | {copy_bw:.1f} | "
-                      f"{kernel_bw / copy_bw:.2f} | {numpy_bw:.1f} |")
+                print(
+                    f"| {format_size(nbytes)} | {dtname} | {op} | {kernel_bw:.1f} | {copy_bw:.1f} | "
+                    f"{kernel_bw / copy_bw:.2f} | {numpy_bw:.1f} |"
+                )
 
 
 if __name__ == "__main__":

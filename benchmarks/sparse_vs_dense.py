@@ -41,10 +41,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.h5"
         for _ in range(args.reps):
-            subprocess.run(mpiexec(args.ranks) + [sys.executable, "-m", "fabricprobe", "sweep", "-o", str(path),
-                                                  "--collectives", "sparse", "--sizes", args.size, "--density",
-                                                  args.density, "--progress", "none", "--quiet"],
-                           check=True, env=ENV, capture_output=True)
+            subprocess.run(
+                mpiexec(args.ranks)
+                + [
+                    sys.executable,
+                    "-m",
+                    "fabricprobe",
+                    "sweep",
+                    "-o",
+                    str(path),
+                    "--collectives",
+                    "sparse",
+                    "--sizes",
+                    args.size,
+                    "--density",
+                    args.density,
+                    "--progress",
+                    "none",
+                    "--quiet",
+                ],
+                check=True,
+                env=ENV,
+                capture_output=True,
+            )
             run = load_runs(str(path))[-1]
             for p in run.points:
                 if p["collective"] in ("allreduce", "sparse_allreduce", "topk_local"):

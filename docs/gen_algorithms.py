@@ -14,8 +14,10 @@ END = "<!-- end of generated algorithm table -->"
 
 
 def table() -> str:
-    rows = ["| collective | algorithm | what it does | cost (α-β-γ, n = S bytes, p ranks; N nodes of g) |",
-            "|---|---|---|---|"]
+    rows = [
+        "| collective | algorithm | what it does | cost (α-β-γ, n = S bytes, p ranks; N nodes of g) |",
+        "|---|---|---|---|",
+    ]
     for a in collectives.algorithms():
         if a.name == collectives.LIBRARY:
             continue

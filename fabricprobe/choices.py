@@ -9,7 +9,9 @@ from typing import Iterable
 from fabricprobe.errors import UsageError
 
 
-def choice_list(text: str, choices: Iterable[str], what: str, groups: dict[str, Iterable[str]] | None = None) -> list[str]:
+def choice_list(
+    text: str, choices: Iterable[str], what: str, groups: dict[str, Iterable[str]] | None = None
+) -> list[str]:
     """A comma-separated selection from `choices` (or named groups), order kept, duplicates dropped."""
     allowed = list(choices)
     groups = groups or {}
@@ -18,15 +20,16 @@ def choice_list(text: str, choices: Iterable[str], what: str, groups: dict[str, 
     if not items:
         raise UsageError(f"empty {what} list")
     for item in items:
-        for name in (list(groups[item]) if item in groups else [item]):
+        for name in list(groups[item]) if item in groups else [item]:
             check_choices([name], allowed, what, groups)
             if name not in out:
                 out.append(name)
     return out
 
 
-def check_choices(values: Iterable[str], choices: Iterable[str], what: str,
-                  groups: dict[str, Iterable[str]] | None = None) -> None:
+def check_choices(
+    values: Iterable[str], choices: Iterable[str], what: str, groups: dict[str, Iterable[str]] | None = None
+) -> None:
     """Raise UsageError naming the first value that is not one of `choices`."""
     allowed = list(choices)
     for name in values:

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from fabricprobe.errors import UsageError
 
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
-          "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1 << 10,
+    "KB": 1 << 10,
+    "KIB": 1 << 10,
+    "M": 1 << 20,
+    "MB": 1 << 20,
+    "MIB": 1 << 20,
+    "G": 1 << 30,
+    "GB": 1 << 30,
+    "GIB": 1 << 30,
+}
 MAX_BYTES = 1 << 34  # 16 GiB per buffer; counts must also fit a C int, checked per datatype
 
 
@@ -13,7 +24,7 @@ def parse_size(text: str) -> int:
     """Bytes in "4096", "4K", "4KiB", "1M" (binary units). Raises UsageError."""
     raw = text.strip()
     digits = raw.rstrip("bBkKmMgGiI")
-    unit = raw[len(digits):].upper()
+    unit = raw[len(digits) :].upper()
     if not digits.isdigit() or unit not in _UNITS:
         raise UsageError(f"invalid size {text!r}: expected a whole number of bytes such as 8, 4K or 1M")
     value = int(digits) * _UNITS[unit]

@@ -73,24 +73,34 @@ def fabricprobe_argv() -> list[str]:
     return [sys.executable, "-m", "fabricprobe"]
 
 
-def run_mpi(n: int, args: list[str], *, env: dict[str, str] | None = None, timeout: float = 300,
-            cwd: str | Path | None = None, python_args: list[str] | None = None) -> subprocess.CompletedProcess:
+def run_mpi(
+    n: int,
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    cwd: str | Path | None = None,
+    python_args: list[str] | None = None,
+) -> subprocess.CompletedProcess:
     """Run `fabricprobe ARGS` (or `python PYTHON_ARGS`) under mpiexec with n ranks."""
     found = need_ranks(n)
     program = [sys.executable, *python_args] if python_args is not None else [*fabricprobe_argv(), *args]
-    return subprocess.run(found.argv(n) + program, capture_output=True, text=True, timeout=timeout,
-                          env=mpi_env(env), cwd=cwd)
+    return subprocess.run(
+        found.argv(n) + program, capture_output=True, text=True, timeout=timeout, env=mpi_env(env), cwd=cwd
+    )
 
 
-def run_local(args: list[str], *, env: dict[str, str] | None = None, timeout: float = 120,
-              cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+def run_local(
+    args: list[str], *, env: dict[str, str] | None = None, timeout: float = 120, cwd: str | Path | None = None
+) -> subprocess.CompletedProcess:
     """Run `fabricprobe ARGS` as a single process, without mpiexec."""
     clean = mpi_env(env)
     for key in list(clean):
         if key.startswith(("OMPI_COMM_WORLD", "PMIX_", "PMI_")):
             del clean[key]
-    return subprocess.run(fabricprobe_argv() + args, capture_output=True, text=True, timeout=timeout, env=clean,
-                          cwd=cwd)
+    return subprocess.run(
+        fabricprobe_argv() + args, capture_output=True, text=True, timeout=timeout, env=clean, cwd=cwd
+    )
 
 
 def error_lines(stderr: str) -> list[str]:

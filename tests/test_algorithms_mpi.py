@@ -32,8 +32,13 @@ def test_the_checker_catches_a_wrong_algorithm():
 def test_every_algorithm_matches_the_library(n):
     report = _run(n)
     from fabricprobe import collectives
-    expected = {f"{c}/{a}" for c in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
-                for a in collectives.names_for(c) if a != collectives.LIBRARY}
+
+    expected = {
+        f"{c}/{a}"
+        for c in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
+        for a in collectives.names_for(c)
+        if a != collectives.LIBRARY
+    }
     assert set(report["per_algorithm"]) == expected
     assert all(count >= 20 for count in report["per_algorithm"].values()), report["per_algorithm"]
     assert report["nfailures"] == 0, "\n".join(report["failures"])

@@ -87,8 +87,11 @@ def edges(root: Path = ROOT) -> list[tuple[str, str, str]]:
 
 
 def upward(root: Path = ROOT) -> list[str]:
-    return [f"{file}: {a} ({LAYERS[LAYER_OF[a]][0]}) imports {b} ({LAYERS[LAYER_OF[b]][0]})"
-            for a, b, file in edges(root) if LAYER_OF[b] <= LAYER_OF[a]]
+    return [
+        f"{file}: {a} ({LAYERS[LAYER_OF[a]][0]}) imports {b} ({LAYERS[LAYER_OF[b]][0]})"
+        for a, b, file in edges(root)
+        if LAYER_OF[b] <= LAYER_OF[a]
+    ]
 
 
 def test_every_unit_has_a_layer():
@@ -107,8 +110,10 @@ def test_the_layering_check_can_fail(tmp_path):
     (tmp_path / "fabricprobe" / "engine").mkdir()
     (tmp_path / "fabricprobe" / "engine" / "plan.py").write_text("")
     (tmp_path / "fabricprobe" / "store" / "schema.py").write_text("from fabricprobe.engine.plan import PlannedPoint\n")
-    assert upward(tmp_path) == ["fabricprobe/store/schema.py: fabricprobe.store (results store) imports "
-                                "fabricprobe.engine (reports and the sweep engine)"]
+    assert upward(tmp_path) == [
+        "fabricprobe/store/schema.py: fabricprobe.store (results store) imports "
+        "fabricprobe.engine (reports and the sweep engine)"
+    ]
 
 
 def test_the_oracle_imports_nothing_it_checks():
@@ -125,8 +130,9 @@ def test_a_new_collective_and_algorithms_need_only_their_own_files(tmp_path):
     unchanged engine plans, validates, times and stores them, and the cost model and the docs table see
     the new allreduce."""
     n = 3 if more_ranks_than_cores() else 2
-    out = run_mpi(n, [], python_args=[str(ROOT / "tests" / "drivers" / "new_collective.py"), str(tmp_path / "r.h5")],
-                  timeout=600)
+    out = run_mpi(
+        n, [], python_args=[str(ROOT / "tests" / "drivers" / "new_collective.py"), str(tmp_path / "r.h5")], timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     status = {}

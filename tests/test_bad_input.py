@@ -84,14 +84,17 @@ def test_mismatched_options_across_ranks(tmp_path):
     _assert_clean_failure(out, "options differ between ranks", results)
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (["report", "missing.h5"], "no such file"),
-    (["report", "{text}"], "not HDF5"),
-    (["report", "{other}"], "not a fabricprobe results file"),
-    (["report", "{text}", "--format", "xml"], "invalid choice"),
-    (["sweep", "--resume", "{other}"], "not a fabricprobe results file"),
-    (["sweep", "--run", "1"], "needs --resume"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["report", "missing.h5"], "no such file"),
+        (["report", "{text}"], "not HDF5"),
+        (["report", "{other}"], "not a fabricprobe results file"),
+        (["report", "{text}", "--format", "xml"], "invalid choice"),
+        (["sweep", "--resume", "{other}"], "not a fabricprobe results file"),
+        (["sweep", "--run", "1"], "needs --resume"),
+    ],
+)
 def test_bad_files(args, fragment, tmp_path):
     text = tmp_path / "text.h5"
     text.write_text("not hdf5")
@@ -125,6 +128,11 @@ def test_python_dash_m(tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "fabricprobe", "--version"], capture_output=True, text=True,
-                         cwd=tmp_path, env={**os.environ})
+    out = subprocess.run(
+        [sys.executable, "-m", "fabricprobe", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ},
+    )
     assert out.returncode == 0 and "fabricprobe" in out.stdout

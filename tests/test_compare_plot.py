@@ -17,15 +17,39 @@ from fabricprobe.store import ResultsWriter, load_runs
 SIZES = [8, 1024, 65536, 1 << 20]
 
 
-def point(index: int, size: int, median: float, *, algorithm: str = "library", nranks: int = 2,
-          collective: str = "allreduce", noise: float = 0.01) -> dict:
+def point(
+    index: int,
+    size: int,
+    median: float,
+    *,
+    algorithm: str = "library",
+    nranks: int = 2,
+    collective: str = "allreduce",
+    noise: float = 0.01,
+) -> dict:
     busbw = size / median / 1e9 * (2 * (nranks - 1) / nranks)
-    return {"index": index, "key": f"{collective}|{algorithm}|{nranks}|{size}", "collective": collective,
-            "algorithm": algorithm, "dtype": "float32", "op": "sum", "mode": "barrier", "nranks": nranks,
-            "bytes": size, "count": size // 4, "median_s": median, "min_s": median * 0.9, "p90_s": median * 1.2,
-            "ci_low_s": median * (1 - noise), "ci_high_s": median * (1 + noise), "busbw_gbps": busbw,
-            "algbw_gbps": size / median / 1e9, "busbw_factor": 2 * (nranks - 1) / nranks, "iterations": 100,
-            "status": "ok"}
+    return {
+        "index": index,
+        "key": f"{collective}|{algorithm}|{nranks}|{size}",
+        "collective": collective,
+        "algorithm": algorithm,
+        "dtype": "float32",
+        "op": "sum",
+        "mode": "barrier",
+        "nranks": nranks,
+        "bytes": size,
+        "count": size // 4,
+        "median_s": median,
+        "min_s": median * 0.9,
+        "p90_s": median * 1.2,
+        "ci_low_s": median * (1 - noise),
+        "ci_high_s": median * (1 + noise),
+        "busbw_gbps": busbw,
+        "algbw_gbps": size / median / 1e9,
+        "busbw_factor": 2 * (nranks - 1) / nranks,
+        "iterations": 100,
+        "status": "ok",
+    }
 
 
 def write(path, points: list[dict], nranks: int = 2) -> str:
@@ -96,16 +120,19 @@ def test_algorithms_in_one_file_and_json(tmp_path):
     assert "2 favour" in doc["verdicts"]["allreduce"]
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (["compare", "missing.h5", "missing.h5"], "missing.h5"),
-    (["compare", "{a}:7", "{a}"], "has no run '7'"),
-    (["compare", "{a}", "{a}", "--collectives", "allreduc"], "did you mean 'allreduce'"),
-    (["compare", "{a}@ring", "{a}"], "has no measured points (algorithms in run 0001: library)"),
-    (["plot", "{a}", "-o", "{tmp}/out.jpg"], "cannot tell the image format"),
-    (["plot", "{a}", "-o", "{tmp}/no/such/out.png"], "does not exist"),
-    (["plot", "{a}", "-o", "{tmp}/out.png", "--collectives", "bcast"], "nothing to plot"),
-    (["report", "{a}", "--summary", "--format", "csv"], "--summary is shown as a table or exported as json"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["compare", "missing.h5", "missing.h5"], "missing.h5"),
+        (["compare", "{a}:7", "{a}"], "has no run '7'"),
+        (["compare", "{a}", "{a}", "--collectives", "allreduc"], "did you mean 'allreduce'"),
+        (["compare", "{a}@ring", "{a}"], "has no measured points (algorithms in run 0001: library)"),
+        (["plot", "{a}", "-o", "{tmp}/out.jpg"], "cannot tell the image format"),
+        (["plot", "{a}", "-o", "{tmp}/no/such/out.png"], "does not exist"),
+        (["plot", "{a}", "-o", "{tmp}/out.png", "--collectives", "bcast"], "nothing to plot"),
+        (["report", "{a}", "--summary", "--format", "csv"], "--summary is shown as a table or exported as json"),
+    ],
+)
 def test_bad_input_is_one_line(files, tmp_path, args, fragment):
     out = run_local([a.format(a=files["a"], tmp=tmp_path) for a in args], cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
@@ -125,8 +152,13 @@ def test_plot_writes_a_labelled_figure(files, tmp_path, suffix):
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
     else:
         text = data.decode()
-        for label in ("message size (bytes)", "median time (µs)", "busbw (GB/s)", "allreduce: time",
-                      f"{files['fast']}: library"):
+        for label in (
+            "message size (bytes)",
+            "median time (µs)",
+            "busbw (GB/s)",
+            "allreduce: time",
+            f"{files['fast']}: library",
+        ):
             assert label in text, label
 
 
@@ -146,8 +178,10 @@ def test_plot_axes_are_logarithmic_and_labelled(files, tmp_path, monkeypatch):
 
 
 def test_plot_without_matplotlib_says_how_to_get_it(files, tmp_path):
-    code = ("import sys; sys.modules['matplotlib'] = None; from fabricprobe.cli.main import main; "
-            f"sys.exit(main(['plot', {files['a']!r}, '-o', {str(tmp_path / 'p.png')!r}]))")
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from fabricprobe.cli.main import main; "
+        f"sys.exit(main(['plot', {files['a']!r}, '-o', {str(tmp_path / 'p.png')!r}]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=mpi_env())
     assert out.returncode == 2
     assert error_lines(out.stderr) == ["fabricprobe: error: plots need matplotlib: pip install 'fabricprobe[plot]'"]
@@ -157,8 +191,10 @@ def crossing_run(tmp_path, noise: float) -> str:
     """ring loses to the library below 64 KiB and wins from there on."""
     sizes = [8, 1024, 16384, 65536, 1 << 20, 4 << 20]
     pts = [point(i, s, latency(s), noise=noise) for i, s in enumerate(sizes)]
-    pts += [point(10 + i, s, latency(s) * (1.3 if s < 65536 else 0.6), algorithm="ring", noise=noise)
-            for i, s in enumerate(sizes)]
+    pts += [
+        point(10 + i, s, latency(s) * (1.3 if s < 65536 else 0.6), algorithm="ring", noise=noise)
+        for i, s in enumerate(sizes)
+    ]
     return write(tmp_path / f"x{noise}.h5", pts)
 
 

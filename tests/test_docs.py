@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_cli_reference_is_current():
-    generated = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_cli.py")], capture_output=True, text=True,
-                               check=True).stdout
+    generated = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "gen_cli.py")], capture_output=True, text=True, check=True
+    ).stdout
     assert (ROOT / "docs" / "cli.md").read_text() == generated, "run: python docs/gen_cli.py > docs/cli.md"
 
 

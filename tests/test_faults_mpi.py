@@ -14,8 +14,11 @@ ARGS = ["--sizes", "8,4K", "--iters", "20", "--warmup", "2", "--max-time", "0.2"
 
 @pytest.mark.parametrize("collective", ["allreduce", "alltoall", "bcast"])
 def test_validation_catches_a_planted_wrong_result(collective, results):
-    out = run_mpi(2, ["sweep", "-o", str(results), *ARGS, "--collectives", f"{collective},barrier"],
-                  env={"FABRICPROBE_FAULT_WRONG": f"{collective}:1"})
+    out = run_mpi(
+        2,
+        ["sweep", "-o", str(results), *ARGS, "--collectives", f"{collective},barrier"],
+        env={"FABRICPROBE_FAULT_WRONG": f"{collective}:1"},
+    )
     assert out.returncode == 1, out.stderr
     run = load_runs(str(results))[-1]
     bad = [p for p in run.points if p["collective"] == collective]
@@ -26,16 +29,23 @@ def test_validation_catches_a_planted_wrong_result(collective, results):
 
 
 def test_no_validate_reports_not_validated(results):
-    out = run_mpi(2, ["sweep", "-o", str(results), *ARGS, "--collectives", "allreduce", "--no-validate"],
-                  env={"FABRICPROBE_FAULT_WRONG": "allreduce:1"})
+    out = run_mpi(
+        2,
+        ["sweep", "-o", str(results), *ARGS, "--collectives", "allreduce", "--no-validate"],
+        env={"FABRICPROBE_FAULT_WRONG": "allreduce:1"},
+    )
     assert out.returncode == 0, out.stderr
     points = [p for p in load_runs(str(results))[-1].points if p["collective"] == "allreduce"]
     assert all(p["wrong"] == -1 and p["checked"] == 0 for p in points)
 
 
 def test_watchdog_aborts_a_hung_collective_and_keeps_completed_points(results):
-    out = run_mpi(2, ["sweep", "-o", str(results), *ARGS, "--collectives", "allreduce,bcast", "--point-timeout", "3"],
-                  env={"FABRICPROBE_FAULT_HANG": "bcast:1"}, timeout=120)
+    out = run_mpi(
+        2,
+        ["sweep", "-o", str(results), *ARGS, "--collectives", "allreduce,bcast", "--point-timeout", "3"],
+        env={"FABRICPROBE_FAULT_HANG": "bcast:1"},
+        timeout=120,
+    )
     assert out.returncode == 3, out.stderr
     lines = error_lines(out.stderr)
     assert len(lines) == 1 and "bcast float32 8 B" in lines[0] and "watchdog" in lines[0]

@@ -45,8 +45,14 @@ def test_xp_topk_matches_the_cpu_kernel_with_ties(dtype, k):
 
 def test_xp_merge_and_scatter_add():
     oi, ov = np.empty(6, np.int32), np.empty(6, np.float32)
-    m = XP.merge_sum(np.array([1, 4, 9], np.int32), np.array([1, 2, 3], np.float32),
-                     np.array([0, 4, 5], np.int32), np.array([5, 10, 20], np.float32), oi, ov)
+    m = XP.merge_sum(
+        np.array([1, 4, 9], np.int32),
+        np.array([1, 2, 3], np.float32),
+        np.array([0, 4, 5], np.int32),
+        np.array([5, 10, 20], np.float32),
+        oi,
+        ov,
+    )
     assert m == 5 and oi[:m].tolist() == [0, 1, 4, 5, 9] and ov[:m].tolist() == [5, 1, 12, 20, 3]
     dense = np.zeros(10, np.float64)
     XP.scatter_add(dense, np.array([2, 2, 9]), np.array([1.0, 2.0, 3.0]))
@@ -60,8 +66,13 @@ def test_xp_merge_and_scatter_add():
 
 def test_numba_cuda_kernels_under_the_simulator():
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    out = subprocess.run([sys.executable, str(Path(__file__).parent / "drivers" / "check_gpu_kernels.py")],
-                         capture_output=True, text=True, env=env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "drivers" / "check_gpu_kernels.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["backend"] == "numba-cuda" and report["checked"] > 60
@@ -74,7 +85,7 @@ def test_provenance_asks_the_library_about_cuda(tmp_path):
 
     out = run_mpi(2, ["info", "--json"], timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    prov = json.loads(out.stdout[out.stdout.index("{"):])
+    prov = json.loads(out.stdout[out.stdout.index("{") :])
     # Neither PyPI wheel is built with CUDA, and the library (not fabricprobe) says so.
     assert prov["cuda_aware"] == "no" and prov["cuda_aware_method"].startswith("MPIX_")
     assert prov["rank_gpus"] == [-1, -1] and prov["gpu"] == {}
@@ -94,12 +105,22 @@ def _cupy_gpu():
 
 def test_numba_cuda_kernels_on_a_gpu():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    probe = subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
-                           capture_output=True, text=True, env=env, timeout=120)
+    probe = subprocess.run(
+        [sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     if probe.stdout.strip() != "True":
         pytest.skip("needs a CUDA GPU")
-    out = subprocess.run([sys.executable, str(Path(__file__).parent / "drivers" / "check_gpu_kernels.py")],
-                         capture_output=True, text=True, env=env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "drivers" / "check_gpu_kernels.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["backend"] == "numba-cuda" and report["failures"] == [], report["failures"][:10]

@@ -42,9 +42,12 @@ def test_host_plans_are_unchanged_by_the_device_options():
 
 
 def test_device_plan_transfers():
-    points, notes = _plan(collectives=["allreduce", "allgather", "latency", "sparse_allreduce", "copy_local",
-                                       "topk_local", "barrier"],
-                          buffer="cupy", gpudirect="both", stage_chunk=4096)
+    points, notes = _plan(
+        collectives=["allreduce", "allgather", "latency", "sparse_allreduce", "copy_local", "topk_local", "barrier"],
+        buffer="cupy",
+        gpudirect="both",
+        stage_chunk=4096,
+    )
     got = {(p.collective, p.algorithm, p.layout.nbytes, p.transfer) for p in points if p.collective != "empty"}
     # Pipelined needs two chunks and independent elements; NCCL joins the direct points of what it implements.
     assert ("allreduce", "library", 8, "pipelined") not in got
@@ -77,8 +80,9 @@ def test_nccl_is_only_for_cupy_buffers():
     assert "nccl" not in collectives.names_for("allreduce", "numba")
 
 
-@pytest.mark.parametrize("answer,assumed,runs", [("yes", False, True), ("no", False, False),
-                                                 ("unknown", False, False), ("no", True, True)])
+@pytest.mark.parametrize(
+    "answer,assumed,runs", [("yes", False, True), ("no", False, False), ("unknown", False, False), ("no", True, True)]
+)
 def test_direct_needs_a_cuda_aware_answer_or_an_explicit_claim(answer, assumed, runs):
     reason = gpudirect.direct_reason(answer, "MPIX_Query_cuda_support()", assumed)
     assert (reason == "") == runs
@@ -154,22 +158,42 @@ def test_missing_gpu_packages_give_one_clear_reason():
         memory_for("fpga")
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--buffer", "cupy"], "CuPy"),
-    (["--buffer", "numba", "--timer", "native"], "--timer native"),
-    (["--buffer", "numba", "--stage-chunk", "12"], "--stage-chunk"),
-    (["--buffer", "gpu"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--buffer", "cupy"], "CuPy"),
+        (["--buffer", "numba", "--timer", "native"], "--timer native"),
+        (["--buffer", "numba", "--stage-chunk", "12"], "--stage-chunk"),
+        (["--buffer", "gpu"], "invalid choice"),
+    ],
+)
 def test_bad_device_options_are_one_line_and_exit_2(tmp_path, argv, message):
     try:
         import cupy  # noqa: F401
+
         if argv == ["--buffer", "cupy"]:
             pytest.skip("CuPy is installed here")
     except ImportError:
         pass
-    out = subprocess.run([sys.executable, "-m", "fabricprobe", "sweep", "-o", str(tmp_path / "r.h5"),
-                          "--collectives", "allreduce", "--sizes", "8", *argv],
-                         capture_output=True, text=True, env=mpi_env(), timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fabricprobe",
+            "sweep",
+            "-o",
+            str(tmp_path / "r.h5"),
+            "--collectives",
+            "allreduce",
+            "--sizes",
+            "8",
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        env=mpi_env(),
+        timeout=120,
+    )
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "r.h5").exists()
@@ -177,9 +201,31 @@ def test_bad_device_options_are_one_line_and_exit_2(tmp_path, argv, message):
 
 def _sweep(tmp_path, n: int, *extra: str):
     path = tmp_path / "gpu.h5"
-    out = run_mpi(n, ["sweep", "-o", str(path), "--buffer", "numba", "--sizes", "12,8200", "--stage-chunk", "4K",
-                      "--iters", "5", "--warmup", "1", "--max-time", "0.05", "--progress", "none", *extra],
-                  env=mpi_env(SIM), timeout=600)
+    out = run_mpi(
+        n,
+        [
+            "sweep",
+            "-o",
+            str(path),
+            "--buffer",
+            "numba",
+            "--sizes",
+            "12,8200",
+            "--stage-chunk",
+            "4K",
+            "--iters",
+            "5",
+            "--warmup",
+            "1",
+            "--max-time",
+            "0.05",
+            "--progress",
+            "none",
+            *extra,
+        ],
+        env=mpi_env(SIM),
+        timeout=600,
+    )
     from fabricprobe.store import load_runs
 
     return out, (load_runs(str(path))[-1] if path.exists() else None)
@@ -187,15 +233,26 @@ def _sweep(tmp_path, n: int, *extra: str):
 
 @pytest.mark.parametrize("n", [1, 2])  # p = 1..9 on device buffers: the algorithm checker below
 def test_device_sweep_validates_every_transfer(tmp_path, n):
-    out, run = _sweep(tmp_path, n, "--assume-cuda-aware", "--gpudirect", "both", "--in-place", "both",
-                      "--collectives", "allreduce,reduce,bcast,allgather,reduce_scatter,alltoall,copy_local",
-                      "--algorithms", "library,ring,rabenseifner,binomial,bruck")
+    out, run = _sweep(
+        tmp_path,
+        n,
+        "--assume-cuda-aware",
+        "--gpudirect",
+        "both",
+        "--in-place",
+        "both",
+        "--collectives",
+        "allreduce,reduce,bcast,allgather,reduce_scatter,alltoall,copy_local",
+        "--algorithms",
+        "library,ring,rabenseifner,binomial,bruck",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     points = [p for p in run.points if p["collective"] != "empty"]
     assert {p["buffer"] for p in points} == {"numba"}
     assert {p["transfer"] for p in points} == {"direct", "staged", "pipelined", ""}
-    assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 for p in points), \
-        [(p["key"], p["status"], p["note"]) for p in points if p["status"] != "ok" or p["wrong"]]
+    assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 for p in points), [
+        (p["key"], p["status"], p["note"]) for p in points if p["status"] != "ok" or p["wrong"]
+    ]
     assert {p["timer"] for p in points} == {"python"}
     piped = {(p["collective"], p["bytes"]) for p in points if p["transfer"] == "pipelined"}
     assert piped and {c for c, _ in piped} <= {"allreduce", "reduce", "bcast"} and {b for _, b in piped} == {8200}
@@ -216,28 +273,63 @@ def test_direct_is_recorded_not_runnable_on_a_library_that_is_not_cuda_aware(tmp
 
 # p = 1..9, each through one transfer (direct runs every reduction in the simulated GPU kernels, the
 # slow part here, so it takes the small p; the staging paths reduce on the host).
-@pytest.mark.parametrize("n,transfer", [(1, "pipelined"), (2, "direct"), (3, "direct"), (4, "staged"),
-                                        (5, "staged"), (6, "pipelined"), (7, "staged"), (8, "pipelined"),
-                                        (9, "pipelined")])
+@pytest.mark.parametrize(
+    "n,transfer",
+    [
+        (1, "pipelined"),
+        (2, "direct"),
+        (3, "direct"),
+        (4, "staged"),
+        (5, "staged"),
+        (6, "pipelined"),
+        (7, "staged"),
+        (8, "pipelined"),
+        (9, "pipelined"),
+    ],
+)
 def test_every_algorithm_matches_the_library_on_device_buffers(n, transfer):
     """The correctness driver through the sweep's own device path: float32/float64, sum and max, counts
     0, 1, p−1, p, p+1, 7, 100 and 5000 (20 pipelined chunks), in place and not."""
-    out = run_mpi(n, [], python_args=[DRIVER, "--buffer", "numba", "--transfer", transfer, "--dtypes",
-                                      "float32,float64", "--ops", "sum,max", "--large", "5000"],
-                  env=mpi_env(SIM), timeout=600)
+    out = run_mpi(
+        n,
+        [],
+        python_args=[
+            DRIVER,
+            "--buffer",
+            "numba",
+            "--transfer",
+            transfer,
+            "--dtypes",
+            "float32,float64",
+            "--ops",
+            "sum,max",
+            "--large",
+            "5000",
+        ],
+        env=mpi_env(SIM),
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     pipelinable = ("allreduce", "reduce", "bcast")
-    expected = {f"{c}/{a}" for c in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
-                for a in collectives.names_for(c, "numba") if a != collectives.LIBRARY
-                and (transfer != "pipelined" or c in pipelinable)}
+    expected = {
+        f"{c}/{a}"
+        for c in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter")
+        for a in collectives.names_for(c, "numba")
+        if a != collectives.LIBRARY and (transfer != "pipelined" or c in pipelinable)
+    }
     assert set(report["per_algorithm"]) == expected
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 
 
 def test_the_device_checker_catches_a_wrong_result():
-    out = run_mpi(2, [], python_args=[DRIVER, "--plant-fault", "--buffer", "numba", "--transfer", "staged"],
-                  env=mpi_env(SIM), timeout=300)
+    out = run_mpi(
+        2,
+        [],
+        python_args=[DRIVER, "--plant-fault", "--buffer", "numba", "--transfer", "staged"],
+        env=mpi_env(SIM),
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["nfailures"] > 0
@@ -246,12 +338,24 @@ def test_the_device_checker_catches_a_wrong_result():
 def test_point_to_point_on_device_buffers(tmp_path):
     """osu_latency/osu_bw/osu_bibw -d cuda D D (direct) and through pinned host memory (staged), on a
     3-rank job where one rank sits each intra pair out."""
-    out, run = _sweep(tmp_path, 3, "--assume-cuda-aware", "--collectives", "pt2pt", "--pairs", "intra,all",
-                      "--sizes", "8,64K", "--window", "8")
+    out, run = _sweep(
+        tmp_path,
+        3,
+        "--assume-cuda-aware",
+        "--collectives",
+        "pt2pt",
+        "--pairs",
+        "intra,all",
+        "--sizes",
+        "8,64K",
+        "--window",
+        "8",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     points = [p for p in run.points if p["collective"] != "empty"]
     assert {(p["collective"], p["transfer"], p["pair"]) for p in points} == {
-        (c, t, pair) for c in ("latency", "bw", "bibw") for t in ("direct", "staged") for pair in ("intra", "all")}
+        (c, t, pair) for c in ("latency", "bw", "bibw") for t in ("direct", "staged") for pair in ("intra", "all")
+    }
     assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 for p in points)
     assert "latency library: GPUDirect on vs off" in out.stdout
 
@@ -263,16 +367,21 @@ def test_sparse_allreduce_runs_staged_on_device_buffers(tmp_path):
     staged = [p for p in sparse if p["transfer"] == "staged"]
     assert {p["algorithm"] for p in staged} == set(collectives.names_for("sparse_allreduce", "numba"))
     assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 and p["bytes_sent"] > 0 for p in staged)
-    assert all(p["status"] == "not_runnable" and "host memory" in p["note"] for p in sparse if p["transfer"] == "direct")
+    assert all(
+        p["status"] == "not_runnable" and "host memory" in p["note"] for p in sparse if p["transfer"] == "direct"
+    )
     assert "numba buffers, staged" in out.stdout  # the sparse-vs-dense table compares staged with staged
 
 
-@pytest.mark.parametrize("text,vendor,version", [
-    ("Intel(R) MPI Library 2021.18.1 for Linux* OS", "Intel MPI", "2021.18.1"),
-    ("Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)", "Intel MPI", "2021.10"),
-    ("Open MPI v5.0.11, package: Open MPI ...", "Open MPI", "5.0.11"),
-    ("MPICH Version:      5.0.2\nMPICH Release date: ...", "MPICH", "5.0.2"),
-])
+@pytest.mark.parametrize(
+    "text,vendor,version",
+    [
+        ("Intel(R) MPI Library 2021.18.1 for Linux* OS", "Intel MPI", "2021.18.1"),
+        ("Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)", "Intel MPI", "2021.10"),
+        ("Open MPI v5.0.11, package: Open MPI ...", "Open MPI", "5.0.11"),
+        ("MPICH Version:      5.0.2\nMPICH Release date: ...", "MPICH", "5.0.2"),
+    ],
+)
 def test_the_library_is_named_from_its_version_string(text, vendor, version):
     from fabricprobe.mpienv.library import identify_library
 
@@ -280,13 +389,16 @@ def test_the_library_is_named_from_its_version_string(text, vendor, version):
     assert (info.vendor, info.version) == (vendor, version)
 
 
-@pytest.mark.parametrize("env,asked,answer", [
-    ({}, ("no", "MPIX_Query_cuda_support()"), "no"),
-    ({"I_MPI_OFFLOAD": "1"}, None, "no"),  # auto mode may pick Level Zero: not a statement about CUDA
-    ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, None, "yes"),
-    ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, ("yes", "MPIX_Query_cuda_support()"), "yes"),
-    ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, ("no", "MPIX_Query_cuda_support()"), "unknown"),
-])
+@pytest.mark.parametrize(
+    "env,asked,answer",
+    [
+        ({}, ("no", "MPIX_Query_cuda_support()"), "no"),
+        ({"I_MPI_OFFLOAD": "1"}, None, "no"),  # auto mode may pick Level Zero: not a statement about CUDA
+        ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, None, "yes"),
+        ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, ("yes", "MPIX_Query_cuda_support()"), "yes"),
+        ({"I_MPI_OFFLOAD": "1", "I_MPI_OFFLOAD_MODE": "cuda"}, ("no", "MPIX_Query_cuda_support()"), "unknown"),
+    ],
+)
 def test_intel_mpi_claims_cuda_only_with_its_switch_and_no_contrary_answer(env, asked, answer):
     from fabricprobe.mpienv.gpu_info import intel_answer
 
@@ -305,9 +417,30 @@ def test_cupy_sweep_on_a_gpu(tmp_path):
     except Exception:  # noqa: BLE001
         pytest.skip("needs CuPy and a GPU")
     path = tmp_path / "gpu.h5"
-    out = run_mpi(1, ["sweep", "-o", str(path), "--buffer", "cupy", "--sizes", "8,4M", "--stage-chunk", "1M",
-                      "--collectives", "allreduce,bcast,allgather,kernels", "--algorithms", "library,ring",
-                      "--max-time", "0.2", "--progress", "none", "--quiet"], timeout=600)
+    out = run_mpi(
+        1,
+        [
+            "sweep",
+            "-o",
+            str(path),
+            "--buffer",
+            "cupy",
+            "--sizes",
+            "8,4M",
+            "--stage-chunk",
+            "1M",
+            "--collectives",
+            "allreduce,bcast,allgather,kernels",
+            "--algorithms",
+            "library,ring",
+            "--max-time",
+            "0.2",
+            "--progress",
+            "none",
+            "--quiet",
+        ],
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     from fabricprobe.store import load_runs
 

@@ -28,6 +28,7 @@ def _fp(*args: str) -> subprocess.CompletedProcess:
 
 # ---- everywhere ----
 
+
 def test_rates_parse_like_tc():
     assert parse_rate("1gbit") == 1e9 and parse_rate("100mbit") == 1e8 and parse_rate("2.5Gbit") == 2.5e9
     assert parse_rate("unlimited") == 0
@@ -43,8 +44,14 @@ def test_spec_describes_itself_and_rejects_bad_layouts():
     assert spec.host_names == ("fplab0", "fplab1") and spec.switch == "fplab-sw" and spec.slots == 4
     assert spec.address(1) == "10.213.0.2"
     assert LabConfig.from_dict(json.loads(spec.to_json())) == spec
-    for bad in (dict(name="Bad-Name"), dict(hosts=0), dict(ranks_per_host=0), dict(subnet="10.0.0.0/31"),
-                dict(subnet="10.0.0.1/24"), dict(subnet="nonsense")):
+    for bad in (
+        dict(name="Bad-Name"),
+        dict(hosts=0),
+        dict(ranks_per_host=0),
+        dict(subnet="10.0.0.0/31"),
+        dict(subnet="10.0.0.1/24"),
+        dict(subnet="nonsense"),
+    ):
         kwargs = {"name": "fplab", "hosts": 2, "ranks_per_host": 1, "rate_bits": 0.0, "subnet": "10.213.0.0/24", **bad}
         with pytest.raises(UsageError):
             LabConfig(**kwargs)
@@ -70,8 +77,16 @@ def test_agent_refuses_a_host_outside_the_lab(tmp_path):
     assert out.returncode == 255 and "not a host of lab fplab" in out.stderr
 
 
-@pytest.mark.parametrize("args", [["up", "--rate", "fast"], ["up", "--hosts", "0"], ["up", "--name", "Bad!"],
-                                  ["run", "--name", "nolab", "--", "sweep"], ["status", "--name", "nolab"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["up", "--rate", "fast"],
+        ["up", "--hosts", "0"],
+        ["up", "--name", "Bad!"],
+        ["run", "--name", "nolab", "--", "sweep"],
+        ["status", "--name", "nolab"],
+    ],
+)
 def test_lab_bad_input_is_one_line_and_exit_2(args):
     out = _fp("lab", *args)
     assert out.returncode == 2, out.stderr
@@ -80,6 +95,7 @@ def test_lab_bad_input_is_one_line_and_exit_2(args):
 
 
 # ---- on emulated hosts (root and network namespaces) ----
+
 
 def _lab_reason() -> str | None:
     if os.geteuid() != 0:
@@ -98,8 +114,20 @@ needs_lab = pytest.mark.skipif(_lab_reason() is not None, reason=str(_lab_reason
 
 
 def _up(hosts: int, per_host: int, rate: str = "unlimited") -> None:
-    out = _fp("lab", "up", "--name", NAME, "--subnet", SUBNET, "--hosts", str(hosts),
-              "--ranks-per-host", str(per_host), "--rate", rate)
+    out = _fp(
+        "lab",
+        "up",
+        "--name",
+        NAME,
+        "--subnet",
+        SUBNET,
+        "--hosts",
+        str(hosts),
+        "--ranks-per-host",
+        str(per_host),
+        "--rate",
+        rate,
+    )
     assert out.returncode == 0, out.stderr
 
 
@@ -107,7 +135,9 @@ def _down() -> None:
     out = _fp("lab", "down", "--name", NAME)
     assert out.returncode == 0, out.stderr
     assert network.existing(NAME) == []
-    assert not any(p.name.startswith(NAME) for p in Path("/etc/netns").glob("*")) if Path("/etc/netns").is_dir() else True
+    assert (
+        not any(p.name.startswith(NAME) for p in Path("/etc/netns").glob("*")) if Path("/etc/netns").is_dir() else True
+    )
     assert not (launch.directory(NAME)).exists()
 
 
@@ -122,8 +152,13 @@ def _wrapper() -> str:
 
 
 def _check(driver: str, n: int, *args: str) -> dict:
-    out = subprocess.run([_wrapper(), "-n", str(n), sys.executable, str(DRIVERS / driver), *args],
-                         capture_output=True, text=True, timeout=600, env=mpi_env())
+    out = subprocess.run(
+        [_wrapper(), "-n", str(n), sys.executable, str(DRIVERS / driver), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=mpi_env(),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["nranks"] == n and report["nfailures"] == 0, "\n".join(report["failures"])
@@ -133,7 +168,7 @@ def _check(driver: str, n: int, *args: str) -> dict:
 def _layout(n: int) -> dict:
     out = _fp("lab", "run", "--name", NAME, "-n", str(n), "--", "info", "--json")
     assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout[out.stdout.index("{"):])
+    return json.loads(out.stdout[out.stdout.index("{") :])
 
 
 @needs_lab
@@ -183,8 +218,26 @@ def test_down_cleans_up_after_a_crash():
 def test_a_lab_sweep_records_the_lab(lab, tmp_path):
     _up(2, 1, rate="1gbit")
     out_file = tmp_path / "lab.h5"
-    out = _fp("lab", "run", "--name", NAME, "--", "sweep", "--collectives", "allreduce", "--sizes", "8,64K",
-              "--algorithms", "library,ring", "--max-time", "0.05", "-o", str(out_file), "--progress", "none")
+    out = _fp(
+        "lab",
+        "run",
+        "--name",
+        NAME,
+        "--",
+        "sweep",
+        "--collectives",
+        "allreduce",
+        "--sizes",
+        "8,64K",
+        "--algorithms",
+        "library,ring",
+        "--max-time",
+        "0.05",
+        "-o",
+        str(out_file),
+        "--progress",
+        "none",
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     report = _fp("report", str(out_file), "--format", "json")
     run = json.loads(report.stdout)["runs"][0]

@@ -45,7 +45,8 @@ def test_flat_algorithms_pay_the_inter_node_link_and_hierarchical_mostly_intra()
     assert flat > predict("allreduce", "ring", 1 << 24, 1, 32, P)
     # on one node the multi-leader algorithm is the ring
     assert predict("allreduce", "hierarchical", 1 << 20, 1, 8, P) == pytest.approx(
-        predict("allreduce", "ring", 1 << 20, 1, 8, P))
+        predict("allreduce", "ring", 1 << 20, 1, 8, P)
+    )
     # with a slow inter-node link, multi-leader beats the flat ring at large sizes
     assert predict("allreduce", "hierarchical", 1 << 24, 8, 8, P) < flat
 
@@ -85,14 +86,40 @@ def test_missing_points_are_a_usage_error():
 @pytest.mark.mpi
 def test_model_command_on_a_real_run(tmp_path):
     path = tmp_path / "m.h5"
-    out = run_mpi(2, ["sweep", "-o", str(path), "--algorithms", "library,ring,recursive_doubling,rabenseifner",
-                      "--collectives", "allreduce,latency,reduce_local", "--sizes", "8,4K,256K,2M", "--iters", "20",
-                      "--warmup", "2", "--max-time", "0.2", "--progress", "none", "--quiet"])
+    out = run_mpi(
+        2,
+        [
+            "sweep",
+            "-o",
+            str(path),
+            "--algorithms",
+            "library,ring,recursive_doubling,rabenseifner",
+            "--collectives",
+            "allreduce,latency,reduce_local",
+            "--sizes",
+            "8,4K,256K,2M",
+            "--iters",
+            "20",
+            "--warmup",
+            "2",
+            "--max-time",
+            "0.2",
+            "--progress",
+            "none",
+            "--quiet",
+        ],
+    )
     assert out.returncode == 0, out.stderr
     table = run_local(["model", str(path)])
     assert table.returncode == 0, table.stderr
-    for fragment in ("fitted parameters", "α intra", "mpi4py message", "measured / predicted",
-                     "1024 nodes × 64 ranks = 65,536 ranks", "predicted crossovers"):
+    for fragment in (
+        "fitted parameters",
+        "α intra",
+        "mpi4py message",
+        "measured / predicted",
+        "1024 nodes × 64 ranks = 65,536 ranks",
+        "predicted crossovers",
+    ):
         assert fragment in table.stdout, fragment
     doc = json.loads(run_local(["model", str(path), "--format", "json", "--scale", "2x2"]).stdout)
     assert doc["params"]["intra"]["alpha"] > 0 and doc["params"]["gamma"] > 0
@@ -102,8 +129,14 @@ def test_model_command_on_a_real_run(tmp_path):
     assert doc["scales"][0]["nodes"] == 2
 
 
-@pytest.mark.parametrize("args,fragment", [(["--scale", "2048x64"], "up to 65,536"), (["--scale", "8y8"], "invalid scale"),
-                                           (["--collectives", "alltoall"], "unknown collective")])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["--scale", "2048x64"], "up to 65,536"),
+        (["--scale", "8y8"], "invalid scale"),
+        (["--collectives", "alltoall"], "unknown collective"),
+    ],
+)
 def test_model_bad_options(args, fragment, tmp_path):
     out = run_local(["model", str(tmp_path / "none.h5"), *args])
     assert out.returncode == 2 and fragment in error_lines(out.stderr)[0]
@@ -112,8 +145,26 @@ def test_model_bad_options(args, fragment, tmp_path):
 @pytest.mark.mpi
 def test_model_without_latency_points(tmp_path):
     path = tmp_path / "m.h5"
-    assert run_mpi(2, ["sweep", "-o", str(path), "--collectives", "allreduce", "--sizes", "8", "--iters", "10",
-                       "--progress", "none", "--quiet"]).returncode == 0
+    assert (
+        run_mpi(
+            2,
+            [
+                "sweep",
+                "-o",
+                str(path),
+                "--collectives",
+                "allreduce",
+                "--sizes",
+                "8",
+                "--iters",
+                "10",
+                "--progress",
+                "none",
+                "--quiet",
+            ],
+        ).returncode
+        == 0
+    )
     out = run_local(["model", str(path)])
     assert out.returncode == 2 and "latency" in error_lines(out.stderr)[0]
 
@@ -126,8 +177,9 @@ def test_sparse_crossover_follows_one_over_p():
 
     fitted = Fitted(P, {})
     for nodes in (64, 1024):
-        d = crossover_density("topk_allgather", 1 << 24, 4, best_dense(1 << 24, nodes, 1, fitted), nodes, 1, P,
-                              software=False)
+        d = crossover_density(
+            "topk_allgather", 1 << 24, 4, best_dense(1 << 24, nodes, 1, fitted), nodes, 1, P, software=False
+        )
         assert 0.3 / nodes < d < 3.0 / nodes
     # gTop-k's messages stay at k pairs: its crossover does not shrink with p
     g64 = crossover_density("gtopk", 1 << 24, 4, best_dense(1 << 24, 64, 1, fitted), 64, 1, P, software=False)

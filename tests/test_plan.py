@@ -14,8 +14,14 @@ def test_algorithms_run_back_to_back_at_each_size():
     config = SweepConfig(collectives=["allreduce"], algorithms=["library", "ring", "rabenseifner"], sizes=[8, 1024])
     points, notes = make_plan(config, _topo([4]), ["native"])
     measured = [(p.layout.nbytes, p.algorithm) for p in points if p.collective == "allreduce"]
-    assert measured == [(8, "library"), (8, "ring"), (8, "rabenseifner"),
-                        (1024, "library"), (1024, "ring"), (1024, "rabenseifner")]
+    assert measured == [
+        (8, "library"),
+        (8, "ring"),
+        (8, "rabenseifner"),
+        (1024, "library"),
+        (1024, "ring"),
+        (1024, "rabenseifner"),
+    ]
     assert [p.index for p in points] == list(range(len(points)))
     assert len({p.key for p in points}) == len(points)
 
@@ -23,8 +29,11 @@ def test_algorithms_run_back_to_back_at_each_size():
 def test_algorithms_apply_only_where_they_exist():
     config = SweepConfig(collectives=["bcast", "alltoall"], algorithms=["library", "ring", "binomial"], sizes=[64])
     points, notes = make_plan(config, _topo([2]), [])
-    assert {(p.collective, p.algorithm) for p in points} == {("bcast", "library"), ("bcast", "binomial"),
-                                                             ("alltoall", "library")}
+    assert {(p.collective, p.algorithm) for p in points} == {
+        ("bcast", "library"),
+        ("bcast", "binomial"),
+        ("alltoall", "library"),
+    }
     assert any("'ring' implements none" in n for n in notes)
 
 
@@ -48,11 +57,15 @@ def test_single_rank_skips_point_to_point():
 
 
 def test_local_kernels_use_their_own_implementation():
-    config = SweepConfig(collectives=["reduce_local", "copy_local"], algorithms=["library"], sizes=[4096],
-                         ops=["sum", "max"])
+    config = SweepConfig(
+        collectives=["reduce_local", "copy_local"], algorithms=["library"], sizes=[4096], ops=["sum", "max"]
+    )
     points, _ = make_plan(config, _topo([2]), [])
     assert {(p.collective, p.algorithm, p.op) for p in points} == {
-        ("reduce_local", "numba", "sum"), ("reduce_local", "numba", "max"), ("copy_local", "numpy", "none")}
+        ("reduce_local", "numba", "sum"),
+        ("reduce_local", "numba", "max"),
+        ("copy_local", "numpy", "none"),
+    }
 
 
 def test_virtual_topology_keeps_the_hardware_verdict():

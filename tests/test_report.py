@@ -15,8 +15,25 @@ pytestmark = pytest.mark.mpi
 @pytest.fixture(scope="module")
 def sweep_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "r.h5"
-    out = run_mpi(2, ["sweep", "-o", str(path), "--sizes", "8,64K", "--iters", "30", "--warmup", "2",
-                      "--max-time", "0.2", "--progress", "none", "--quiet"])
+    out = run_mpi(
+        2,
+        [
+            "sweep",
+            "-o",
+            str(path),
+            "--sizes",
+            "8,64K",
+            "--iters",
+            "30",
+            "--warmup",
+            "2",
+            "--max-time",
+            "0.2",
+            "--progress",
+            "none",
+            "--quiet",
+        ],
+    )
     assert out.returncode == 0, out.stderr
     return path
 
@@ -25,8 +42,18 @@ def test_table(sweep_file):
     out = run_local(["report", str(sweep_file)])
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    for fragment in ("allreduce", "alltoall", "bibw", "busbw GB/s", "#wrong", "median µs", "p99 µs",
-                     "busbw = algbw × 2(n-1)/n", "harness floor", "64 KiB"):
+    for fragment in (
+        "allreduce",
+        "alltoall",
+        "bibw",
+        "busbw GB/s",
+        "#wrong",
+        "median µs",
+        "p99 µs",
+        "busbw = algbw × 2(n-1)/n",
+        "harness floor",
+        "64 KiB",
+    ):
         assert fragment in text, fragment
 
 

@@ -14,15 +14,33 @@ from fabricprobe.store import load_runs
 
 pytestmark = pytest.mark.mpi
 
-ARGS = ["--collectives", "allreduce,bcast,allgather", "--sizes", "8,1K,8K,64K,256K,1M", "--iters", "40",
-        "--warmup", "2", "--max-time", "0.3", "--progress", "plain", "--quiet"]
+ARGS = [
+    "--collectives",
+    "allreduce,bcast,allgather",
+    "--sizes",
+    "8,1K,8K,64K,256K,1M",
+    "--iters",
+    "40",
+    "--warmup",
+    "2",
+    "--max-time",
+    "0.3",
+    "--progress",
+    "plain",
+    "--quiet",
+]
 
 
 def _kill_after(results, points: int, n: int = 2) -> None:
     found = need_ranks(n)
-    proc = subprocess.Popen(found.argv(n) + fabricprobe_argv() + ["sweep", "-o", str(results), *ARGS],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=mpi_env(),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        found.argv(n) + fabricprobe_argv() + ["sweep", "-o", str(results), *ARGS],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=mpi_env(),
+        start_new_session=True,
+    )
     seen = 0
     deadline = time.monotonic() + 120
     while seen < points and time.monotonic() < deadline:
@@ -58,8 +76,9 @@ def test_kill_then_resume(results):
 
 
 def test_resume_refusals(results):
-    out = run_mpi(2, ["sweep", "-o", str(results), "--collectives", "barrier", "--iters", "10", "--progress", "none",
-                      "--quiet"])
+    out = run_mpi(
+        2, ["sweep", "-o", str(results), "--collectives", "barrier", "--iters", "10", "--progress", "none", "--quiet"]
+    )
     assert out.returncode == 0
     out = run_mpi(2, ["sweep", "--resume", str(results)])
     assert out.returncode == 2 and "complete; nothing to resume" in out.stderr

@@ -4,8 +4,10 @@ from fabricprobe.errors import UsageError
 from fabricprobe.sizes import format_size, parse_size, size_list, size_range
 
 
-@pytest.mark.parametrize("text,value", [("8", 8), ("0", 0), ("4K", 4096), ("4k", 4096), ("4KiB", 4096),
-                                        ("1M", 1 << 20), ("2G", 2 << 30), ("16B", 16)])
+@pytest.mark.parametrize(
+    "text,value",
+    [("8", 8), ("0", 0), ("4K", 4096), ("4k", 4096), ("4KiB", 4096), ("1M", 1 << 20), ("2G", 2 << 30), ("16B", 16)],
+)
 def test_parse_size(text, value):
     assert parse_size(text) == value
 
@@ -23,8 +25,16 @@ def test_range_like_nccl_tests():
     assert size_range("1K", "4K", None, "1K") == [1024, 2048, 3072, 4096]
 
 
-@pytest.mark.parametrize("args", [("4M", "8", None, None), ("8", "4M", "1", None), ("8", "4M", "x", None),
-                                  ("8", "4M", "2", "8"), ("8", "16", None, "0")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("4M", "8", None, None),
+        ("8", "4M", "1", None),
+        ("8", "4M", "x", None),
+        ("8", "4M", "2", "8"),
+        ("8", "16", None, "0"),
+    ],
+)
 def test_range_rejects(args):
     with pytest.raises(UsageError):
         size_range(*args)

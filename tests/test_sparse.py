@@ -21,12 +21,16 @@ def sorted_topk(values: np.ndarray, k: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n,k", [(1, 1), (10, 0), (10, 3), (1000, 1), (1000, 999), (1000, 1000), (70000, 700),
-                                 (300000, 3000), (300000, 299999)])
+@pytest.mark.parametrize(
+    "n,k",
+    [(1, 1), (10, 0), (10, 3), (1000, 1), (1000, 999), (1000, 1000), (70000, 700), (300000, 3000), (300000, 299999)],
+)
 def test_topk_matches_a_full_sort(dtype, n, k):
     rng = np.random.default_rng(n + k)
-    for values in (rng.integers(-5, 6, n).astype(dtype),  # heavy ties and zeros
-                   (rng.standard_normal(n) * 1000).astype(dtype)):
+    for values in (
+        rng.integers(-5, 6, n).astype(dtype),  # heavy ties and zeros
+        (rng.standard_normal(n) * 1000).astype(dtype),
+    ):
         out = np.empty(n, np.int64)
         m = kernels.topk_indices(values, k, out)
         assert m == k
@@ -98,8 +102,9 @@ def test_reference_semantics():
     assert np.count_nonzero(g) <= k
     # with k = n nothing is ever cut: gTop-k is the exact dense sum
     np.testing.assert_array_equal(sparse_reference.gtopk(5, n, dtype, n), sparse_reference.exact_sum(5, n, dtype, n))
-    np.testing.assert_array_equal(sparse_reference.exact_sum(4, n, dtype, n),
-                                  sum(sparse_reference.gradient(r, n, dtype) for r in range(4)))
+    np.testing.assert_array_equal(
+        sparse_reference.exact_sum(4, n, dtype, n), sum(sparse_reference.gradient(r, n, dtype) for r in range(4))
+    )
 
 
 def test_k_for_density():

@@ -42,16 +42,40 @@ def test_sparse_algorithms_on_virtual_topologies(n, layout):
 
 
 def test_sparse_sweep(results):
-    out = run_mpi(2, ["sweep", "-o", str(results), "--collectives", "sparse", "--sizes", "4K,256K",
-                      "--density", "0.001,0.01,1", "--iters", "20", "--warmup", "2", "--max-time", "0.2",
-                      "--progress", "none"])
+    out = run_mpi(
+        2,
+        [
+            "sweep",
+            "-o",
+            str(results),
+            "--collectives",
+            "sparse",
+            "--sizes",
+            "4K,256K",
+            "--density",
+            "0.001,0.01,1",
+            "--iters",
+            "20",
+            "--warmup",
+            "2",
+            "--max-time",
+            "0.2",
+            "--progress",
+            "none",
+        ],
+    )
     assert out.returncode == 0, out.stderr
     assert "sparse allreduce against the library's dense allreduce" in out.stdout
     points = [p for p in load_runs(str(results))[-1].points if p["collective"] != "empty"]
     assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points)
     sparse = [p for p in points if p["collective"] == "sparse_allreduce"]
-    assert {p["algorithm"] for p in sparse} == {"topk_allgather", "gtopk", "sparcml", "sparse_hier_leader",
-                                                 "sparse_hier_index"}
+    assert {p["algorithm"] for p in sparse} == {
+        "topk_allgather",
+        "gtopk",
+        "sparcml",
+        "sparse_hier_leader",
+        "sparse_hier_index",
+    }
     assert {p["density"] for p in sparse} == {0.001, 0.01, 1.0}
     assert all(p["bytes_sent"] > 0 and p["result_nnz"] >= 0 for p in sparse)
     low = next(p for p in sparse if p["algorithm"] == "gtopk" and p["density"] == 0.01 and p["bytes"] == 262144)

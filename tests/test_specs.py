@@ -19,8 +19,18 @@ def make_cases(name, nranks, nbytes, dtype="float32", op="sum", in_place=False, 
     layout = spec.layout(nbytes, dt.itemsize, nranks)
     cases = []
     for rank in range(nranks):
-        case = Case(collective=name, comm=None, rank=rank, nranks=nranks, dtype_name=dtype, dtype=dt, op=op,
-                    root=root, in_place=in_place, layout=layout)
+        case = Case(
+            collective=name,
+            comm=None,
+            rank=rank,
+            nranks=nranks,
+            dtype_name=dtype,
+            dtype=dt,
+            op=op,
+            root=root,
+            in_place=in_place,
+            layout=layout,
+        )
         if spec.pt2pt and nranks >= 2 and rank < 2:
             case.peer = 1 - rank
             case.role = spec.roles(rank == 0)
@@ -46,18 +56,20 @@ def simulate(name, cases):
         for case in cases:
             case.recv[:] = cases[cases[0].root].recv
     elif name == "allgather":
-        blocks = [case.recv[r * c:(r + 1) * c].copy() if case.send is None else case.send.copy()
-                  for r, case in enumerate(cases)]
+        blocks = [
+            case.recv[r * c : (r + 1) * c].copy() if case.send is None else case.send.copy()
+            for r, case in enumerate(cases)
+        ]
         for case in cases:
             case.recv[:] = np.concatenate(blocks)
     elif name == "reduce_scatter":
         total = REDUCE[cases[0].op](np.stack(inputs(cases)), axis=0).astype(cases[0].dtype)
         for r, case in enumerate(cases):
-            case.recv[:c] = total[r * c:(r + 1) * c]
+            case.recv[:c] = total[r * c : (r + 1) * c]
     elif name == "alltoall":
         data = inputs(cases)
         for r, case in enumerate(cases):
-            case.recv[:] = np.concatenate([data[src][r * c:(r + 1) * c] for src in range(p)])
+            case.recv[:] = np.concatenate([data[src][r * c : (r + 1) * c] for src in range(p)])
     elif name in ("latency", "bw", "bibw"):
         for case in cases:
             receives = case.role in SPECS[name].receives_on
@@ -118,9 +130,19 @@ def test_pt2pt(name):
         assert [c.role for c in cases] == [ROLE_INITIATOR, ROLE_RESPONDER]
 
 
-@pytest.mark.parametrize("name,n,factor", [("allreduce", 4, 1.5), ("allgather", 4, 0.75), ("reduce_scatter", 2, 0.5),
-                                           ("alltoall", 8, 0.875), ("bcast", 4, 1.0), ("reduce", 4, 1.0),
-                                           ("bibw", 2, 2.0), ("barrier", 4, 0.0)])
+@pytest.mark.parametrize(
+    "name,n,factor",
+    [
+        ("allreduce", 4, 1.5),
+        ("allgather", 4, 0.75),
+        ("reduce_scatter", 2, 0.5),
+        ("alltoall", 8, 0.875),
+        ("bcast", 4, 1.0),
+        ("reduce", 4, 1.0),
+        ("bibw", 2, 2.0),
+        ("barrier", 4, 0.0),
+    ],
+)
 def test_busbw_factors_are_nccl_tests(name, n, factor):
     assert SPECS[name].busbw_factor(n) == pytest.approx(factor)
 

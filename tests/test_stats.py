@@ -46,8 +46,10 @@ def test_median_ci_covers_the_median_and_narrows():
 def test_ci_coverage_is_about_95_percent():
     rng = np.random.default_rng(7)
     true_median = 1.0  # lognormal(0, s) has median 1
-    hits = sum(lo <= true_median <= hi for lo, hi in
-               (median_ci(np.sort(rng.lognormal(sigma=0.5, size=200))) for _ in range(400)))
+    hits = sum(
+        lo <= true_median <= hi
+        for lo, hi in (median_ci(np.sort(rng.lognormal(sigma=0.5, size=200))) for _ in range(400))
+    )
     assert 0.90 <= hits / 400 <= 0.99
 
 

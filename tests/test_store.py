@@ -16,15 +16,31 @@ from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
 
 
 def _row(index, **kw):
-    return {"index": index, "key": f"k{index}", "collective": "allreduce", "algorithm": "library",
-            "dtype": "float32", "op": "sum", "bytes": 8 << index, "median_s": 1e-6 * (index + 1),
-            "status": "ok", **kw}
+    return {
+        "index": index,
+        "key": f"k{index}",
+        "collective": "allreduce",
+        "algorithm": "library",
+        "dtype": "float32",
+        "op": "sum",
+        "bytes": 8 << index,
+        "median_s": 1e-6 * (index + 1),
+        "status": "ok",
+        **kw,
+    }
 
 
 def test_round_trip(results):
     w = ResultsWriter(str(results))
-    run_id = w.start_run({"nranks": 2, "hosts": ["a", "b"], "environment": {"UCX_TLS": "shm"},
-                          "config": {"sizes": [8]}, "oversubscribed": False})
+    run_id = w.start_run(
+        {
+            "nranks": 2,
+            "hosts": ["a", "b"],
+            "environment": {"UCX_TLS": "shm"},
+            "config": {"sizes": [8]},
+            "oversubscribed": False,
+        }
+    )
     samples = np.arange(6.0).reshape(3, 2)
     w.append_point(_row(0), samples)
     w.append_point(_row(1, note="x" * 500), None)  # an over-long free-text note is cut, not fatal
@@ -160,8 +176,12 @@ def test_files_written_before_the_device_fields_still_read(results):
     old = np.dtype([(name, kind) for name, kind, _ in POINT_FIELDS if name not in ("buffer", "transfer")])
     rows = np.zeros(2, old)
     for i, algorithm in enumerate(("library", "ring")):
-        new = make_row({**_row(i, algorithm=algorithm, bytes=1024, nranks=2, mode="barrier", ci_low_s=1e-6,
-                                ci_high_s=2e-6), "key": f"allreduce|{algorithm}|float32|sum|outofplace|barrier|1024"})
+        new = make_row(
+            {
+                **_row(i, algorithm=algorithm, bytes=1024, nranks=2, mode="barrier", ci_low_s=1e-6, ci_high_s=2e-6),
+                "key": f"allreduce|{algorithm}|float32|sum|outofplace|barrier|1024",
+            }
+        )
         for name in old.names:
             rows[i][name] = new[0][name]
     with h5py.File(results, "w") as f:
@@ -184,12 +204,31 @@ def test_resume_keys_keep_their_spelling():
     """--resume matches the keys stored in earlier files: their spelling is part of the schema."""
     from fabricprobe.store.schema import point_key
 
-    assert point_key("allreduce", "ring", "float32", "sum", False, "barrier", 1024) == \
-        "allreduce|ring|float32|sum|outofplace|barrier|1024"
-    assert point_key("latency", "library", "byte", "none", False, "loop", 8, pair="inter") == \
-        "latency|library|byte|none|outofplace|loop|8|inter"
-    assert point_key("sparse_allreduce", "gtopk", "float32", "sum", True, "barrier", 4096, density=0.01,
-                     sub_nranks=2, buffer="numba", transfer="staged") == \
-        "sparse_allreduce|gtopk|float32|sum|inplace|barrier|4096|d0.01|n2|numba-staged"
-    assert point_key("reduce_local", "numba", "float32", "sum", False, "barrier", 8, buffer="cupy") == \
-        "reduce_local|numba|float32|sum|outofplace|barrier|8|cupy-local"
+    assert (
+        point_key("allreduce", "ring", "float32", "sum", False, "barrier", 1024)
+        == "allreduce|ring|float32|sum|outofplace|barrier|1024"
+    )
+    assert (
+        point_key("latency", "library", "byte", "none", False, "loop", 8, pair="inter")
+        == "latency|library|byte|none|outofplace|loop|8|inter"
+    )
+    assert (
+        point_key(
+            "sparse_allreduce",
+            "gtopk",
+            "float32",
+            "sum",
+            True,
+            "barrier",
+            4096,
+            density=0.01,
+            sub_nranks=2,
+            buffer="numba",
+            transfer="staged",
+        )
+        == "sparse_allreduce|gtopk|float32|sum|inplace|barrier|4096|d0.01|n2|numba-staged"
+    )
+    assert (
+        point_key("reduce_local", "numba", "float32", "sum", False, "barrier", 8, buffer="cupy")
+        == "reduce_local|numba|float32|sum|outofplace|barrier|8|cupy-local"
+    )

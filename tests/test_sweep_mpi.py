@@ -12,8 +12,19 @@ from fabricprobe.store.schema import POINT_DTYPE
 
 pytestmark = pytest.mark.mpi
 
-SMALL = ["--sizes", "0,8,1K,64K", "--iters", "30", "--warmup", "3", "--max-time", "0.2", "--progress", "plain",
-         "--quiet"]
+SMALL = [
+    "--sizes",
+    "0,8,1K,64K",
+    "--iters",
+    "30",
+    "--warmup",
+    "3",
+    "--max-time",
+    "0.2",
+    "--progress",
+    "plain",
+    "--quiet",
+]
 COLLECTIVES = ["allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall", "barrier"]
 
 
@@ -61,9 +72,24 @@ def test_schema_and_provenance(results):
     with h5py.File(results, "r") as f:
         run = f["runs/0001"]
         assert run["points"].dtype == POINT_DTYPE
-        for key in ("fabricprobe_version", "mpi_library_version", "mpi_vendor", "mpi4py_version",
-                    "thread_level_requested", "thread_level_provided", "hosts", "nnodes", "ranks_per_node",
-                    "oversubscribed", "command_line", "started", "ended", "environment", "wtick_s", "config"):
+        for key in (
+            "fabricprobe_version",
+            "mpi_library_version",
+            "mpi_vendor",
+            "mpi4py_version",
+            "thread_level_requested",
+            "thread_level_provided",
+            "hosts",
+            "nnodes",
+            "ranks_per_node",
+            "oversubscribed",
+            "command_line",
+            "started",
+            "ended",
+            "environment",
+            "wtick_s",
+            "config",
+        ):
             assert key in run.attrs, key
         assert run.attrs["thread_level_requested"] == "single"
         assert run.attrs["thread_level_provided"] == "single"
@@ -73,8 +99,23 @@ def test_schema_and_provenance(results):
 
 
 def test_modes_timers_and_in_place(results):
-    out = run_mpi(2, ["sweep", "-o", str(results), *SMALL, "--collectives", "allreduce,allgather",
-                      "--mode", "barrier,loop", "--timer", "python", "--in-place", "both"])
+    out = run_mpi(
+        2,
+        [
+            "sweep",
+            "-o",
+            str(results),
+            *SMALL,
+            "--collectives",
+            "allreduce,allgather",
+            "--mode",
+            "barrier,loop",
+            "--timer",
+            "python",
+            "--in-place",
+            "both",
+        ],
+    )
     assert out.returncode == 0, out.stderr
     points = _measured(load_runs(str(results))[-1])
     assert {(p["mode"], p["in_place"]) for p in points} == {(m, i) for m in ("barrier", "loop") for i in (False, True)}
@@ -112,10 +153,14 @@ def test_rich_progress_bar_when_launched_from_a_terminal(tmp_path):
     if shutil.which("script") is None:
         pytest.skip("needs util-linux `script` to provide a terminal")
     found = need_ranks(2)
-    cmd = found.argv(2) + fabricprobe_argv() + ["sweep", "-o", str(tmp_path / "r.h5"), "--collectives", "barrier",
-                                                "--iters", "10", "--quiet"]
-    out = subprocess.run(["script", "-qec", shlex.join(cmd), "/dev/null"], capture_output=True, text=True,
-                         env=mpi_env(), timeout=120)
+    cmd = (
+        found.argv(2)
+        + fabricprobe_argv()
+        + ["sweep", "-o", str(tmp_path / "r.h5"), "--collectives", "barrier", "--iters", "10", "--quiet"]
+    )
+    out = subprocess.run(
+        ["script", "-qec", shlex.join(cmd), "/dev/null"], capture_output=True, text=True, env=mpi_env(), timeout=120
+    )
     assert out.returncode == 0, out.stdout
     assert "━" in out.stdout and "3/3" in out.stdout
 
@@ -127,16 +172,46 @@ def test_plain_progress_when_not_on_a_terminal(results):
 
 
 def test_algorithms_side_by_side_on_a_virtual_topology(results):
-    out = run_mpi(4, ["sweep", "-o", str(results), "--sizes", "8,64K", "--iters", "20", "--warmup", "2",
-                      "--max-time", "0.2", "--algorithms", "all", "--ranks-per-node", "2",
-                      "--collectives", "allreduce,bcast,allgather,reduce_scatter,reduce,latency", "--progress", "none"])
+    out = run_mpi(
+        4,
+        [
+            "sweep",
+            "-o",
+            str(results),
+            "--sizes",
+            "8,64K",
+            "--iters",
+            "20",
+            "--warmup",
+            "2",
+            "--max-time",
+            "0.2",
+            "--algorithms",
+            "all",
+            "--ranks-per-node",
+            "2",
+            "--collectives",
+            "allreduce,bcast,allgather,reduce_scatter,reduce,latency",
+            "--progress",
+            "none",
+        ],
+    )
     assert out.returncode == 0, out.stderr
     assert "algorithms side by side" in out.stdout and "virtual nodes" in out.stdout
     run = load_runs(str(results))[-1]
     points = _measured(run)
     assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points)
     allreduce = {p["algorithm"] for p in points if p["collective"] == "allreduce"}
-    assert {"library", "ring", "rabenseifner", "recursive_doubling", "binomial", "hierarchical",
-            "hierarchical_rab", "hierarchical_rd", "single_leader"} <= allreduce
+    assert {
+        "library",
+        "ring",
+        "rabenseifner",
+        "recursive_doubling",
+        "binomial",
+        "hierarchical",
+        "hierarchical_rab",
+        "hierarchical_rd",
+        "single_leader",
+    } <= allreduce
     assert {p["pair"] for p in points if p["collective"] == "latency"} == {"intra", "inter"}
     assert run.attrs["virtual_topology"] is True and run.attrs["rank_nodes"] == [0, 0, 1, 1]

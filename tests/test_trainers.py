@@ -20,6 +20,7 @@ DRIVER = str(Path(__file__).parent / "drivers" / "check_trainers.py")
 
 # ---- no MPI ----
 
+
 def test_gradient_matches_finite_differences():
     rng = np.random.default_rng(0)
     model = MLP([5, 7, 4, 3], seed=1, dtype=np.float64)
@@ -62,6 +63,7 @@ def test_datasets_are_real_split_and_sharded():
 
 
 # ---- under MPI ----
+
 
 def _dp(n: int, algorithm: str, tmp_path: Path) -> np.ndarray:
     path = tmp_path / f"p{n}-{algorithm}.npy"
@@ -110,7 +112,8 @@ def test_dp_sgd_and_sparse_dp_end_to_end(tmp_path):
     assert steps.size == 8 * (1437 // 64) and np.all(np.diff(steps["step"]) == 1)
     assert np.all(steps["t_comm"] > 0) and 0 < dense["comm_fraction"] < 1
     assert dense["final_test_accuracy"] >= 0.93 and dense["evals"]["test_accuracy"][-1] == pytest.approx(
-        dense["final_test_accuracy"])
+        dense["final_test_accuracy"]
+    )
     assert steps["loss"][-20:].mean() < steps["loss"][:20].mean() / 3
     sparse = _train(2, results, "sparse_dp", "--epochs", "8", "--density", "0.01")
     assert sparse["steps"]["bytes_sent"].mean() * 10 <= dense["steps"]["bytes_sent"].mean()
@@ -135,9 +138,17 @@ def test_hybrid_trains(tmp_path):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("args", [["hybrid", "--stages", "3"], ["dp_sgd", "--allreduce", "nosuch"],
-                                  ["easgd", "--mode", "bogus"], ["dp_sgd", "--batch", "0"],
-                                  ["sparse_dp", "--density", "2"], ["dp_sgd", "--dataset", "cifar"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["hybrid", "--stages", "3"],
+        ["dp_sgd", "--allreduce", "nosuch"],
+        ["easgd", "--mode", "bogus"],
+        ["dp_sgd", "--batch", "0"],
+        ["sparse_dp", "--density", "2"],
+        ["dp_sgd", "--dataset", "cifar"],
+    ],
+)
 def test_train_bad_input_is_one_line_and_exit_2(args, tmp_path):
     results = tmp_path / "bad.h5"
     out = run_mpi(2, ["train", *args, "-o", str(results)], timeout=300)

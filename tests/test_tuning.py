@@ -37,25 +37,43 @@ def test_read_open_mpi_algorithms():
     assert parse_ompi_info(OMPI_INFO)["allreduce"][1] == (1, "basic_linear")
     variants = {v.name: v for v in lib.variants("allreduce")}
     assert set(variants) == {"default", "basic_linear", "recursive_doubling", "ring"}  # 0 "ignore" is the default
-    assert variants["ring"].env == {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
-                                    "OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}
+    assert variants["ring"].env == {
+        "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+        "OMPI_MCA_coll_tuned_allreduce_algorithm": "4",
+    }
     assert variants["default"].env == {}
 
 
 def test_read_mpich_algorithms():
-    assert parse_mpivars(MPIVARS) == {"BCAST": ["auto", "binomial", "scatter_ring_allgather"],
-                                      "ALLREDUCE": ["auto", "nb", "ring"]}
+    assert parse_mpivars(MPIVARS) == {
+        "BCAST": ["auto", "binomial", "scatter_ring_allgather"],
+        "ALLREDUCE": ["auto", "nb", "ring"],
+    }
     variants = {v.name: v for v in MPICH(text=MPIVARS).variants("allreduce")}
     assert set(variants) == {"default", "mpir", "ring"}  # auto is the default; nb is left out
-    assert variants["ring"].env == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring",
-                                    "MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir"}
+    assert variants["ring"].env == {
+        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring",
+        "MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir",
+    }
     assert variants["mpir"].env == {"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir"}
 
 
 def _point(alg, n, size, median, ci=0.01, coll="allreduce"):
-    return {"index": 0, "key": f"{alg}{n}{size}", "collective": coll, "algorithm": alg, "dtype": "float32",
-            "op": "sum", "mode": "barrier", "nranks": n, "bytes": size, "median_s": median,
-            "ci_low_s": median * (1 - ci), "ci_high_s": median * (1 + ci), "status": "ok"}
+    return {
+        "index": 0,
+        "key": f"{alg}{n}{size}",
+        "collective": coll,
+        "algorithm": alg,
+        "dtype": "float32",
+        "op": "sum",
+        "mode": "barrier",
+        "nranks": n,
+        "bytes": size,
+        "median_s": median,
+        "ci_low_s": median * (1 - ci),
+        "ci_high_s": median * (1 + ci),
+        "status": "ok",
+    }
 
 
 @pytest.fixture
@@ -65,11 +83,13 @@ def measured(tmp_path):
     w = ResultsWriter(path)
     w.start_run({"mpi_vendor": "Open MPI", "mpi_library_version": "Open MPI v5.0.11", "nranks": 4})
     i = 0
-    for alg, timing in {"library": {8: 1.0, 1024: 2.0, 1 << 20: 100.0, 4 << 20: 400.0},
-                        "library:basic_linear": {8: 0.99, 1024: 2.5, 1 << 20: 150.0, 4 << 20: 600.0},
-                        "library:ring": {8: 3.0, 1024: 4.0, 1 << 20: 60.0, 4 << 20: 250.0},
-                        "library:baseline": {8: 0.1, 1024: 0.1, 1 << 20: 0.1, 4 << 20: 0.1},
-                        "ring": {8: 9.0, 1024: 1.0, 1 << 20: 50.0, 4 << 20: 200.0}}.items():
+    for alg, timing in {
+        "library": {8: 1.0, 1024: 2.0, 1 << 20: 100.0, 4 << 20: 400.0},
+        "library:basic_linear": {8: 0.99, 1024: 2.5, 1 << 20: 150.0, 4 << 20: 600.0},
+        "library:ring": {8: 3.0, 1024: 4.0, 1 << 20: 60.0, 4 << 20: 250.0},
+        "library:baseline": {8: 0.1, 1024: 0.1, 1 << 20: 0.1, 4 << 20: 0.1},
+        "ring": {8: 9.0, 1024: 1.0, 1 << 20: 50.0, 4 << 20: 200.0},
+    }.items():
         for n in (2, 4):
             for size, t in timing.items():
                 p = _point(alg, n, size, t * 1e-6 * (n / 4 if alg == "library:ring" and n == 2 else 1))
@@ -105,13 +125,21 @@ def test_open_mpi_classic_rules_avoid_every_silent_failure(measured):
     assert [c for c, _ in sections] == [0, 4]  # first section keyed 0: it also serves smaller communicators
     assert all(rules[0][0] == 0 for _, rules in sections)  # every section starts at message size 0
     assert sections[1][1] == [(0, 0, 0, 0), (1 << 20, 4, 0, 0)]  # default = 0 (fixed decision), ring = 4
-    assert not any(tok.startswith("0") and len(tok) > 1 for line in text.splitlines()
-                   for tok in line.split("#")[0].split())
+    assert not any(
+        tok.startswith("0") and len(tok) > 1 for line in text.splitlines() for tok in line.split("#")[0].split()
+    )
     assert text.isascii()
 
 
-@pytest.mark.parametrize("bad,why", [("1\n2\n1\n0 1\n64 4 0 0\n", "first rule"), ("1\n2\n1\n0 2\n0 4 0 0\n", "ends early"),
-                                     ("1\n2\n1\n0 1\n0 4 0 0\n7\n", "trailing"), ("1\n2\n1\n0 1\n010000 4 0 0\n", "octal")])
+@pytest.mark.parametrize(
+    "bad,why",
+    [
+        ("1\n2\n1\n0 1\n64 4 0 0\n", "first rule"),
+        ("1\n2\n1\n0 2\n0 4 0 0\n", "ends early"),
+        ("1\n2\n1\n0 1\n0 4 0 0\n7\n", "trailing"),
+        ("1\n2\n1\n0 1\n010000 4 0 0\n", "octal"),
+    ],
+)
 def test_our_reader_rejects_what_open_mpi_drops_silently(bad, why):
     with pytest.raises(ValueError, match=why):
         emit_openmpi.parse_classic_rules(bad)
@@ -125,12 +153,23 @@ def test_open_mpi_json(measured):
     assert entry["rules"] == [{"msg_size_min": 1 << 20, "msg_size_max": "inf", "alg": "ring"}]
 
 
-TREE = {"collective=allreduce": {"comm_type=intra": {"avg_msg_size<=8": {"algorithm=MPIR_Allreduce_intra_x": {}},
-                                                     "avg_msg_size=any": {"algorithm=MPIR_Allreduce_intra_y": {}}},
-                                 "comm_type=inter": {"algorithm=MPIR_Allreduce_inter_z": {}}},
-        "collective=allgather": {"comm_type=intra": {"algorithm=MPIR_Allgather_intra_brucks": {}}}}
-POSIX = {"collective=allreduce": {"comm_type=intra": {"is_multi_threaded=no": {
-    "is_commutative=yes": {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}}}}}
+TREE = {
+    "collective=allreduce": {
+        "comm_type=intra": {
+            "avg_msg_size<=8": {"algorithm=MPIR_Allreduce_intra_x": {}},
+            "avg_msg_size=any": {"algorithm=MPIR_Allreduce_intra_y": {}},
+        },
+        "comm_type=inter": {"algorithm=MPIR_Allreduce_inter_z": {}},
+    },
+    "collective=allgather": {"comm_type=intra": {"algorithm=MPIR_Allgather_intra_brucks": {}}},
+}
+POSIX = {
+    "collective=allreduce": {
+        "comm_type=intra": {
+            "is_multi_threaded=no": {"is_commutative=yes": {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}}
+        }
+    }
+}
 
 
 def _catch_alls(node: dict) -> bool:
@@ -154,7 +193,8 @@ def test_mpich_trees_are_spliced_into_the_default(measured):
     # ring needs a commutative op (a JSON leaf has no fallback): other calls keep MPICH's subtree
     assert intra["comm_size=any"]["avg_msg_size=any"] == {
         "is_commutative=yes": {"algorithm=MPIR_Allreduce_intra_ring": {}},
-        "is_commutative=any": TREE["collective=allreduce"]["comm_type=intra"]}
+        "is_commutative=any": TREE["collective=allreduce"]["comm_type=intra"],
+    }
     assert mpir["collective=allgather"] == TREE["collective=allgather"]  # the rest of the tree is kept
     assert mpir["collective=allreduce"]["comm_type=inter"] == TREE["collective=allreduce"]["comm_type=inter"]
     assert _catch_alls(mpir)
@@ -162,8 +202,7 @@ def test_mpich_trees_are_spliced_into_the_default(measured):
     chain = posix["collective=allreduce"]["comm_type=intra"]["is_multi_threaded=no"]["is_commutative=yes"]
     leaf = chain["comm_size=any"]["avg_msg_size=any"]
     assert leaf == {"is_multi_threaded=yes": {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}}
-    assert chain["comm_size=any"]["avg_msg_size<=1048575"] == {
-        "algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}
+    assert chain["comm_size=any"]["avg_msg_size<=1048575"] == {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}
 
 
 def test_mpich_guards_follow_the_restrictions():
@@ -171,7 +210,9 @@ def test_mpich_guards_follow_the_restrictions():
     node = emit_mpich.guarded("allreduce", "reduce_scatter_allgather", leaf, fallback)
     assert node == {"count<pow2": fallback, "count=any": {"is_op_built_in=yes": leaf, "is_op_built_in=any": fallback}}
     assert emit_mpich.guarded("alltoall", "pairwise_sendrecv_replace", leaf, fallback) == {
-        "is_sendbuf_inplace=yes": leaf, "is_sendbuf_inplace=any": fallback}
+        "is_sendbuf_inplace=yes": leaf,
+        "is_sendbuf_inplace=any": fallback,
+    }
     assert emit_mpich.guarded("bcast", "binomial", leaf, fallback) == leaf  # no restriction, no guard
     assert emit_mpich.needs_builtin_op("reduce", "reduce_scatter_gather")
     assert not emit_mpich.needs_builtin_op("allreduce", "ring")
@@ -187,11 +228,17 @@ def test_vendor_names_follow_the_libraries():
     assert names("allreduce").mpich_size_key == "avg_msg_size" and names("allgather").mpich_size_key == "total_msg_size"
     rs = names("reduce_scatter")
     assert (rs.openmpi, rs.openmpi_id, rs.openmpi_json) == ("reduce_scatter_block", 13, "reducescatterblock")
-    assert (rs.mpich, rs.mpich_json, rs.mpich_function) == ("REDUCE_SCATTER_BLOCK", "reduce_scatter_block",
-                                                            "Reduce_scatter_block")
+    assert (rs.mpich, rs.mpich_json, rs.mpich_function) == (
+        "REDUCE_SCATTER_BLOCK",
+        "reduce_scatter_block",
+        "Reduce_scatter_block",
+    )
     assert (rs.intel, rs.intel_json, rs.nccl) == ("REDUCE_SCATTER_BLOCK", "Reduce_scatter_block", "reducescatter")
-    assert [c for c in ("allreduce", "reduce", "bcast", "allgather") if names(c).mpich_posix] == ["allreduce", "reduce",
-                                                                                                 "bcast"]
+    assert [c for c in ("allreduce", "reduce", "bcast", "allgather") if names(c).mpich_posix] == [
+        "allreduce",
+        "reduce",
+        "bcast",
+    ]
 
 
 def test_intel_adjust_covers_everything_without_gaps(measured):
@@ -272,10 +319,19 @@ def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monke
     monkeypatch.setattr(m, "for_vendor", lambda vendor: Lib())
     monkeypatch.setattr(m, "run_variant", fake_run)
     _, launches = m.measure(8, "out.h5", ["allgather"], [2, 4, 8], SweepConfig(), mpiexec="/bin/true")
-    assert calls == [("default", (2, 4, 8)), ("two_proc", (2, 4, 8)), ("two_proc", (2,)), ("two_proc", (4,)),
-                     ("two_proc", (8,))]
+    assert calls == [
+        ("default", (2, 4, 8)),
+        ("two_proc", (2, 4, 8)),
+        ("two_proc", (2,)),
+        ("two_proc", (4,)),
+        ("two_proc", (8,)),
+    ]
     assert [(x.variant.name, x.comm_sizes, x.returncode) for x in launches] == [
-        ("default", (2, 4, 8), 0), ("two_proc", (2,), 0), ("two_proc", (4,), 1), ("two_proc", (8,), 1)]
+        ("default", (2, 4, 8), 0),
+        ("two_proc", (2,), 0),
+        ("two_proc", (4,), 1),
+        ("two_proc", (8,), 1),
+    ]
 
 
 def test_rules_the_library_did_not_apply_are_given_back_to_the_default():
@@ -284,8 +340,13 @@ def test_rules_the_library_did_not_apply_are_given_back_to_the_default():
     from fabricprobe.tuning.workflow import prune
 
     d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
-    table = Table("Open MPI", "", 4, "float32", {"bcast": {4: [Range(0, 1024, "chain", [d(8)]),
-                                                                Range(1024, None, "binomial", [d(1024), d(4096)])]}})
+    table = Table(
+        "Open MPI",
+        "",
+        4,
+        "float32",
+        {"bcast": {4: [Range(0, 1024, "chain", [d(8)]), Range(1024, None, "binomial", [d(1024), d(4096)])]}},
+    )
     dropped = prune(table, [Check("bcast", 4, 8, "chain", MISMATCH), Check("bcast", 4, 4096, "binomial", VERIFIED)])
     assert [r.winner for r in table.rules["bcast"][4]] == ["default", "binomial"]
     assert dropped == ["bcast on 4 ranks [0 B, 1 KiB): chain"]
@@ -295,7 +356,9 @@ def test_rules_the_library_did_not_apply_are_given_back_to_the_default():
 def test_mpich_leaves_carry_the_parameters_the_forced_cvar_used():
     cvars = {"MPIR_CVAR_ALLREDUCE_RECEXCH_KVAL": "4"}
     assert emit_mpich.leaf_params("allreduce", "k_reduce_scatter_allgather", cvars) == {
-        "k=4": {}, "single_phase_recv=0": {}}
+        "k=4": {},
+        "single_phase_recv=0": {},
+    }
     assert emit_mpich.leaf_params("allreduce", "ring", cvars) == {}
 
 

@@ -38,6 +38,7 @@ def _ring_above_64k(vendor: str, n: int) -> Table:
 
 # ---- Open MPI: the quirks behind the classic rules file ----
 
+
 def _ompi_probe(found, tmp_path, rules: str, nbytes: int, n: int = 4) -> str:
     path = tmp_path / "rules.conf"
     path.write_text(rules)
@@ -45,8 +46,14 @@ def _ompi_probe(found, tmp_path, rules: str, nbytes: int, n: int = 4) -> str:
 
 
 def _forced(found, alg: int, nbytes: int, n: int = 4) -> str:
-    return probe(_base(found), n, "allreduce", nbytes, "monitor",
-                 {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": str(alg)})
+    return probe(
+        _base(found),
+        n,
+        "allreduce",
+        nbytes,
+        "monitor",
+        {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": str(alg)},
+    )
 
 
 def test_open_mpi_reads_zero_padded_sizes_as_octal(tmp_path):
@@ -70,10 +77,13 @@ def test_open_mpi_first_section_serves_smaller_communicators(tmp_path):
 
 # ---- MPICH: the strictness behind the spliced trees ----
 
+
 def _mpich_probe(found, tree: dict, tmp_path, nbytes: int = 64) -> str:
     path = tmp_path / "tree.json"
     path.write_text(json.dumps(tree))
-    return probe(_base(found), 2, "allreduce", nbytes, "trace", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)})
+    return probe(
+        _base(found), 2, "allreduce", nbytes, "trace", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)}
+    )
 
 
 def test_open_mpi_rules_build_the_tree_the_forced_algorithm_measured(tmp_path):
@@ -102,7 +112,8 @@ def test_mpich_aborts_without_catch_all_or_with_a_partial_tree(tmp_path):
     assert not _mpich_probe(found, trees["mpir"], tmp_path).startswith("error")  # the default itself loads
     no_catch_all = json.loads(json.dumps(trees["mpir"]))
     no_catch_all["collective=allreduce"]["comm_type=intra"] = {
-        "avg_msg_size<=8": {"algorithm=MPIR_Allreduce_intra_ring": {}}}
+        "avg_msg_size<=8": {"algorithm=MPIR_Allreduce_intra_ring": {}}
+    }
     assert _mpich_probe(found, no_catch_all, tmp_path).startswith("error")
     partial = {"collective=allreduce": trees["mpir"]["collective=allreduce"]}
     assert _mpich_probe(found, partial, tmp_path).startswith("error")
@@ -120,7 +131,8 @@ def test_mpich_guards_an_algorithm_that_needs_a_built_in_op(tmp_path):
     assert _mpich_probe(found, bare, tmp_path, nbytes=1 << 20).startswith("error")
     guarded = json.loads(json.dumps(trees["mpir"]))
     guarded["collective=allreduce"]["comm_type=intra"] = {
-        "avg_msg_size=any": emit_mpich.guarded("allreduce", "reduce_scatter_allgather", leaf, original)}
+        "avg_msg_size=any": emit_mpich.guarded("allreduce", "reduce_scatter_allgather", leaf, original)
+    }
     default = _mpich_probe(found, trees["mpir"], tmp_path, nbytes=1 << 20)
     assert not default.startswith("error") and _mpich_probe(found, guarded, tmp_path, nbytes=1 << 20) == default
 
@@ -134,18 +146,26 @@ def test_mpich_parameterised_leaf_needs_its_parameters(tmp_path):
 
     cvars = MPICH().cvars
     results = {}
-    for label, params in (("bare", {}), ("emitted", emit_mpich.leaf_params("allreduce", "k_reduce_scatter_allgather", cvars))):
+    for label, params in (
+        ("bare", {}),
+        ("emitted", emit_mpich.leaf_params("allreduce", "k_reduce_scatter_allgather", cvars)),
+    ):
         tree = json.loads(json.dumps(trees["mpir"]))
         tree["collective=allreduce"]["comm_type=intra"] = {
-            "avg_msg_size=any": {"algorithm=MPIR_Allreduce_intra_k_reduce_scatter_allgather": params}}
+            "avg_msg_size=any": {"algorithm=MPIR_Allreduce_intra_k_reduce_scatter_allgather": params}
+        }
         path = tmp_path / f"{label}.json"
         path.write_text(json.dumps(tree))
-        env = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path), "MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir"}
+        env = {
+            "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path),
+            "MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir",
+        }
         results[label] = probe(_base(found), 2, "allreduce", 1 << 20, "smoke", env)
     assert results["bare"].startswith("error") and results["emitted"] == "ok"
 
 
 # ---- proof: emitted files apply, and a file that is not applied is caught ----
+
 
 def _emit(vendor: str, table: Table, tmp_path) -> dict[str, str]:
     if vendor == "Open MPI":
@@ -180,6 +200,7 @@ def test_verification(tmp_path, applied):
 
 # ---- the commands ----
 
+
 def test_tune_sweep_and_tune_end_to_end(tmp_path):
     found = launcher()
     if found is None:
@@ -187,8 +208,26 @@ def test_tune_sweep_and_tune_end_to_end(tmp_path):
     n = 4 if found.vendor == "Open MPI" else 2
     only = "ring,recursive_doubling" if found.vendor == "Open MPI" else "ring"
     data = tmp_path / "t.h5"
-    out = run_local(["tune-sweep", "-n", str(n), "-o", str(data), "--collectives", "allreduce", "--only", only,
-                     "--sizes", "8,1M", "--iters", "30", "--max-time", "0.2"], timeout=600)
+    out = run_local(
+        [
+            "tune-sweep",
+            "-n",
+            str(n),
+            "-o",
+            str(data),
+            "--collectives",
+            "allreduce",
+            "--only",
+            only,
+            "--sizes",
+            "8,1M",
+            "--iters",
+            "30",
+            "--max-time",
+            "0.2",
+        ],
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     out = run_local(["tune", str(data), "-o", str(tmp_path / "tuning"), "--verify", "--reps", "1"], timeout=600)
     assert out.returncode == 0, out.stderr + out.stdout
@@ -216,9 +255,24 @@ def test_tune_bad_inputs(tmp_path):
     vendor = "MPICH" if found.vendor == "Open MPI" else "Open MPI"
     w.start_run({"mpi_vendor": vendor, "mpi_library_version": vendor, "nranks": 2})
     for i, alg in enumerate(("library", "library:ring")):
-        w.append_point({"index": i, "key": str(i), "collective": "allreduce", "algorithm": alg, "dtype": "float32",
-                        "op": "sum", "mode": "barrier", "nranks": 2, "bytes": 8, "median_s": 1e-6 * (2 - i),
-                        "ci_low_s": 1e-6 * (2 - i), "ci_high_s": 1e-6 * (2 - i), "status": "ok"}, None)
+        w.append_point(
+            {
+                "index": i,
+                "key": str(i),
+                "collective": "allreduce",
+                "algorithm": alg,
+                "dtype": "float32",
+                "op": "sum",
+                "mode": "barrier",
+                "nranks": 2,
+                "bytes": 8,
+                "median_s": 1e-6 * (2 - i),
+                "ci_low_s": 1e-6 * (2 - i),
+                "ci_high_s": 1e-6 * (2 - i),
+                "status": "ok",
+            },
+            None,
+        )
     out = run_local(["tune", str(other), "-o", str(tmp_path / "x")])
     assert out.returncode == 2 and "this environment's MPI" in error_lines(out.stderr)[0]
     text = tmp_path / "junk.h5"
@@ -226,6 +280,11 @@ def test_tune_bad_inputs(tmp_path):
     assert run_local(["tune", str(text)]).returncode == 2
     import subprocess
 
-    nested = subprocess.run(found.argv(1) + [sys.executable, "-m", "fabricprobe", "tune-sweep", "-n", "2"],
-                            capture_output=True, text=True, env=mpi_env(), timeout=120)
+    nested = subprocess.run(
+        found.argv(1) + [sys.executable, "-m", "fabricprobe", "tune-sweep", "-n", "2"],
+        capture_output=True,
+        text=True,
+        env=mpi_env(),
+        timeout=120,
+    )
     assert nested.returncode == 2 and "not under mpiexec" in nested.stderr

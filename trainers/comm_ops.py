@@ -35,7 +35,7 @@ def bucketed(fn: Callable, comm: Any, send: np.ndarray, recv: np.ndarray, bucket
     step = max(1, bucket_bytes // send.itemsize)
     calls = 0
     for lo in range(0, send.size, step):
-        fn(comm, send[lo:lo + step], recv[lo:lo + step])
+        fn(comm, send[lo : lo + step], recv[lo : lo + step])
         calls += 1
     return calls
 

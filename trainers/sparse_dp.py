@@ -23,8 +23,10 @@ class SparseDP(Trainer):
         super().__init__(comm, data, opts)
         self.alg = collectives.get("sparse_allreduce", opts.sparse_algorithm)
         if self.alg is None:
-            raise UsageError(f"unknown --sparse-algorithm {opts.sparse_algorithm!r}: choose from "
-                             f"{', '.join(collectives.names_for('sparse_allreduce'))}")
+            raise UsageError(
+                f"unknown --sparse-algorithm {opts.sparse_algorithm!r}: choose from "
+                f"{', '.join(collectives.names_for('sparse_allreduce'))}"
+            )
         if not 0 < opts.density <= 1:
             raise UsageError(f"invalid --density {opts.density}: 0 < density <= 1")
         self.feedback = ErrorFeedback(self.model.grads.size, self.dtype, density=opts.density)

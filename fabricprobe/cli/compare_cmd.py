@@ -13,14 +13,18 @@ from fabricprobe.engine.config import GROUPS, KNOWN
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", formatter_class=HelpFormatter, help="compare two runs point by point",
-                       description="Match the points of two runs (files, runs in one file, or algorithms in one run)\n"
-                                   "and show both medians, the ratio, and whether the difference exceeds both runs'\n"
-                                   "noise (their medians' 95% confidence intervals), with a verdict per collective.\n\n"
-                                   "  fabricprobe compare ethernet.h5 omnipath.h5\n"
-                                   "  fabricprobe compare r.h5:1 r.h5:2\n"
-                                   "  fabricprobe compare r.h5@library r.h5@ring          # library vs hand-written\n"
-                                   "  fabricprobe compare t.h5@library:baseline t.h5@library:tuned")
+    p = sub.add_parser(
+        "compare",
+        formatter_class=HelpFormatter,
+        help="compare two runs point by point",
+        description="Match the points of two runs (files, runs in one file, or algorithms in one run)\n"
+        "and show both medians, the ratio, and whether the difference exceeds both runs'\n"
+        "noise (their medians' 95% confidence intervals), with a verdict per collective.\n\n"
+        "  fabricprobe compare ethernet.h5 omnipath.h5\n"
+        "  fabricprobe compare r.h5:1 r.h5:2\n"
+        "  fabricprobe compare r.h5@library r.h5@ring          # library vs hand-written\n"
+        "  fabricprobe compare t.h5@library:baseline t.h5@library:tuned",
+    )
     p.add_argument("a", metavar="A", help="FILE[:RUN][@ALGORITHM] (RUN: id or -1 for the last)")
     p.add_argument("b", metavar="B", help="FILE[:RUN][@ALGORITHM]")
     p.add_argument("--collectives", metavar="LIST", help="only these collectives")
@@ -40,19 +44,37 @@ def run(args: argparse.Namespace) -> int:
     comp = compare(parse_side(args.a), parse_side(args.b), wanted)
     lines = verdicts(comp)
     if args.format == "json":
-        doc = {"a": args.a, "b": args.b, "mismatches": comp.mismatches, "verdicts": lines,
-               "only_a": len(comp.only_a), "only_b": len(comp.only_b),
-               "rows": [dict(**r.key, a_median_s=r.a["median_s"], b_median_s=r.b["median_s"], ratio=r.ratio,
-                             a_busbw_gbps=r.a["busbw_gbps"], b_busbw_gbps=r.b["busbw_gbps"],
-                             significant=r.significant) for r in comp.rows]}
+        doc = {
+            "a": args.a,
+            "b": args.b,
+            "mismatches": comp.mismatches,
+            "verdicts": lines,
+            "only_a": len(comp.only_a),
+            "only_b": len(comp.only_b),
+            "rows": [
+                dict(
+                    **r.key,
+                    a_median_s=r.a["median_s"],
+                    b_median_s=r.b["median_s"],
+                    ratio=r.ratio,
+                    a_busbw_gbps=r.a["busbw_gbps"],
+                    b_busbw_gbps=r.b["busbw_gbps"],
+                    significant=r.significant,
+                )
+                for r in comp.rows
+            ],
+        }
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
         return 0
     console = make_console()
     for side, name in ((comp.a, "A"), (comp.b, "B")):
         at = side.run.attrs
-        console.print(f"[bold]{name}[/] = {side.label}: {at.get('mpi_vendor', '?')} {at.get('mpi_version', '')}, "
-                      f"{at.get('nranks', '?')} ranks on {at.get('topology', '?')}"
-                      + (f", {at['lab']}" if at.get("lab") else "") + (" [yellow](oversubscribed)[/]" if at.get("oversubscribed") else ""))
+        console.print(
+            f"[bold]{name}[/] = {side.label}: {at.get('mpi_vendor', '?')} {at.get('mpi_version', '')}, "
+            f"{at.get('nranks', '?')} ranks on {at.get('topology', '?')}"
+            + (f", {at['lab']}" if at.get("lab") else "")
+            + (" [yellow](oversubscribed)[/]" if at.get("oversubscribed") else "")
+        )
     for text in comp.mismatches:
         console.print(f"[yellow]mismatch:[/] {text}")
     groups: dict[tuple, list] = {}
@@ -60,17 +82,34 @@ def run(args: argparse.Namespace) -> int:
         groups.setdefault(tuple((k, v) for k, v in r.key.items() if k != "bytes"), []).append(r)
     for key, rows in groups.items():
         k = dict(key)
-        title = " · ".join(str(x) for x in (k["collective"], k.get("algorithm", ""), k["dtype"],
-                                            k["op"] if k["op"] != "none" else "", f"{k['nranks']} ranks",
-                                            k["pair"], f"density {k['density']:g}" if k["density"] else "") if x)
+        title = " · ".join(
+            str(x)
+            for x in (
+                k["collective"],
+                k.get("algorithm", ""),
+                k["dtype"],
+                k["op"] if k["op"] != "none" else "",
+                f"{k['nranks']} ranks",
+                k["pair"],
+                f"density {k['density']:g}" if k["density"] else "",
+            )
+            if x
+        )
         t = Table(title=f"[bold]{title}[/]", title_justify="left", show_edge=False, pad_edge=False)
         for col in ("size", "A median µs", "B median µs", "B / A", "A busbw", "B busbw", "beyond noise"):
             t.add_column(col, justify="right")
         for r in rows:
             colour = "" if not r.significant else ("green" if r.ratio < 1 else "red")
             ratio = f"[{colour}]{r.ratio:.2f}[/]" if colour else f"{r.ratio:.2f}"
-            t.add_row(format_size(r.key["bytes"]), usec(r.a["median_s"]), usec(r.b["median_s"]), ratio,
-                      gbps(r.a["busbw_gbps"]), gbps(r.b["busbw_gbps"]), "yes" if r.significant else "no")
+            t.add_row(
+                format_size(r.key["bytes"]),
+                usec(r.a["median_s"]),
+                usec(r.b["median_s"]),
+                ratio,
+                gbps(r.a["busbw_gbps"]),
+                gbps(r.b["busbw_gbps"]),
+                "yes" if r.significant else "no",
+            )
         console.print(t)
         console.print()
     for coll, text in lines.items():

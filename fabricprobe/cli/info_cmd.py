@@ -12,10 +12,14 @@ from fabricprobe.mpienv.init import THREAD_LEVELS, init_mpi
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("info", formatter_class=HelpFormatter, help="show the MPI library, ranks, hosts and settings",
-                       description="Print the provenance that every sweep stores: MPI library and version, thread\n"
-                                   "levels, ranks, hosts, cores, oversubscription, timer and MPI environment.\n"
-                                   "Run it under mpiexec to see the job's layout.")
+    p = sub.add_parser(
+        "info",
+        formatter_class=HelpFormatter,
+        help="show the MPI library, ranks, hosts and settings",
+        description="Print the provenance that every sweep stores: MPI library and version, thread\n"
+        "levels, ranks, hosts, cores, oversubscription, timer and MPI environment.\n"
+        "Run it under mpiexec to see the job's layout.",
+    )
     p.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
     p.add_argument("--json", action="store_true", help="print JSON instead of a panel")
     p.set_defaults(handler=run)
@@ -25,7 +29,9 @@ def _value(value: Any) -> str:
     if isinstance(value, dict):
         return "\n".join(f"{k}={v}" for k, v in value.items()) or "(none)"
     if isinstance(value, list):
-        return ", ".join(map(str, value)) if len(value) <= 16 else f"{', '.join(map(str, value[:16]))}, … ({len(value)})"
+        return (
+            ", ".join(map(str, value)) if len(value) <= 16 else f"{', '.join(map(str, value[:16]))}, … ({len(value)})"
+        )
     return str(value)
 
 

@@ -16,49 +16,73 @@ DEFAULT_SUBNET = "10.213.0.0/24"
 
 
 def add_parser(sub: Any) -> None:
-    lab = sub.add_parser("lab", formatter_class=HelpFormatter, help="emulated multi-host fabric on this machine (root)",
-                         description="Emulate H hosts on this machine: one network namespace per host (its own\n"
-                                     "network stack and host name), veth links to one bridge, each link limited\n"
-                                     "by a tbf qdisc. MPI launches across them over TCP as across real nodes.\n\n"
-                                     "  fabricprobe lab up --hosts 2 --ranks-per-host 2 --rate 1gbit\n"
-                                     "  fabricprobe lab run -- sweep --quick -o lab.h5\n"
-                                     "  fabricprobe lab down")
+    lab = sub.add_parser(
+        "lab",
+        formatter_class=HelpFormatter,
+        help="emulated multi-host fabric on this machine (root)",
+        description="Emulate H hosts on this machine: one network namespace per host (its own\n"
+        "network stack and host name), veth links to one bridge, each link limited\n"
+        "by a tbf qdisc. MPI launches across them over TCP as across real nodes.\n\n"
+        "  fabricprobe lab up --hosts 2 --ranks-per-host 2 --rate 1gbit\n"
+        "  fabricprobe lab run -- sweep --quick -o lab.h5\n"
+        "  fabricprobe lab down",
+    )
     cmds = lab.add_subparsers(dest="lab_command", metavar="ACTION")
     cmds.required = True
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--name", default=DEFAULT_NAME, help="lab name: prefix of its namespaces")
 
-    up = cmds.add_parser("up", formatter_class=HelpFormatter, help="create the lab (or keep it, if it already matches)",
-                         description="Create the lab. Running it again with the same options keeps the lab;\n"
-                                     "with different ones it is rebuilt.")
+    up = cmds.add_parser(
+        "up",
+        formatter_class=HelpFormatter,
+        help="create the lab (or keep it, if it already matches)",
+        description="Create the lab. Running it again with the same options keeps the lab;\n"
+        "with different ones it is rebuilt.",
+    )
     common(up)
     up.add_argument("--hosts", type=int, default=2, help="emulated hosts")
     up.add_argument("--ranks-per-host", type=int, default=1, help="rank slots per host")
-    up.add_argument("--rate", default="unlimited", help="each host link's bandwidth, per direction: 1gbit, 10gbit, 100mbit, unlimited")
+    up.add_argument(
+        "--rate",
+        default="unlimited",
+        help="each host link's bandwidth, per direction: 1gbit, 10gbit, 100mbit, unlimited",
+    )
     up.add_argument("--subnet", default=DEFAULT_SUBNET, help="IPv4 subnet for the hosts' addresses")
     up.set_defaults(handler=run_up)
 
-    run = cmds.add_parser("run", formatter_class=HelpFormatter, help="run a fabricprobe subcommand across the lab",
-                          description="Run `fabricprobe ARGS` across the lab's hosts, e.g.\n"
-                                      "  fabricprobe lab run -- sweep --quick -o lab.h5\n"
-                                      "  fabricprobe lab run -n 3 -- sweep --collectives allreduce\n"
-                                      "  fabricprobe lab run -- tune-sweep -n 4 -o lab-tuning.h5\n"
-                                      "tune-sweep and tune run here and launch their jobs with the lab's mpiexec.")
+    run = cmds.add_parser(
+        "run",
+        formatter_class=HelpFormatter,
+        help="run a fabricprobe subcommand across the lab",
+        description="Run `fabricprobe ARGS` across the lab's hosts, e.g.\n"
+        "  fabricprobe lab run -- sweep --quick -o lab.h5\n"
+        "  fabricprobe lab run -n 3 -- sweep --collectives allreduce\n"
+        "  fabricprobe lab run -- tune-sweep -n 4 -o lab-tuning.h5\n"
+        "tune-sweep and tune run here and launch their jobs with the lab's mpiexec.",
+    )
     common(run)
     run.add_argument("-n", "--ranks", type=int, help="ranks (default: every slot, hosts × ranks per host)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="fabricprobe arguments, after --")
     run.set_defaults(handler=run_run)
 
-    down = cmds.add_parser("down", formatter_class=HelpFormatter, help="remove everything `up` made",
-                           description="Remove the lab's namespaces (with anything still running in them), hosts\n"
-                                       "files and state. Safe to run after a crash or when nothing is there.")
+    down = cmds.add_parser(
+        "down",
+        formatter_class=HelpFormatter,
+        help="remove everything `up` made",
+        description="Remove the lab's namespaces (with anything still running in them), hosts\n"
+        "files and state. Safe to run after a crash or when nothing is there.",
+    )
     common(down)
     down.set_defaults(handler=run_down)
 
-    status = cmds.add_parser("status", formatter_class=HelpFormatter, help="show the lab's hosts and links",
-                             description="Show the lab: hosts, addresses, link state and qdisc; --throughput also\n"
-                                         "measures a TCP stream from the first host to each other host.")
+    status = cmds.add_parser(
+        "status",
+        formatter_class=HelpFormatter,
+        help="show the lab's hosts and links",
+        description="Show the lab: hosts, addresses, link state and qdisc; --throughput also\n"
+        "measures a TCP stream from the first host to each other host.",
+    )
     common(status)
     status.add_argument("--throughput", action="store_true", help="measure each link with a 64 MiB TCP stream")
     status.add_argument("--json", action="store_true", help="print JSON")
@@ -80,8 +104,14 @@ def run_up(args: argparse.Namespace) -> int:
     from fabricprobe.lab import launch, network, state
     from fabricprobe.lab.config import LabConfig, parse_rate
 
-    lab = LabConfig(args.name, args.hosts, args.ranks_per_host, parse_rate(args.rate), args.subnet,
-                   machine_cores=os.cpu_count() or 0)
+    lab = LabConfig(
+        args.name,
+        args.hosts,
+        args.ranks_per_host,
+        parse_rate(args.rate),
+        args.subnet,
+        machine_cores=os.cpu_count() or 0,
+    )
     network.preflight()
     vendor = _vendor()
     mpiexec = launch.default_mpiexec()
@@ -96,10 +126,11 @@ def run_up(args: argparse.Namespace) -> int:
         network.remove(args.name)
         network.create(lab)
         action = "created"
-    state.save(lab, vendor, {"agent": launch.agent_script(lab),
-                              "mpiexec": launch.mpiexec_script(lab, vendor, mpiexec)})
-    console.print(f"lab {lab.name} {action}: {lab.describe()} ({', '.join(lab.host_names)} on {lab.subnet}, "
-                  f"{vendor}); launcher {state.directory(lab.name) / 'mpiexec'}")
+    state.save(lab, vendor, {"agent": launch.agent_script(lab), "mpiexec": launch.mpiexec_script(lab, vendor, mpiexec)})
+    console.print(
+        f"lab {lab.name} {action}: {lab.describe()} ({', '.join(lab.host_names)} on {lab.subnet}, "
+        f"{vendor}); launcher {state.directory(lab.name) / 'mpiexec'}"
+    )
     return 0
 
 
@@ -124,7 +155,9 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError("the fabric lab needs root (it enters network namespaces)")
     lab, vendor = _loaded(args.name)
     if vendor != _vendor():
-        raise UsageError(f"lab {lab.name} was set up for {vendor}; run `fabricprobe lab up` again with this environment")
+        raise UsageError(
+            f"lab {lab.name} was set up for {vendor}; run `fabricprobe lab up` again with this environment"
+        )
     n = args.ranks or lab.slots
     if not 1 <= n <= lab.slots:
         raise UsageError(f"invalid -n {n}: the lab has {lab.slots} slots ({lab.hosts} hosts × {lab.ranks_per_host})")
@@ -161,10 +194,21 @@ def run_status(args: argparse.Namespace) -> int:
         print(json.dumps({"lab": lab.as_dict(), "mpi_vendor": vendor, "links": links}, indent=1))
         return 0
     table = Table(title=f"lab {lab.name}: {lab.describe()}, {vendor}", title_justify="left")
-    for col in ("host", "address", "link", "qdisc", *(["measured from " + lab.host_names[0]] if args.throughput else [])):
+    for col in (
+        "host",
+        "address",
+        "link",
+        "qdisc",
+        *(["measured from " + lab.host_names[0]] if args.throughput else []),
+    ):
         table.add_column(col)
     for host, link in links.items():
-        table.add_row(host, link["address"], link["state"], link["qdisc"],
-                      *([link.get("measured", "-")] if args.throughput else []))
+        table.add_row(
+            host,
+            link["address"],
+            link["state"],
+            link["qdisc"],
+            *([link.get("measured", "-")] if args.throughput else []),
+        )
     Console().print(table)
     return 0

@@ -32,10 +32,13 @@ NON_ROOT_EXIT_DELAY_S = 1.5
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="fabricprobe", formatter_class=HelpFormatter,
-                    description="Measure an HPC fabric and tune MPI collectives.",
-                    epilog="Run `fabricprobe SUBCOMMAND --help` for a subcommand's options. "
-                           "Under MPI: mpiexec -n N fabricprobe sweep ...")
+    parser = Parser(
+        prog="fabricprobe",
+        formatter_class=HelpFormatter,
+        description="Measure an HPC fabric and tune MPI collectives.",
+        epilog="Run `fabricprobe SUBCOMMAND --help` for a subcommand's options. "
+        "Under MPI: mpiexec -n N fabricprobe sweep ...",
+    )
     parser.add_argument("--version", action="version", version=f"fabricprobe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
     sub.required = True

@@ -11,14 +11,20 @@ from fabricprobe.engine.config import GROUPS, KNOWN
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("plot", formatter_class=HelpFormatter, help="plot time and busbw against message size",
-                       description="Draw, per collective, the median time and the busbw against message size (log\n"
-                                   "axes), one line per algorithm — or per input when several are given — with a band\n"
-                                   "from the fastest iteration to the 90th percentile. Needs the plot extra:\n"
-                                   "pip install 'fabricprobe[plot]'.\n\n"
-                                   "  fabricprobe plot fabricprobe.h5 -o sweep.png\n"
-                                   "  fabricprobe plot eth.h5 opa.h5 --collectives allreduce -o fabrics.svg")
-    p.add_argument("inputs", nargs="+", metavar="FILE[:RUN][@ALGORITHM]", help="results to draw (default run: the last)")
+    p = sub.add_parser(
+        "plot",
+        formatter_class=HelpFormatter,
+        help="plot time and busbw against message size",
+        description="Draw, per collective, the median time and the busbw against message size (log\n"
+        "axes), one line per algorithm — or per input when several are given — with a band\n"
+        "from the fastest iteration to the 90th percentile. Needs the plot extra:\n"
+        "pip install 'fabricprobe[plot]'.\n\n"
+        "  fabricprobe plot fabricprobe.h5 -o sweep.png\n"
+        "  fabricprobe plot eth.h5 opa.h5 --collectives allreduce -o fabrics.svg",
+    )
+    p.add_argument(
+        "inputs", nargs="+", metavar="FILE[:RUN][@ALGORITHM]", help="results to draw (default run: the last)"
+    )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="image file: .png, .svg or .pdf")
     p.add_argument("--collectives", metavar="LIST", help="only these collectives")
     p.set_defaults(handler=run)

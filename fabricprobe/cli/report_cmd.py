@@ -16,17 +16,24 @@ FORMATS = ("table", "json", "csv", "osu")
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("report", formatter_class=HelpFormatter, help="show or export the results in a file",
-                       description="Print every run in a results file as tables (one per collective series), or\n"
-                                   "export it. JSON: {runs: [{provenance, config, points: [...]}]}; CSV: one row per\n"
-                                   "point; osu: the numbers OMB would print. Fields: docs/schema.md.")
+    p = sub.add_parser(
+        "report",
+        formatter_class=HelpFormatter,
+        help="show or export the results in a file",
+        description="Print every run in a results file as tables (one per collective series), or\n"
+        "export it. JSON: {runs: [{provenance, config, points: [...]}]}; CSV: one row per\n"
+        "point; osu: the numbers OMB would print. Fields: docs/schema.md.",
+    )
     p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
     p.add_argument("--run", metavar="ID", help="only this run (id, or -1 for the last)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.add_argument("--collectives", metavar="LIST", help="only these collectives (comma-separated)")
-    p.add_argument("--summary", action="store_true",
-                   help="per collective: latency, peak busbw, n½, the winning algorithm per size range and the\n"
-                        "crossover sizes (table or json)")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="per collective: latency, peak busbw, n½, the winning algorithm per size range and the\n"
+        "crossover sizes (table or json)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write the export to FILE instead of stdout")
     p.set_defaults(handler=run)
 
@@ -86,9 +93,20 @@ def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> i
         from fabricprobe.report.export import json_safe
         from fabricprobe.report.summary import summarize
 
-        doc = {"runs": [{"id": r.id, "mpi_vendor": r.attrs.get("mpi_vendor"), "nranks": r.attrs.get("nranks"),
-                         "cases": [s.as_dict() for s in summarize(
-                             [p for p in r.points if colls is None or p["collective"] in colls])]} for r in runs]}
+        doc = {
+            "runs": [
+                {
+                    "id": r.id,
+                    "mpi_vendor": r.attrs.get("mpi_vendor"),
+                    "nranks": r.attrs.get("nranks"),
+                    "cases": [
+                        s.as_dict()
+                        for s in summarize([p for p in r.points if colls is None or p["collective"] in colls])
+                    ],
+                }
+                for r in runs
+            ]
+        }
         text = json.dumps(json_safe(doc), indent=1) + "\n"
         if args.output:
             _write_atomically(args.output, text)

@@ -25,41 +25,76 @@ DEFAULT_OUTPUT = "fabricprobe.h5"
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "sweep", formatter_class=HelpFormatter, help="measure collectives and point-to-point tests (under mpiexec)",
+        "sweep",
+        formatter_class=HelpFormatter,
+        help="measure collectives and point-to-point tests (under mpiexec)",
         description="Measure the MPI library's collectives and point-to-point latency/bandwidth over a range of\n"
-                    "message sizes, validate every result, and append a run to an HDF5 results file.\n\n"
-                    "  mpiexec -n 4 fabricprobe sweep -b 8 -e 4M -f 2 --collectives allreduce,bcast\n"
-                    "  mpiexec -n 2 fabricprobe sweep --quick")
-    p.add_argument("-o", "--output", metavar="FILE", help=f"results file; runs are appended (default: {DEFAULT_OUTPUT})")
-    p.add_argument("--resume", metavar="FILE", help="finish an interrupted run in FILE, skipping completed points "
-                   "(the run's stored options are used)")
+        "message sizes, validate every result, and append a run to an HDF5 results file.\n\n"
+        "  mpiexec -n 4 fabricprobe sweep -b 8 -e 4M -f 2 --collectives allreduce,bcast\n"
+        "  mpiexec -n 2 fabricprobe sweep --quick",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help=f"results file; runs are appended (default: {DEFAULT_OUTPUT})"
+    )
+    p.add_argument(
+        "--resume",
+        metavar="FILE",
+        help="finish an interrupted run in FILE, skipping completed points (the run's stored options are used)",
+    )
     p.add_argument("--run", metavar="ID", help="with --resume: the run to finish (default: the last one)")
-    p.add_argument("--quick", action="store_true", help="short sweep: 8 B to 4 MiB by ×4, fewer iterations, 0.3 s per point")
-    p.add_argument("--config", metavar="FILE",
-                   help="take every measurement option from FILE: a run's configuration as JSON (as stored in a "
-                        "results file and shown by `report --format json`)")
+    p.add_argument(
+        "--quick", action="store_true", help="short sweep: 8 B to 4 MiB by ×4, fewer iterations, 0.3 s per point"
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="take every measurement option from FILE: a run's configuration as JSON (as stored in a "
+        "results file and shown by `report --format json`)",
+    )
 
     g = p.add_argument_group("what to measure")
-    g.add_argument("--collectives", default="all", metavar="LIST",
-                   help=f"comma-separated: {', '.join(KNOWN)}, or groups all (everything but the sparse tests), "
-                        "collectives, pt2pt, kernels, sparse")
-    g.add_argument("--density", default="0.001,0.01,0.1", metavar="LIST",
-                   help="sparse tests: fractions of the elements each rank contributes (0 < d ≤ 1)")
-    g.add_argument("--algorithms", default="library", metavar="LIST",
-                   help="comma-separated algorithms, or all (library = the MPI library's own)")
+    g.add_argument(
+        "--collectives",
+        default="all",
+        metavar="LIST",
+        help=f"comma-separated: {', '.join(KNOWN)}, or groups all (everything but the sparse tests), "
+        "collectives, pt2pt, kernels, sparse",
+    )
+    g.add_argument(
+        "--density",
+        default="0.001,0.01,0.1",
+        metavar="LIST",
+        help="sparse tests: fractions of the elements each rank contributes (0 < d ≤ 1)",
+    )
+    g.add_argument(
+        "--algorithms",
+        default="library",
+        metavar="LIST",
+        help="comma-separated algorithms, or all (library = the MPI library's own)",
+    )
     g.add_argument("-d", "--dtypes", default="float32", metavar="LIST", help=f"comma-separated: {', '.join(DTYPES)}")
     g.add_argument("--ops", default="sum", metavar="LIST", help=f"reduction ops, comma-separated: {', '.join(OPS)}")
     g.add_argument("--in-place", choices=("no", "yes", "both"), default="no", help="use MPI_IN_PLACE")
     g.add_argument("--root", type=int, default=0, help="root rank of reduce and bcast")
-    g.add_argument("--comm-sizes", metavar="LIST",
-                   help="also measure the collectives on the first k ranks for each k listed (e.g. 2,4,8), so "
-                        "one job gives results for every communicator size below it")
-    g.add_argument("--library-variant", metavar="NAME", default="",
-                   help="record the library's points as library:NAME (the library algorithm forced through the "
-                        "environment, as fabricprobe tune-sweep does)")
-    g.add_argument("--ranks-per-node", metavar="K|LIST",
-                   help="virtual topology: nodes of K consecutive ranks, or explicit node sizes such as 3,3,2 "
-                        "(default: the hardware's nodes)")
+    g.add_argument(
+        "--comm-sizes",
+        metavar="LIST",
+        help="also measure the collectives on the first k ranks for each k listed (e.g. 2,4,8), so "
+        "one job gives results for every communicator size below it",
+    )
+    g.add_argument(
+        "--library-variant",
+        metavar="NAME",
+        default="",
+        help="record the library's points as library:NAME (the library algorithm forced through the "
+        "environment, as fabricprobe tune-sweep does)",
+    )
+    g.add_argument(
+        "--ranks-per-node",
+        metavar="K|LIST",
+        help="virtual topology: nodes of K consecutive ranks, or explicit node sizes such as 3,3,2 "
+        "(default: the hardware's nodes)",
+    )
 
     s = p.add_argument_group("message sizes (nccl-tests style; K, M, G are binary)")
     s.add_argument("-b", "--minbytes", metavar="SIZE", help="smallest size (default 8)")
@@ -69,54 +104,117 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--sizes", metavar="LIST", help="explicit comma-separated sizes instead of a range")
 
     t = p.add_argument_group("timing")
-    t.add_argument("--mode", default="barrier", metavar="LIST",
-                   help="barrier: untimed barrier between calls (OMB/IMB comparable); loop: back-to-back calls "
-                        "(nccl-tests comparable); or barrier,loop")
-    t.add_argument("--iters", type=int, metavar="N",
-                   help=f"first batch of timed iterations (default {FULL['iterations_small']} up to 8 KiB, "
-                        f"{FULL['iterations_large']} above; OMB's defaults)")
-    t.add_argument("--warmup", type=int, metavar="N", help=f"warm-up iterations (default {FULL['warmup_small']} / "
-                   f"{FULL['warmup_large']})")
-    t.add_argument("--max-time", type=float, metavar="SECONDS",
-                   help=f"time budget per point for repeating noisy points (default {FULL['max_time']:g})")
-    t.add_argument("--ci-target", type=float, metavar="FRACTION",
-                   help=f"repeat until the median's 95%% CI is within ± this fraction (default {FULL['ci_target']:g}; "
-                        "0 = exactly --iters iterations)")
+    t.add_argument(
+        "--mode",
+        default="barrier",
+        metavar="LIST",
+        help="barrier: untimed barrier between calls (OMB/IMB comparable); loop: back-to-back calls "
+        "(nccl-tests comparable); or barrier,loop",
+    )
+    t.add_argument(
+        "--iters",
+        type=int,
+        metavar="N",
+        help=f"first batch of timed iterations (default {FULL['iterations_small']} up to 8 KiB, "
+        f"{FULL['iterations_large']} above; OMB's defaults)",
+    )
+    t.add_argument(
+        "--warmup",
+        type=int,
+        metavar="N",
+        help=f"warm-up iterations (default {FULL['warmup_small']} / {FULL['warmup_large']})",
+    )
+    t.add_argument(
+        "--max-time",
+        type=float,
+        metavar="SECONDS",
+        help=f"time budget per point for repeating noisy points (default {FULL['max_time']:g})",
+    )
+    t.add_argument(
+        "--ci-target",
+        type=float,
+        metavar="FRACTION",
+        help=f"repeat until the median's 95%% CI is within ± this fraction (default {FULL['ci_target']:g}; "
+        "0 = exactly --iters iterations)",
+    )
     t.add_argument("--min-iters", type=int, default=10, metavar="N", help="fewest timed iterations per point")
-    t.add_argument("--timer", choices=("auto", "native", "python"), default="auto",
-                   help="native: C calls from a compiled loop (what C benchmarks time); python: mpi4py calls")
+    t.add_argument(
+        "--timer",
+        choices=("auto", "native", "python"),
+        default="auto",
+        help="native: C calls from a compiled loop (what C benchmarks time); python: mpi4py calls",
+    )
     t.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
     t.add_argument("--window", type=int, default=64, metavar="N", help="messages per window in bw/bibw (OMB: 64)")
-    t.add_argument("--pairs", default="intra,inter", metavar="LIST",
-                   help="point-to-point pairs: intra (two ranks of one node), inter (the first ranks of two nodes), "
-                        "all (ranks r and r+n/2 at once); kinds the topology lacks are skipped")
-    t.add_argument("--hugepages", action="store_true",
-                   help="put buffers of 2 MiB and more on 2 MiB-aligned transparent huge pages (default: 4 KiB "
-                        "pages, as OMB and a plain C malloc get)")
-    t.add_argument("--point-timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="watchdog: abort the job when one point runs longer (0 = off)")
+    t.add_argument(
+        "--pairs",
+        default="intra,inter",
+        metavar="LIST",
+        help="point-to-point pairs: intra (two ranks of one node), inter (the first ranks of two nodes), "
+        "all (ranks r and r+n/2 at once); kinds the topology lacks are skipped",
+    )
+    t.add_argument(
+        "--hugepages",
+        action="store_true",
+        help="put buffers of 2 MiB and more on 2 MiB-aligned transparent huge pages (default: 4 KiB "
+        "pages, as OMB and a plain C malloc get)",
+    )
+    t.add_argument(
+        "--point-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="watchdog: abort the job when one point runs longer (0 = off)",
+    )
 
     d = p.add_argument_group("device buffers (docs/gpu.md)")
-    d.add_argument("--buffer", choices=BUFFER_KINDS, default="host",
-                   help="where the buffers live: host (numpy), cupy or numba (GPU memory; the gpu extra)")
-    d.add_argument("--gpudirect", choices=tuple(GPUDIRECT), default="both",
-                   help="device buffers: on = handed straight to a CUDA-aware MPI; off = staged through pinned "
-                        "host memory, whole and pipelined in chunks (copies timed); both")
-    d.add_argument("--stage-chunk", default="1M", metavar="SIZE",
-                   help="chunk of the pipelined staging (default 1M); pipelined points need two chunks or more")
-    d.add_argument("--assume-cuda-aware", action="store_true",
-                   help="run GPUDirect points although the library does not say it is CUDA-aware (recorded)")
+    d.add_argument(
+        "--buffer",
+        choices=BUFFER_KINDS,
+        default="host",
+        help="where the buffers live: host (numpy), cupy or numba (GPU memory; the gpu extra)",
+    )
+    d.add_argument(
+        "--gpudirect",
+        choices=tuple(GPUDIRECT),
+        default="both",
+        help="device buffers: on = handed straight to a CUDA-aware MPI; off = staged through pinned "
+        "host memory, whole and pipelined in chunks (copies timed); both",
+    )
+    d.add_argument(
+        "--stage-chunk",
+        default="1M",
+        metavar="SIZE",
+        help="chunk of the pipelined staging (default 1M); pipelined points need two chunks or more",
+    )
+    d.add_argument(
+        "--assume-cuda-aware",
+        action="store_true",
+        help="run GPUDirect points although the library does not say it is CUDA-aware (recorded)",
+    )
 
     v = p.add_argument_group("validation and output")
-    v.add_argument("--no-validate", action="store_true", help="skip result validation (it runs outside the timed region)")
+    v.add_argument(
+        "--no-validate", action="store_true", help="skip result validation (it runs outside the timed region)"
+    )
     v.add_argument("--check-iters", type=int, default=1, metavar="N", help="validated calls per point")
-    v.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default="auto",
-                   help="rank 0's progress display on stderr (plain = one line per point)")
+    v.add_argument(
+        "--progress",
+        choices=("auto", "rich", "plain", "none"),
+        default="auto",
+        help="rank 0's progress display on stderr (plain = one line per point)",
+    )
     v.add_argument("--quiet", action="store_true", help="do not print the report after the sweep")
     p.set_defaults(handler=run)
     # What --config replaces: every option of the groups above but the display ones (and --quick).
-    _DEFAULTS.update({a.dest: a.default for group in (g, s, t, d, v) for a in group._group_actions
-                      if a.dest not in ("progress", "quiet")})
+    _DEFAULTS.update(
+        {
+            a.dest: a.default
+            for group in (g, s, t, d, v)
+            for a in group._group_actions
+            if a.dest not in ("progress", "quiet")
+        }
+    )
     _DEFAULTS["quick"] = False
 
 
@@ -160,8 +258,9 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
     if args.config:
         given = [f"--{d.replace('_', '-')}" for d in _DEFAULTS if getattr(args, d) != _DEFAULTS[d]]
         if given:
-            raise UsageError(f"--config takes every measurement option from {args.config}; "
-                             f"leave out {', '.join(given)}")
+            raise UsageError(
+                f"--config takes every measurement option from {args.config}; leave out {', '.join(given)}"
+            )
         return SweepConfig.from_file(args.config)
     base = QUICK if args.quick else FULL
     algorithm_names = collectives.all_names()
@@ -213,8 +312,13 @@ def run(args: argparse.Namespace) -> int:
     if args.run and not args.resume:
         raise UsageError("--run selects the run to resume; it needs --resume FILE")
     config = build_config(args)
-    outcome = run_sweep(config, args.resume or args.output or DEFAULT_OUTPUT, resume=bool(args.resume),
-                        run_id=args.run, progress=args.progress)
+    outcome = run_sweep(
+        config,
+        args.resume or args.output or DEFAULT_OUTPUT,
+        resume=bool(args.resume),
+        run_id=args.run,
+        progress=args.progress,
+    )
     if outcome.is_root and outcome.exit_code != EXIT_INTERRUPTED:
         if not args.quiet:
             render_run(select_run(load_runs(outcome.path), outcome.run_id, outcome.path), make_console())

@@ -37,14 +37,18 @@ def add_parser(sub: Any) -> None:
     from trainers import TRAINERS
     from trainers.data import DATASETS
 
-    p = sub.add_parser("train", formatter_class=HelpFormatter, help="train a small DNN on the tuned collective",
-                       description="Train an MLP on real data with one of fabricprobe's trainers, under mpiexec:\n"
-                                   "  mpiexec -n 2 fabricprobe train dp_sgd\n"
-                                   "  mpiexec -n 2 fabricprobe train sparse_dp --density 0.01\n"
-                                   "  mpiexec -n 3 fabricprobe train easgd --mode fcfs --tau 4\n"
-                                   "  mpiexec -n 4 fabricprobe train hybrid --stages 2 --micro-batches 4\n"
-                                   "Each run appends per-step loss, test accuracy, compute/communication/wait\n"
-                                   "times, bytes sent and the provenance to the results file (/training/NNNN).")
+    p = sub.add_parser(
+        "train",
+        formatter_class=HelpFormatter,
+        help="train a small DNN on the tuned collective",
+        description="Train an MLP on real data with one of fabricprobe's trainers, under mpiexec:\n"
+        "  mpiexec -n 2 fabricprobe train dp_sgd\n"
+        "  mpiexec -n 2 fabricprobe train sparse_dp --density 0.01\n"
+        "  mpiexec -n 3 fabricprobe train easgd --mode fcfs --tau 4\n"
+        "  mpiexec -n 4 fabricprobe train hybrid --stages 2 --micro-batches 4\n"
+        "Each run appends per-step loss, test accuracy, compute/communication/wait\n"
+        "times, bytes sent and the provenance to the results file (/training/NNNN).",
+    )
     p.add_argument("trainer", choices=TRAINERS, help="dp_sgd, easgd, sparse_dp or hybrid")
     p.add_argument("-o", "--output", default="fabricprobe.h5", metavar="FILE", help="results file (appended)")
     p.add_argument("--dataset", choices=DATASETS, default="digits", help="digits (8×8), mnist5k (28×28) or synthetic")
@@ -57,8 +61,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="initialisation and batch order seed")
     p.add_argument("--eval-every", type=_positive_int, default=50, metavar="STEPS", help="test accuracy every N steps")
     p.add_argument("--target", type=float, default=0.0, help="stop once the test accuracy reaches this (0: never)")
-    p.add_argument("--allreduce", default="tuned", metavar="NAME",
-                   help="gradient allreduce: tuned ($FABRICPROBE_SELECTION), library, or a hand-written one")
+    p.add_argument(
+        "--allreduce",
+        default="tuned",
+        metavar="NAME",
+        help="gradient allreduce: tuned ($FABRICPROBE_SELECTION), library, or a hand-written one",
+    )
     p.add_argument("--bucket-bytes", type=int, default=0, metavar="BYTES", help="dp_sgd fusion buckets (0: one call)")
     p.add_argument("--mode", default="sync", help="easgd: sync, fcfs or round_robin")
     p.add_argument("--tau", type=int, default=4, help="easgd: communication period in steps")
@@ -68,10 +76,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-error-feedback", action="store_true", help="sparse_dp: drop what is not sent (ablation)")
     p.add_argument("--stages", type=int, default=2, help="hybrid: pipeline stages")
     p.add_argument("--micro-batches", type=int, default=4, help="hybrid: micro-batches per replica and step")
-    p.add_argument("--thread-level", choices=THREAD_LEVELS, default="single",
-                   help="MPI thread level to request")
-    p.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default="auto",
-                   help="rank 0's progress: a live bar (rich; auto on a terminal), a line per evaluation (plain), or none")
+    p.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
+    p.add_argument(
+        "--progress",
+        choices=("auto", "rich", "plain", "none"),
+        default="auto",
+        help="rank 0's progress: a live bar (rich; auto on a terminal), a line per evaluation (plain), or none",
+    )
     p.set_defaults(handler=run)
 
 
@@ -82,12 +93,28 @@ def _options(args: argparse.Namespace):
         raise UsageError(f"invalid --lr {args.lr}: must be positive")
     if not 0 <= args.target <= 1:
         raise UsageError(f"invalid --target {args.target}: an accuracy between 0 and 1")
-    return Options(dataset=args.dataset, epochs=args.epochs, batch=args.batch, lr=args.lr, hidden=args.hidden,
-                   seed=args.seed, eval_every=args.eval_every, dtype=args.dtype, samples=args.samples,
-                   allreduce=args.allreduce, bucket_bytes=args.bucket_bytes, tau=args.tau, alpha=args.alpha,
-                   mode=args.mode, density=args.density, sparse_algorithm=args.sparse_algorithm,
-                   error_feedback=not args.no_error_feedback, stages=args.stages,
-                   micro_batches=args.micro_batches, target=args.target)
+    return Options(
+        dataset=args.dataset,
+        epochs=args.epochs,
+        batch=args.batch,
+        lr=args.lr,
+        hidden=args.hidden,
+        seed=args.seed,
+        eval_every=args.eval_every,
+        dtype=args.dtype,
+        samples=args.samples,
+        allreduce=args.allreduce,
+        bucket_bytes=args.bucket_bytes,
+        tau=args.tau,
+        alpha=args.alpha,
+        mode=args.mode,
+        density=args.density,
+        sparse_algorithm=args.sparse_algorithm,
+        error_feedback=not args.no_error_feedback,
+        stages=args.stages,
+        micro_batches=args.micro_batches,
+        target=args.target,
+    )
 
 
 def build(name: str, comm, data, opts):
@@ -133,9 +160,14 @@ def _train(args, comm, trainer, prov) -> int:
     console = Console(stderr=True)
     show = comm.rank == 0 and (args.progress == "rich" or (args.progress == "auto" and console.is_terminal))
     plain = comm.rank == 0 and (args.progress == "plain" or (args.progress == "auto" and not console.is_terminal))
-    bar = Progress(TextColumn(f"[bold]{args.trainer}[/] {trainer.opts.dataset}"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total} steps  test acc {task.fields[acc]}"),
-                   TimeElapsedColumn(), console=console, disable=not show)
+    bar = Progress(
+        TextColumn(f"[bold]{args.trainer}[/] {trainer.opts.dataset}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} steps  test acc {task.fields[acc]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not show,
+    )
     task = bar.add_task("train", total=None, acc="-")
 
     def progress(step: int, total: int, acc: float) -> None:
@@ -153,16 +185,28 @@ def _train(args, comm, trainer, prov) -> int:
         return 0
     steps, evals, per_rank, working = record.combine(logs, trainer.opts.batch)
     totals = record.summary(steps)
-    attrs = {**prov, **trainer.opts.as_attrs(), **trainer.describe(), **totals,
-             "trainer": args.trainer, "dataset_source": trainer.data.source, "final_test_accuracy": final_acc,
-             "wall_s": wall, "working_ranks": working,
-             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "") or os.environ.get("OMP_NUM_THREADS", ""), "status": "complete", "parameters": int(trainer.model.params.size)}
+    attrs = {
+        **prov,
+        **trainer.opts.as_attrs(),
+        **trainer.describe(),
+        **totals,
+        "trainer": args.trainer,
+        "dataset_source": trainer.data.source,
+        "final_test_accuracy": final_acc,
+        "wall_s": wall,
+        "working_ranks": working,
+        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "") or os.environ.get("OMP_NUM_THREADS", ""),
+        "status": "complete",
+        "parameters": int(trainer.model.params.size),
+    }
     run_id = record.write(args.output, attrs, steps, evals, per_rank)
     out = Console()
-    out.print(f"[bold]{args.trainer}[/] on {trainer.opts.dataset}, {comm.size} rank(s), {trainer.describe()['collective']}: "
-              f"test accuracy [bold]{final_acc:.4f}[/] after {steps.size} steps in {wall:.1f} s; "
-              f"compute {totals['compute_s']:.2f} s, communication {totals['comm_s']:.2f} s, waiting "
-              f"{totals['wait_s']:.2f} s (communication + waiting {100 * totals['comm_fraction']:.0f}% of step time); "
-              f"{totals['bytes_sent_per_step'] / 1024:.1f} KiB sent per rank and step")
+    out.print(
+        f"[bold]{args.trainer}[/] on {trainer.opts.dataset}, {comm.size} rank(s), {trainer.describe()['collective']}: "
+        f"test accuracy [bold]{final_acc:.4f}[/] after {steps.size} steps in {wall:.1f} s; "
+        f"compute {totals['compute_s']:.2f} s, communication {totals['comm_s']:.2f} s, waiting "
+        f"{totals['wait_s']:.2f} s (communication + waiting {100 * totals['comm_fraction']:.0f}% of step time); "
+        f"{totals['bytes_sent_per_step'] / 1024:.1f} KiB sent per rank and step"
+    )
     out.print(f"fabricprobe: training run {run_id} in {args.output}")
     return 0

@@ -15,12 +15,15 @@ from fabricprobe.tuning.emitters import FORMATS
 
 
 def add_parser(sub: Any) -> None:
-    s = sub.add_parser("tune-sweep", formatter_class=HelpFormatter,
-                       help="measure the library's default and every algorithm it has, forced one at a time",
-                       description="Launch one mpiexec job per (collective, library algorithm), forcing the algorithm\n"
-                                   "through the library's own settings (Open MPI MCA parameters, MPICH control\n"
-                                   "variables, Intel MPI I_MPI_ADJUST_*), each job measuring every communicator size\n"
-                                   "in --comm-sizes. Run it directly, not under mpiexec. Then: fabricprobe tune FILE.")
+    s = sub.add_parser(
+        "tune-sweep",
+        formatter_class=HelpFormatter,
+        help="measure the library's default and every algorithm it has, forced one at a time",
+        description="Launch one mpiexec job per (collective, library algorithm), forcing the algorithm\n"
+        "through the library's own settings (Open MPI MCA parameters, MPICH control\n"
+        "variables, Intel MPI I_MPI_ADJUST_*), each job measuring every communicator size\n"
+        "in --comm-sizes. Run it directly, not under mpiexec. Then: fabricprobe tune FILE.",
+    )
     s.add_argument("-n", "--ranks", type=int, required=True, help="ranks per job (the largest communicator size)")
     s.add_argument("-o", "--output", default="fabricprobe-tuning.h5", metavar="FILE", help="results file")
     s.add_argument("--collectives", default=",".join(COLLECTIVES), metavar="LIST", help="collectives to tune")
@@ -34,22 +37,34 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--job-timeout", type=float, default=900, metavar="SECONDS", help="limit per launched job")
     s.set_defaults(handler=run_sweep)
 
-    t = sub.add_parser("tune", formatter_class=HelpFormatter,
-                       help="choose the fastest algorithms and write the library's tuning files",
-                       description="From a tune-sweep file, choose the fastest library algorithm per collective,\n"
-                                   "communicator size and message-size range (the default is kept wherever the\n"
-                                   "difference is inside the measured noise), and write the tuning files and the\n"
-                                   "lines that load them. --verify launches the library with the files, proves with\n"
-                                   "fingerprints that the chosen algorithm runs on both sides of every boundary,\n"
-                                   "and re-measures default against tuned. Formats: docs/tuning.md.")
+    t = sub.add_parser(
+        "tune",
+        formatter_class=HelpFormatter,
+        help="choose the fastest algorithms and write the library's tuning files",
+        description="From a tune-sweep file, choose the fastest library algorithm per collective,\n"
+        "communicator size and message-size range (the default is kept wherever the\n"
+        "difference is inside the measured noise), and write the tuning files and the\n"
+        "lines that load them. --verify launches the library with the files, proves with\n"
+        "fingerprints that the chosen algorithm runs on both sides of every boundary,\n"
+        "and re-measures default against tuned. Formats: docs/tuning.md.",
+    )
     t.add_argument("file", metavar="FILE", help="results file written by fabricprobe tune-sweep")
     t.add_argument("-o", "--output", default="tuning", metavar="DIR", help="directory for the files")
-    t.add_argument("--emit", default="auto", metavar="LIST",
-                   help=f"comma-separated: {', '.join(FORMATS)}; auto = the measured library's formats + fabricprobe")
+    t.add_argument(
+        "--emit",
+        default="auto",
+        metavar="LIST",
+        help=f"comma-separated: {', '.join(FORMATS)}; auto = the measured library's formats + fabricprobe",
+    )
     t.add_argument("--collectives", metavar="LIST", help="only these collectives")
     t.add_argument("--dtype", default="float32", help="datatype whose measurements decide")
-    t.add_argument("--min-gain", type=float, default=0.05, metavar="FRACTION",
-                   help="a winner must be this much faster than the default, beyond both confidence intervals")
+    t.add_argument(
+        "--min-gain",
+        type=float,
+        default=0.05,
+        metavar="FRACTION",
+        help="a winner must be this much faster than the default, beyond both confidence intervals",
+    )
     t.add_argument("--verify", action="store_true", help="prove the files apply, then re-measure before/after")
     t.add_argument("--reps", type=int, default=2, metavar="N", help="before/after repetitions with --verify")
     t.add_argument("--mpiexec", metavar="PATH", help="launcher for --verify")
@@ -74,8 +89,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     if any(c < 1 or c > args.ranks for c in comm_sizes):
         raise UsageError(f"--comm-sizes must lie between 1 and -n {args.ranks}")
     sizes = size_list(args.sizes) if args.sizes else [8 << (2 * k) for k in range(10)] + [4 << 20]
-    template = SweepConfig(sizes=sizes, iterations_small=args.iters, iterations_large=args.iters,
-                           max_time=args.max_time).check()
+    template = SweepConfig(
+        sizes=sizes, iterations_small=args.iters, iterations_large=args.iters, max_time=args.max_time
+    ).check()
     console = Console(stderr=True)
 
     def progress(i: int, total: int, variant) -> None:
@@ -83,15 +99,29 @@ def run_sweep(args: argparse.Namespace) -> int:
             console.print(f"[{i + 1}/{total}] {variant.collective}: {variant.name}")
 
     only = args.only.split(",") if args.only else None
-    vendor, launches = measure(args.ranks, args.output, collectives, comm_sizes, template, args.mpiexec,
-                               args.mpiexec_args, only, args.job_timeout, progress)
+    vendor, launches = measure(
+        args.ranks,
+        args.output,
+        collectives,
+        comm_sizes,
+        template,
+        args.mpiexec,
+        args.mpiexec_args,
+        only,
+        args.job_timeout,
+        progress,
+    )
     failed = [launch for launch in launches if launch.returncode != 0]
     for launch in failed:
         sizes = ",".join(map(str, launch.comm_sizes))
-        console.print(f"[yellow]{launch.collective}/{launch.variant.name} on {sizes} ranks failed "
-                      f"(exit {launch.returncode}):[/] {launch.stderr_tail}")
-    console.print(f"{vendor}: {len(launches) - len(failed)} of {len(launches)} jobs measured into {args.output}; "
-                  f"next: fabricprobe tune {args.output}")
+        console.print(
+            f"[yellow]{launch.collective}/{launch.variant.name} on {sizes} ranks failed "
+            f"(exit {launch.returncode}):[/] {launch.stderr_tail}"
+        )
+    console.print(
+        f"{vendor}: {len(launches) - len(failed)} of {len(launches)} jobs measured into {args.output}; "
+        f"next: fabricprobe tune {args.output}"
+    )
     return EXIT_OK
 
 
@@ -113,8 +143,11 @@ class ConsoleReporter:
 
         from fabricprobe.report.units import usec
 
-        t = Table(title=f"[bold]tuning rules[/] from {source} ({table.vendor}, {table.dtype})", title_justify="left",
-                  show_edge=False)
+        t = Table(
+            title=f"[bold]tuning rules[/] from {source} ({table.vendor}, {table.dtype})",
+            title_justify="left",
+            show_edge=False,
+        )
         for col in ("collective", "comm size", "message sizes", "default µs", "winner", "speedup", "noise ±"):
             t.add_column(col, justify="left" if col in ("collective", "winner") else "right")
         for coll, sections in table.rules.items():
@@ -122,22 +155,37 @@ class ConsoleReporter:
                 for r in ranges:
                     hi = "∞" if r.hi is None else format_size(r.hi)
                     noise = max(d.noise for d in r.decisions)
-                    t.add_row(coll, str(n), f"[{format_size(r.lo)}, {hi})", usec(r.decisions[0].default_s),
-                              r.winner if r.winner == "default" else f"[bold green]{r.winner}[/]",
-                              f"{r.speedup:.2f}×", f"{noise:.1%}")
+                    t.add_row(
+                        coll,
+                        str(n),
+                        f"[{format_size(r.lo)}, {hi})",
+                        usec(r.decisions[0].default_s),
+                        r.winner if r.winner == "default" else f"[bold green]{r.winner}[/]",
+                        f"{r.speedup:.2f}×",
+                        f"{noise:.1%}",
+                    )
         self.console.print(t)
 
     def verification(self, checks) -> None:
         from rich.table import Table
 
-        t = Table(title="[bold]verification[/] (fingerprints with the files vs. the rule's algorithm forced)",
-                  title_justify="left", show_edge=False)
+        t = Table(
+            title="[bold]verification[/] (fingerprints with the files vs. the rule's algorithm forced)",
+            title_justify="left",
+            show_edge=False,
+        )
         for col in ("collective", "comm size", "size", "expected", "status", "detail"):
             t.add_column(col)
         for c in checks:
             colour = {"verified": "green", "MISMATCH": "bold red", "error": "red"}.get(c.status, "yellow")
-            t.add_row(c.collective, str(c.comm_size), format_size(c.size), c.expected, f"[{colour}]{c.status}[/]",
-                      c.detail[:100])
+            t.add_row(
+                c.collective,
+                str(c.comm_size),
+                format_size(c.size),
+                c.expected,
+                f"[{colour}]{c.status}[/]",
+                c.detail[:100],
+            )
         self.console.print(t)
 
     def before_after(self, rows: list[dict]) -> None:
@@ -145,13 +193,22 @@ class ConsoleReporter:
 
         from fabricprobe.report.units import usec
 
-        t = Table(title="[bold]before / after[/] (median of repetitions; default vs tuned)", title_justify="left",
-                  show_edge=False)
+        t = Table(
+            title="[bold]before / after[/] (median of repetitions; default vs tuned)",
+            title_justify="left",
+            show_edge=False,
+        )
         for col in ("collective", "comm size", "size", "default µs", "tuned µs", "speedup"):
             t.add_column(col, justify="right")
         for r in rows:
-            t.add_row(r["collective"], str(r["comm_size"]), format_size(r["size"]), usec(r["baseline_s"]),
-                      usec(r["tuned_s"]), f"{r['speedup']:.2f}×")
+            t.add_row(
+                r["collective"],
+                str(r["comm_size"]),
+                format_size(r["size"]),
+                usec(r["baseline_s"]),
+                usec(r["tuned_s"]),
+                f"{r['speedup']:.2f}×",
+            )
         self.console.print(t)
 
 
@@ -159,9 +216,15 @@ def run_tune(args: argparse.Namespace) -> int:
     from fabricprobe.tuning.workflow import TuneOptions, tune
 
     opts = TuneOptions(
-        file=args.file, output=args.output,
+        file=args.file,
+        output=args.output,
         emit=None if args.emit == "auto" else choice_list(args.emit, FORMATS, "format"),
         collectives=choice_list(args.collectives, COLLECTIVES, "collective") if args.collectives else None,
-        dtype=args.dtype, min_gain=args.min_gain, verify=args.verify, reps=args.reps, mpiexec=args.mpiexec,
-        mpiexec_args=args.mpiexec_args)
+        dtype=args.dtype,
+        min_gain=args.min_gain,
+        verify=args.verify,
+        reps=args.reps,
+        mpiexec=args.mpiexec,
+        mpiexec_args=args.mpiexec_args,
+    )
     return tune(opts, ConsoleReporter())

@@ -18,5 +18,14 @@ for _module in pkgutil.iter_modules(__path__):
     for _algorithm in importlib.import_module(f"{__name__}.{_module.name}").ALGORITHMS:
         register(_algorithm)
 
-__all__ = ["LIBRARY", "Algorithm", "Batch", "TimerUnavailable", "algorithms", "all_names", "get", "names_for",
-           "register"]
+__all__ = [
+    "LIBRARY",
+    "Algorithm",
+    "Batch",
+    "TimerUnavailable",
+    "algorithms",
+    "all_names",
+    "get",
+    "names_for",
+    "register",
+]

@@ -18,17 +18,23 @@ def allgather_bruck(comm, sendbuf, recvbuf, op=None, root=0) -> None:
     if count == 0:
         return
     work = scratch(count * p, recvbuf, slot=4)  # work block j = rank (r + j) mod p's block
-    work[:count] = recvbuf[r * count:(r + 1) * count] if sendbuf is None else sendbuf
+    work[:count] = recvbuf[r * count : (r + 1) * count] if sendbuf is None else sendbuf
     have = 1
     while have < p:
         nblocks = min(have, p - have)
-        comm.Sendrecv(work[:nblocks * count], dest=(r - have) % p, sendtag=TAG,
-                      recvbuf=work[have * count:(have + nblocks) * count], source=(r + have) % p, recvtag=TAG)
+        comm.Sendrecv(
+            work[: nblocks * count],
+            dest=(r - have) % p,
+            sendtag=TAG,
+            recvbuf=work[have * count : (have + nblocks) * count],
+            source=(r + have) % p,
+            recvtag=TAG,
+        )
         have += nblocks
     # Rotate: work block j belongs at recv block (r + j) mod p.
     head = (p - r) * count
-    recvbuf[r * count:] = work[:head]
-    recvbuf[:r * count] = work[head:p * count]
+    recvbuf[r * count :] = work[:head]
+    recvbuf[: r * count] = work[head : p * count]
 
 
 COST = Formula("⌈lg p⌉α + ((p−1)/p)nβ", lambda s: Cost(messages=lg(s.p), nbytes=(s.p - 1) / s.p * s.nbytes))

@@ -16,13 +16,13 @@ def allgather_recursive_doubling(comm, sendbuf, recvbuf, op=None, root=0) -> Non
     p, r = comm.size, comm.rank
     count = recvbuf.size // p
     if sendbuf is not None and count:
-        recvbuf[r * count:(r + 1) * count] = sendbuf
+        recvbuf[r * count : (r + 1) * count] = sendbuf
     fold = Fold.of(r, p)
     if r < 2 * fold.rem:
         if r % 2 == 0:
-            comm.Send(recvbuf[r * count:(r + 1) * count], dest=r + 1, tag=TAG_FOLD)
+            comm.Send(recvbuf[r * count : (r + 1) * count], dest=r + 1, tag=TAG_FOLD)
         else:
-            comm.Recv(recvbuf[(r - 1) * count:r * count], source=r - 1, tag=TAG_FOLD)
+            comm.Recv(recvbuf[(r - 1) * count : r * count], source=r - 1, tag=TAG_FOLD)
     if fold.newrank >= 0:
         sizes = [count * len(fold.represented(k)) for k in range(fold.pof2)]
         doubling_allgather(comm, recvbuf, displacements_from_counts(sizes), fold)
@@ -38,6 +38,11 @@ def recursive_doubling_cost(n: float, p: int) -> Cost:
 COST = Formula("lg p'·α + ((p'−1)/p')nβ (+ fold: 2α + (n/p + n)β)", lambda s: recursive_doubling_cost(s.nbytes, s.p))
 
 ALGORITHMS = (
-    Algorithm("recursive_doubling", "allgather", "recursive doubling (fold for non-powers of two)",
-              run=allgather_recursive_doubling, cost=COST),
+    Algorithm(
+        "recursive_doubling",
+        "allgather",
+        "recursive doubling (fold for non-powers of two)",
+        run=allgather_recursive_doubling,
+        cost=COST,
+    ),
 )

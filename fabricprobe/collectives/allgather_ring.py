@@ -12,7 +12,7 @@ def allgather_ring(comm, sendbuf, recvbuf, op=None, root=0) -> None:
     p, r = comm.size, comm.rank
     count = recvbuf.size // p
     if sendbuf is not None and count:
-        recvbuf[r * count:(r + 1) * count] = sendbuf
+        recvbuf[r * count : (r + 1) * count] = sendbuf
     ring_allgather(comm, recvbuf, block_displacements(count * p, p))
 
 

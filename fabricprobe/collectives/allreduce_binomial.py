@@ -22,6 +22,7 @@ def binomial_cost(n: float, p: int) -> Cost:
 COST = Formula("2⌈lg p⌉(α + nβ) + ⌈lg p⌉nγ", lambda s: binomial_cost(s.nbytes, s.p))
 
 ALGORITHMS = (
-    Algorithm("binomial", "allreduce", "binomial reduce to rank 0 + binomial broadcast", run=allreduce_binomial,
-              cost=COST),
+    Algorithm(
+        "binomial", "allreduce", "binomial reduce to rank 0 + binomial broadcast", run=allreduce_binomial, cost=COST
+    ),
 )

@@ -29,8 +29,11 @@ from fabricprobe.collectives.blocks.ring import ring_allgather, ring_reduce_scat
 from fabricprobe.collectives.cost import Cost, Formula, Shape, as_intra
 from fabricprobe.mpienv import topology
 
-INTER = {"ring": allreduce_ring.allreduce_ring, "rabenseifner": allreduce_rabenseifner.allreduce_rabenseifner,
-         "recursive_doubling": allreduce_recursive_doubling.allreduce_recursive_doubling}
+INTER = {
+    "ring": allreduce_ring.allreduce_ring,
+    "rabenseifner": allreduce_rabenseifner.allreduce_rabenseifner,
+    "recursive_doubling": allreduce_recursive_doubling.allreduce_recursive_doubling,
+}
 
 
 def allreduce_hierarchical(comm, sendbuf, recvbuf, op, root=0, inter: str = "ring") -> None:
@@ -40,7 +43,7 @@ def allreduce_hierarchical(comm, sendbuf, recvbuf, op, root=0, inter: str = "rin
     ring_reduce_scatter(h.node, buf, node_disps, op, source=sendbuf)
     if h.local_rank < h.min_local:
         j = h.local_rank
-        INTER[inter](h.index, None, buf[segments[j]:segments[j + 1]], op)
+        INTER[inter](h.index, None, buf[segments[j] : segments[j + 1]], op)
     ring_allgather(h.node, buf, node_disps)
 
 
@@ -70,17 +73,35 @@ def _variant(inter: str):
 
 INTRA = "2(g−1)(α_l + (n/g)β_l) + ((g−1)/g)nγ in the node"
 ALGORITHMS = (
-    Algorithm("hierarchical", "allreduce",
-              "multi-leader: intra-node ring reduce-scatter, concurrent inter-node ring allreduces, "
-              "intra-node ring allgather (lr_lr)", run=_variant("ring"),
-              cost=Formula(f"{INTRA}; g concurrent ring allreduces of n/g over N nodes (β_g shared g ways)",
-                           hierarchical_cost(allreduce_ring.ring_cost))),
-    Algorithm("hierarchical_rab", "allreduce", "multi-leader with Rabenseifner between nodes (lr_rab)",
-              run=_variant("rabenseifner"),
-              cost=Formula(f"{INTRA}; g concurrent Rabenseifner allreduces of n/g over N nodes",
-                           hierarchical_cost(allreduce_rabenseifner.rabenseifner_cost))),
-    Algorithm("hierarchical_rd", "allreduce", "multi-leader with recursive doubling between nodes",
-              run=_variant("recursive_doubling"),
-              cost=Formula(f"{INTRA}; g concurrent recursive-doubling allreduces of n/g over N nodes",
-                           hierarchical_cost(allreduce_recursive_doubling.recursive_doubling_cost))),
+    Algorithm(
+        "hierarchical",
+        "allreduce",
+        "multi-leader: intra-node ring reduce-scatter, concurrent inter-node ring allreduces, "
+        "intra-node ring allgather (lr_lr)",
+        run=_variant("ring"),
+        cost=Formula(
+            f"{INTRA}; g concurrent ring allreduces of n/g over N nodes (β_g shared g ways)",
+            hierarchical_cost(allreduce_ring.ring_cost),
+        ),
+    ),
+    Algorithm(
+        "hierarchical_rab",
+        "allreduce",
+        "multi-leader with Rabenseifner between nodes (lr_rab)",
+        run=_variant("rabenseifner"),
+        cost=Formula(
+            f"{INTRA}; g concurrent Rabenseifner allreduces of n/g over N nodes",
+            hierarchical_cost(allreduce_rabenseifner.rabenseifner_cost),
+        ),
+    ),
+    Algorithm(
+        "hierarchical_rd",
+        "allreduce",
+        "multi-leader with recursive doubling between nodes",
+        run=_variant("recursive_doubling"),
+        cost=Formula(
+            f"{INTRA}; g concurrent recursive-doubling allreduces of n/g over N nodes",
+            hierarchical_cost(allreduce_recursive_doubling.recursive_doubling_cost),
+        ),
+    ),
 )

@@ -30,10 +30,16 @@ def rabenseifner_cost(n: float, p: int) -> Cost:
     return Cost(messages=2 * k, nbytes=2 * (q - 1) / q * n, reduced=(q - 1) / q * n, reductions=k) + fold(n, p, True)
 
 
-COST = Formula("2lg p'·α + 2((p'−1)/p')nβ + ((p'−1)/p')nγ (+ fold: 2α + 2nβ + nγ)",
-               lambda s: rabenseifner_cost(s.nbytes, s.p))
+COST = Formula(
+    "2lg p'·α + 2((p'−1)/p')nβ + ((p'−1)/p')nγ (+ fold: 2α + 2nβ + nγ)", lambda s: rabenseifner_cost(s.nbytes, s.p)
+)
 
 ALGORITHMS = (
-    Algorithm("rabenseifner", "allreduce", "recursive-halving reduce-scatter + recursive-doubling allgather",
-              run=allreduce_rabenseifner, cost=COST),
+    Algorithm(
+        "rabenseifner",
+        "allreduce",
+        "recursive-halving reduce-scatter + recursive-doubling allgather",
+        run=allreduce_rabenseifner,
+        cost=COST,
+    ),
 )

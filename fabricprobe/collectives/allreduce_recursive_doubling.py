@@ -36,6 +36,11 @@ def recursive_doubling_cost(n: float, p: int) -> Cost:
 COST = Formula("lg p'·(α + nβ + nγ) (+ fold: 2α + 2nβ + nγ)", lambda s: recursive_doubling_cost(s.nbytes, s.p))
 
 ALGORITHMS = (
-    Algorithm("recursive_doubling", "allreduce", "whole-buffer exchanges at distance 1, 2, 4, ... (latency-optimal)",
-              run=allreduce_recursive_doubling, cost=COST),
+    Algorithm(
+        "recursive_doubling",
+        "allreduce",
+        "whole-buffer exchanges at distance 1, 2, 4, ... (latency-optimal)",
+        run=allreduce_recursive_doubling,
+        cost=COST,
+    ),
 )

@@ -21,6 +21,7 @@ def ring_cost(n: float, p: int) -> Cost:
 COST = Formula("2(p−1)α + 2((p−1)/p)nβ + ((p−1)/p)nγ", lambda s: ring_cost(s.nbytes, s.p))
 
 ALGORITHMS = (
-    Algorithm("ring", "allreduce", "ring reduce-scatter + ring allgather (bandwidth-optimal)", run=allreduce_ring,
-              cost=COST),
+    Algorithm(
+        "ring", "allreduce", "ring reduce-scatter + ring allgather (bandwidth-optimal)", run=allreduce_ring, cost=COST
+    ),
 )

@@ -28,11 +28,17 @@ def single_leader_cost(s: Shape) -> Cost:
     return intra + (ring_cost(n, nodes) if nodes > 1 else Cost())
 
 
-COST = Formula("⌈lg g⌉(α_l + nβ_l + nγ) reduce and ⌈lg g⌉(α_l + nβ_l) bcast in the node; ring allreduce of n "
-               "over N leaders", single_leader_cost)
+COST = Formula(
+    "⌈lg g⌉(α_l + nβ_l + nγ) reduce and ⌈lg g⌉(α_l + nβ_l) bcast in the node; ring allreduce of n over N leaders",
+    single_leader_cost,
+)
 
 ALGORITHMS = (
-    Algorithm("single_leader", "allreduce",
-              "intra-node reduce to one leader, ring allreduce among leaders, intra-node bcast",
-              run=allreduce_single_leader, cost=COST),
+    Algorithm(
+        "single_leader",
+        "allreduce",
+        "intra-node reduce to one leader, ring allreduce among leaders, intra-node bcast",
+        run=allreduce_single_leader,
+        cost=COST,
+    ),
 )

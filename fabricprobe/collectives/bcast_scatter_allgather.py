@@ -20,7 +20,7 @@ def bcast_scatter_allgather(comm, sendbuf, recvbuf, op=None, root=0) -> None:
     disps = tuple(min(b * block, n) for b in range(p + 1))
 
     def blocks(first: int, last: int):
-        return recvbuf[disps[first]:disps[min(last, p)]]
+        return recvbuf[disps[first] : disps[min(last, p)]]
 
     # Binomial scatter: relative rank rel receives its subtree's blocks [rel, rel + lowbit(rel)).
     mask = 1
@@ -44,6 +44,11 @@ def scatter_allgather_cost(n: float, p: int) -> Cost:
 COST = Formula("(⌈lg p⌉ + p − 1)α + 2((p−1)/p)nβ", lambda s: scatter_allgather_cost(s.nbytes, s.p))
 
 ALGORITHMS = (
-    Algorithm("scatter_allgather", "bcast", "binomial scatter + ring allgather (long messages)",
-              run=bcast_scatter_allgather, cost=COST),
+    Algorithm(
+        "scatter_allgather",
+        "bcast",
+        "binomial scatter + ring allgather (long messages)",
+        run=bcast_scatter_allgather,
+        cost=COST,
+    ),
 )

@@ -71,5 +71,9 @@ def fold(n: float, p: int, reduces: bool) -> Cost:
 
 def as_intra(cost: Cost) -> Cost:
     """A flat cost paid on the intra-node links (the node-local steps of a two-level algorithm)."""
-    return Cost(reduced=cost.reduced, reductions=cost.reductions, intra_messages=cost.messages + cost.intra_messages,
-                intra_bytes=cost.nbytes + cost.intra_bytes)
+    return Cost(
+        reduced=cost.reduced,
+        reductions=cost.reductions,
+        intra_messages=cost.messages + cost.intra_messages,
+        intra_bytes=cost.nbytes + cost.intra_bytes,
+    )

@@ -73,8 +73,13 @@ def _compiled_pt2pt(case: Case) -> Batch:
         initiator = case.role == pt2pt.ROLE_INITIATOR
 
         def batch(out: np.ndarray, mode: int) -> None:
-            _check(loops.native_pingpong(nat.wtime, nat.send, nat.recv, send, recv, n, byte, peer, comm,
-                                         _ptr(status), initiator, out), nat)
+            _check(
+                loops.native_pingpong(
+                    nat.wtime, nat.send, nat.recv, send, recv, n, byte, peer, comm, _ptr(status), initiator, out
+                ),
+                nat,
+            )
+
         return batch
 
     window = case.window
@@ -83,14 +88,42 @@ def _compiled_pt2pt(case: Case) -> Batch:
     ack = np.zeros(4, np.uint8)
 
     def batch(out: np.ndarray, mode: int) -> None:
-        _check(loops.native_window(nat.wtime, nat.isend, nat.irecv, nat.waitall, nat.send, nat.recv,
-                                   send, recv, n, byte, peer, comm, _ptr(reqs), nat.request_size,
-                                   _ptr(statuses), _ptr(status), _ptr(ack), byte, window, case.role, out), nat)
+        _check(
+            loops.native_window(
+                nat.wtime,
+                nat.isend,
+                nat.irecv,
+                nat.waitall,
+                nat.send,
+                nat.recv,
+                send,
+                recv,
+                n,
+                byte,
+                peer,
+                comm,
+                _ptr(reqs),
+                nat.request_size,
+                _ptr(statuses),
+                _ptr(status),
+                _ptr(ack),
+                byte,
+                window,
+                case.role,
+                out,
+            ),
+            nat,
+        )
+
     return batch
 
 
-def python_pt2pt(case: Case, MPI: Any, before_send: Callable[[], object] | None = None,
-                 after_recv: Callable[[], object] | None = None) -> Batch:
+def python_pt2pt(
+    case: Case,
+    MPI: Any,
+    before_send: Callable[[], object] | None = None,
+    after_recv: Callable[[], object] | None = None,
+) -> Batch:
     """OMB's loops through mpi4py. The hooks run inside the timed region around every message: the
     staged device path copies device -> pinned host before each send and back after each receive."""
     comm, peer, wtime = case.comm, case.peer, MPI.Wtime
@@ -102,6 +135,7 @@ def python_pt2pt(case: Case, MPI: Any, before_send: Callable[[], object] | None 
     ack = np.zeros(4, np.uint8)
     role = case.role
     if case.collective == "latency":
+
         def batch(out: np.ndarray, mode: int) -> None:
             for i in range(len(out)):
                 if role == pt2pt.ROLE_INITIATOR:
@@ -117,6 +151,7 @@ def python_pt2pt(case: Case, MPI: Any, before_send: Callable[[], object] | None 
                     down()
                     Send(send, peer, 17)
                     out[i] = np.nan
+
         return batch
 
     window = case.window
@@ -140,6 +175,7 @@ def python_pt2pt(case: Case, MPI: Any, before_send: Callable[[], object] | None 
             elif role == pt2pt.ROLE_RESPONDER:
                 Send(ack, peer, 18)
             out[i] = (wtime() - t0) / window
+
     return batch
 
 
@@ -151,10 +187,13 @@ def _python_pt2pt(case: Case) -> Batch:
 
 SUMMARY = "the MPI library's own implementation"
 ALGORITHMS = tuple(
-    Algorithm(LIBRARY, spec.name, SUMMARY, compiled=_compiled_pt2pt, loop=_python_pt2pt) if spec.pt2pt
-    else Algorithm(LIBRARY, spec.name, SUMMARY, call_on=_call,
-                   compiled=_compiled_collective if spec.has_native_call else None)
-    for spec in SPECS.values() if spec.in_library
+    Algorithm(LIBRARY, spec.name, SUMMARY, compiled=_compiled_pt2pt, loop=_python_pt2pt)
+    if spec.pt2pt
+    else Algorithm(
+        LIBRARY, spec.name, SUMMARY, call_on=_call, compiled=_compiled_collective if spec.has_native_call else None
+    )
+    for spec in SPECS.values()
+    if spec.in_library
 ) + (
     # The ping-pong as hand-written algorithms send their messages: through mpi4py calls. Its α is
     # what the cost model charges those algorithms per message.

@@ -16,9 +16,16 @@ def copy_local(comm, sendbuf, recvbuf, op=None, root=0) -> None:
 
 
 ALGORITHMS = (
-    Algorithm("numba", "reduce_local",
-              "fabricprobe's reduction kernel (Numba on host arrays, the GPU kernels on device arrays)",
-              run=reduce_local),
-    Algorithm("numpy", "copy_local",
-              "numpy.copyto, the memory-copy reference (a device-to-device copy on device arrays)", run=copy_local),
+    Algorithm(
+        "numba",
+        "reduce_local",
+        "fabricprobe's reduction kernel (Numba on host arrays, the GPU kernels on device arrays)",
+        run=reduce_local,
+    ),
+    Algorithm(
+        "numpy",
+        "copy_local",
+        "numpy.copyto, the memory-copy reference (a device-to-device copy on device arrays)",
+        run=copy_local,
+    ),
 )

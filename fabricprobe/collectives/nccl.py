@@ -25,6 +25,7 @@ _gpu_maps: dict[tuple, tuple[Any, list]] = {}
 
 def gpu_map(comm: Any) -> list[tuple[str, str]]:
     """(host, GPU PCI bus id) of every rank of comm; ("", "") for a rank without a GPU. Collective."""
+
     def make() -> list[tuple[str, str]]:
         from mpi4py import MPI
 
@@ -53,8 +54,10 @@ def unusable_reason(case: Case, transfer: str = "direct") -> str:
         return "CuPy cannot load libnccl (pip install nvidia-nccl-cu12, part of the gpu extra)"
     if len(set(where)) < len(where):
         shared = sorted({bus for bus in where if where.count(bus) > 1})
-        return (f"NCCL refuses two ranks on one GPU: {len(where)} ranks share {len(set(where))} GPU(s) "
-                f"({', '.join(f'{h}:{b}' for h, b in shared)})")
+        return (
+            f"NCCL refuses two ranks on one GPU: {len(where)} ranks share {len(set(where))} GPU(s) "
+            f"({', '.join(f'{h}:{b}' for h, b in shared)})"
+        )
     if case.dtype_name not in _DTYPES or (case.op not in _OPS and SPECS[case.collective].reduces):
         return f"NCCL has no {case.dtype_name} {case.op}"
     return SPECS[case.collective].nccl_unusable(case)
@@ -81,6 +84,15 @@ def nccl_call(case: Case) -> Callable[[], object]:
     return SPECS[case.collective].nccl_call(case, communicator(case.comm), dtype, op, stream)
 
 
-ALGORITHMS = tuple(Algorithm("nccl", coll, "NCCL through CuPy (device buffers, one GPU per rank)", call_on=nccl_call,
-                             unrunnable=unusable_reason, buffers=("cupy",), transport=TRANSPORT)
-                   for coll in COLLECTIVES)
+ALGORITHMS = tuple(
+    Algorithm(
+        "nccl",
+        coll,
+        "NCCL through CuPy (device buffers, one GPU per rank)",
+        call_on=nccl_call,
+        unrunnable=unusable_reason,
+        buffers=("cupy",),
+        transport=TRANSPORT,
+    )
+    for coll in COLLECTIVES
+)

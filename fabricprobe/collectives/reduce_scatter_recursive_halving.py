@@ -25,11 +25,11 @@ def reduce_scatter_recursive_halving(comm, sendbuf, recvbuf, op, root=0) -> None
     # Survivors carrying two ranks hand the even rank its block.
     if r < 2 * fold.rem:
         if r % 2 == 1:
-            comm.Send(work[(r - 1) * count:r * count], dest=r - 1, tag=TAG_UNFOLD)
+            comm.Send(work[(r - 1) * count : r * count], dest=r - 1, tag=TAG_UNFOLD)
         else:
-            comm.Recv(work[r * count:(r + 1) * count], source=r + 1, tag=TAG_UNFOLD)
+            comm.Recv(work[r * count : (r + 1) * count], source=r + 1, tag=TAG_UNFOLD)
     if count:
-        recvbuf[:count] = work[r * count:(r + 1) * count]
+        recvbuf[:count] = work[r * count : (r + 1) * count]
 
 
 def recursive_halving_cost(n: float, p: int) -> Cost:
@@ -39,10 +39,16 @@ def recursive_halving_cost(n: float, p: int) -> Cost:
     return Cost(messages=k, nbytes=(q - 1) / q * n, reduced=(q - 1) / q * n, reductions=k) + folded
 
 
-COST = Formula("lg p'·α + ((p'−1)/p')n(β + γ) (+ fold: 2α + (n + n/p)β + nγ)",
-               lambda s: recursive_halving_cost(s.nbytes, s.p))
+COST = Formula(
+    "lg p'·α + ((p'−1)/p')n(β + γ) (+ fold: 2α + (n + n/p)β + nγ)", lambda s: recursive_halving_cost(s.nbytes, s.p)
+)
 
 ALGORITHMS = (
-    Algorithm("recursive_halving", "reduce_scatter", "recursive halving (distance p/2, p/4, ..., 1)",
-              run=reduce_scatter_recursive_halving, cost=COST),
+    Algorithm(
+        "recursive_halving",
+        "reduce_scatter",
+        "recursive halving (distance p/2, p/4, ..., 1)",
+        run=reduce_scatter_recursive_halving,
+        cost=COST,
+    ),
 )

@@ -19,7 +19,7 @@ def reduce_scatter_ring(comm, sendbuf, recvbuf, op, root=0) -> None:
     disps = block_displacements(count * p, p)
     ring_reduce_scatter(comm, work, disps, op, source=sendbuf)
     if count:
-        recvbuf[:count] = work[r * count:(r + 1) * count]
+        recvbuf[:count] = work[r * count : (r + 1) * count]
 
 
 def ring_cost(n: float, p: int) -> Cost:
@@ -28,6 +28,4 @@ def ring_cost(n: float, p: int) -> Cost:
 
 COST = Formula("(p−1)α + ((p−1)/p)n(β + γ)", lambda s: ring_cost(s.nbytes, s.p))
 
-ALGORITHMS = (
-    Algorithm("ring", "reduce_scatter", "ring: p−1 neighbour steps", run=reduce_scatter_ring, cost=COST),
-)
+ALGORITHMS = (Algorithm("ring", "reduce_scatter", "ring: p−1 neighbour steps", run=reduce_scatter_ring, cost=COST),)

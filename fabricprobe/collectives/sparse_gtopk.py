@@ -25,7 +25,13 @@ def gtopk_cost(s: Shape) -> Cost:
 COST = Formula("lg p'·(α + k·w·β) (+ fold), w = 4 + itemsize bytes per pair", gtopk_cost)
 
 ALGORITHMS = (
-    Algorithm("gtopk", "sparse_allreduce",
-              "gTop-k: recursive doubling, re-selecting the k largest at each step (approximate)",
-              run=sparse_gtopk, semantics="gtopk", unrunnable=st.staged_only, cost=COST),
+    Algorithm(
+        "gtopk",
+        "sparse_allreduce",
+        "gTop-k: recursive doubling, re-selecting the k largest at each step (approximate)",
+        run=sparse_gtopk,
+        semantics="gtopk",
+        unrunnable=st.staged_only,
+        cost=COST,
+    ),
 )

@@ -76,14 +76,18 @@ def sparse_hier_index(comm, sendbuf, recvbuf, op="sum", root=0) -> None:
     sizes = np.zeros(node.size, dtype=np.int64)
     parts = []
     for j in range(g):
-        part = st.from_pairs(sendbuf.idx[cuts[j]:cuts[j + 1]], sendbuf.val[cuts[j]:cuts[j + 1]],
-                             regions[j], regions[j + 1] - regions[j])
+        part = st.from_pairs(
+            sendbuf.idx[cuts[j] : cuts[j + 1]],
+            sendbuf.val[cuts[j] : cuts[j + 1]],
+            regions[j],
+            regions[j + 1] - regions[j],
+        )
         parts.append(part)
         sizes[j] = part.wire_bytes()
     send_displs = np.concatenate(([0], np.cumsum(sizes[:-1])))
     out = st.ARENA.get(int(sizes.sum()), np.uint8)
     for j, part in enumerate(parts):
-        st.encode(part, out[send_displs[j]:send_displs[j] + sizes[j]])
+        st.encode(part, out[send_displs[j] : send_displs[j] + sizes[j]])
     recv_sizes = np.empty(node.size, dtype=np.int64)
     node.Alltoall(sizes, recv_sizes)
     recv_displs = np.concatenate(([0], np.cumsum(recv_sizes[:-1])))
@@ -94,8 +98,10 @@ def sparse_hier_index(comm, sendbuf, recvbuf, op="sum", root=0) -> None:
     j = node.rank
     if j < g:
         lo, length = regions[j], regions[j + 1] - regions[j]
-        states = [st.decode_state(inbox[recv_displs[q]:recv_displs[q] + recv_sizes[q]], lo, length, dtype)
-                  for q in range(node.size)]
+        states = [
+            st.decode_state(inbox[recv_displs[q] : recv_displs[q] + recv_sizes[q]], lo, length, dtype)
+            for q in range(node.size)
+        ]
         mine = recursive_exchange(h.index, st.merge_all(states).switch_if_full(), reselect=None, switch=True)
         nbytes = mine.wire_bytes()
         msg = st.ARENA.get(nbytes, np.uint8)
@@ -109,8 +115,10 @@ def sparse_hier_index(comm, sendbuf, recvbuf, op="sum", root=0) -> None:
     gathered = st.ARENA.get(int(all_sizes.sum()), np.uint8)
     node.Allgatherv(msg[:nbytes], [gathered, all_sizes, displs, MPI.BYTE])
     traffic.add(nbytes * (node.size - 1))
-    pieces = [st.decode_state(gathered[displs[q]:displs[q] + all_sizes[q]], regions[q], regions[q + 1] - regions[q],
-                              dtype) for q in range(g)]
+    pieces = [
+        st.decode_state(gathered[displs[q] : displs[q] + all_sizes[q]], regions[q], regions[q + 1] - regions[q], dtype)
+        for q in range(g)
+    ]
     _store_regions(pieces, recvbuf, n, dtype)
 
 
@@ -118,7 +126,7 @@ def _store_regions(pieces: list[st.State], recvbuf, n: int, dtype) -> None:
     if any(p.is_dense for p in pieces):
         dense = np.zeros(n, dtype)
         for p in pieces:
-            seg = dense[p.offset:p.offset + p.length]
+            seg = dense[p.offset : p.offset + p.length]
             if p.is_dense:
                 seg[:] = p.dense
             else:
@@ -146,8 +154,12 @@ def hier_index_cost(s: Shape) -> Cost:
     n, k = terms(s)
     nodes, g, w = s.nodes, s.per_node, s.itemsize
     region = n / g
-    scatter = Cost(intra_messages=g - 1, intra_bytes=(g - 1) * pairs_bytes(k / g, w, region),
-                   reduced=g * k / g * w, reductions=max(g - 1, 0))
+    scatter = Cost(
+        intra_messages=g - 1,
+        intra_bytes=(g - 1) * pairs_bytes(k / g, w, region),
+        reduced=g * k / g * w,
+        reductions=max(g - 1, 0),
+    )
     inter = recursive_cost(region, min(k, region), nodes, w, reselect=False) if nodes > 1 else Cost()
     final = min(nodes * k, region)
     gather = Cost(intra_messages=g - 1, intra_bytes=(g - 1) * pairs_bytes(final, w, region))
@@ -155,14 +167,29 @@ def hier_index_cost(s: Shape) -> Cost:
 
 
 ALGORITHMS = (
-    Algorithm("sparse_hier_leader", "sparse_allreduce",
-              "intra-node sparse reduce to a leader, SparCML among leaders, intra-node bcast (exact)",
-              run=sparse_hier_leader, unrunnable=st.staged_only,
-              cost=Formula("binomial sparse reduce and bcast in the node (⌈lg g⌉ steps each); SparCML of the "
-                           "nodes' unions over N leaders", hier_leader_cost)),
-    Algorithm("sparse_hier_index", "sparse_allreduce",
-              "per local index: intra-node sparse reduce-scatter by region, SparCML per region across "
-              "nodes, intra-node allgather (exact)", run=sparse_hier_index, unrunnable=st.staged_only,
-              cost=Formula("g−1 intra-node messages of the k/g pairs per region each way; g concurrent SparCML "
-                           "exchanges of n/g-element regions over N nodes", hier_index_cost)),
+    Algorithm(
+        "sparse_hier_leader",
+        "sparse_allreduce",
+        "intra-node sparse reduce to a leader, SparCML among leaders, intra-node bcast (exact)",
+        run=sparse_hier_leader,
+        unrunnable=st.staged_only,
+        cost=Formula(
+            "binomial sparse reduce and bcast in the node (⌈lg g⌉ steps each); SparCML of the "
+            "nodes' unions over N leaders",
+            hier_leader_cost,
+        ),
+    ),
+    Algorithm(
+        "sparse_hier_index",
+        "sparse_allreduce",
+        "per local index: intra-node sparse reduce-scatter by region, SparCML per region across "
+        "nodes, intra-node allgather (exact)",
+        run=sparse_hier_index,
+        unrunnable=st.staged_only,
+        cost=Formula(
+            "g−1 intra-node messages of the k/g pairs per region each way; g concurrent SparCML "
+            "exchanges of n/g-element regions over N nodes",
+            hier_index_cost,
+        ),
+    ),
 )

@@ -21,10 +21,17 @@ def sparcml_cost(s: Shape) -> Cost:
     return recursive_cost(n, k, s.p, s.itemsize, reselect=False)
 
 
-COST = Formula("Σ over lg p' steps of α + min(2^i·k·w, n·itemsize)β (+ fold): the support doubles until dense",
-               sparcml_cost)
+COST = Formula(
+    "Σ over lg p' steps of α + min(2^i·k·w, n·itemsize)β (+ fold): the support doubles until dense", sparcml_cost
+)
 
 ALGORITHMS = (
-    Algorithm("sparcml", "sparse_allreduce", "SparCML: sparse recursive doubling, switching to dense when full (exact)",
-              run=sparse_sparcml, unrunnable=st.staged_only, cost=COST),
+    Algorithm(
+        "sparcml",
+        "sparse_allreduce",
+        "SparCML: sparse recursive doubling, switching to dense when full (exact)",
+        run=sparse_sparcml,
+        unrunnable=st.staged_only,
+        cost=COST,
+    ),
 )

@@ -1,5 +1,6 @@
 """TopkA: every rank's (index, value) pairs to every rank by one allgatherv, then each rank sums
-them. Exact: the result is Σ_r topk(g_r). The result's support grows with p, so it loses to a dense allreduce once the density passes about 1/p.
+them. Exact: the result is Σ_r topk(g_r). The result's support grows with p, so it loses to a dense
+allreduce once the density passes about 1/p.
 
 Bytes sent are counted as a ring allgatherv moves them: every block but the one the rank receives last.
 """
@@ -31,22 +32,32 @@ def sparse_topk_allgather(comm, sendbuf, recvbuf, op="sum", root=0) -> None:
     gathered = st.ARENA.get(int(sizes.sum()), np.uint8)
     comm.Allgatherv(out[:nbytes], [gathered, sizes, displs, MPI.BYTE])
     traffic.add(int(sizes.sum() - sizes[(r + 1) % p]) if p > 1 else 0)
-    states = [st.decode_state(gathered[displs[q]:displs[q] + sizes[q]], 0, sendbuf.n, sendbuf.val.dtype)
-              for q in range(p)]
+    states = [
+        st.decode_state(gathered[displs[q] : displs[q] + sizes[q]], 0, sendbuf.n, sendbuf.val.dtype) for q in range(p)
+    ]
     st.store(st.merge_all(states), recvbuf)
 
 
 def topk_allgather_cost(s: Shape) -> Cost:
     _, k = terms(s)
     p = s.p
-    return Cost(messages=lg(p) + p - 1, nbytes=(p - 1) * pairs_bytes(k, s.itemsize, math.inf),
-                reduced=p * k * s.itemsize, reductions=max(p - 1, 0))
+    return Cost(
+        messages=lg(p) + p - 1,
+        nbytes=(p - 1) * pairs_bytes(k, s.itemsize, math.inf),
+        reduced=p * k * s.itemsize,
+        reductions=max(p - 1, 0),
+    )
 
 
-COST = Formula("(⌈lg p⌉ + p − 1)α + (p−1)·k·w·β + p·k·itemsize·γ, w = 4 + itemsize bytes per pair",
-               topk_allgather_cost)
+COST = Formula("(⌈lg p⌉ + p − 1)α + (p−1)·k·w·β + p·k·itemsize·γ, w = 4 + itemsize bytes per pair", topk_allgather_cost)
 
 ALGORITHMS = (
-    Algorithm("topk_allgather", "sparse_allreduce", "TopkA: allgatherv of every rank's pairs, local sum (exact)",
-              run=sparse_topk_allgather, unrunnable=st.staged_only, cost=COST),
+    Algorithm(
+        "topk_allgather",
+        "sparse_allreduce",
+        "TopkA: allgatherv of every rank's pairs, local sum (exact)",
+        run=sparse_topk_allgather,
+        unrunnable=st.staged_only,
+        cost=COST,
+    ),
 )

@@ -16,7 +16,7 @@ def topk_numba(comm, sendbuf, recvbuf, op=None, root=0) -> None:
 def topk_argpartition(comm, sendbuf, recvbuf, op=None, root=0) -> None:
     k, n = recvbuf.size, sendbuf.size
     if k:
-        recvbuf[:] = np.argpartition(np.abs(sendbuf), n - k)[n - k:]
+        recvbuf[:] = np.argpartition(np.abs(sendbuf), n - k)[n - k :]
 
 
 ALGORITHMS = (

@@ -30,8 +30,12 @@ class Comparison:
 
     def median_abs_error(self, algorithm: str | None = None, regime: str | None = None) -> float:
         """Median |relative error|; regime "latency" (< 64 KiB), "bandwidth" (≥ 64 KiB) or None (all)."""
-        errs = [abs(r["error"]) for r in self.rows if algorithm in (None, r["algorithm"])
-                and (regime is None or (r["size"] >= BANDWIDTH_REGIME) == (regime == "bandwidth"))]
+        errs = [
+            abs(r["error"])
+            for r in self.rows
+            if algorithm in (None, r["algorithm"])
+            and (regime is None or (r["size"] >= BANDWIDTH_REGIME) == (regime == "bandwidth"))
+        ]
         return float(np.median(errs)) if errs else math.nan
 
 
@@ -54,8 +58,9 @@ def run_shape(attrs: dict[str, Any]) -> tuple[int, int]:
     return nodes, max(1, round(int(attrs.get("nranks", 1)) / nodes))
 
 
-def compare(points: list[dict[str, Any]], fitted: Fitted, nodes: int, per_node: int,
-            collectives: list[str] | None = None) -> list[Comparison]:
+def compare(
+    points: list[dict[str, Any]], fitted: Fitted, nodes: int, per_node: int, collectives: list[str] | None = None
+) -> list[Comparison]:
     """Measured against predicted for every modelled algorithm in the run (barrier mode, out of place)."""
     out = []
     chosen = [p for p in points if p["mode"] == "barrier" and not p["in_place"]]
@@ -70,18 +75,33 @@ def compare(points: list[dict[str, Any]], fitted: Fitted, nodes: int, per_node: 
                 if size == 0:
                     continue
                 predicted = predict(collective, algorithm, size, nodes, per_node, fitted.params, software=True)
-                comp.rows.append(dict(size=size, algorithm=algorithm, measured_s=point["median_s"],
-                                      predicted_s=predicted, error=(predicted - point["median_s"]) / point["median_s"]))
+                comp.rows.append(
+                    dict(
+                        size=size,
+                        algorithm=algorithm,
+                        measured_s=point["median_s"],
+                        predicted_s=predicted,
+                        error=(predicted - point["median_s"]) / point["median_s"],
+                    )
+                )
         names = sorted(modelled)
         comp.predicted_crossovers = crossovers(
-            lambda a, n, c=collective: predict(c, a, n, nodes, per_node, fitted.params, software=True), names)
+            lambda a, n, c=collective: predict(c, a, n, nodes, per_node, fitted.params, software=True), names
+        )
         comp.measured_crossovers = measured_crossovers({a: r for a, r in modelled.items() if a != LIBRARY})
         out.append(comp)
     return out
 
 
-def at_scale(collective: str, algorithms: list[str], nodes: int, per_node: int, fitted: Fitted,
-             sizes: list[int] | None = None, software: bool = False) -> ScalePrediction:
+def at_scale(
+    collective: str,
+    algorithms: list[str],
+    nodes: int,
+    per_node: int,
+    fitted: Fitted,
+    sizes: list[int] | None = None,
+    software: bool = False,
+) -> ScalePrediction:
     """Predictions on a machine of nodes × per_node ranks with this run's links (software=False:
     the algorithms themselves, without fabricprobe's Python overheads)."""
     sizes = sizes or SCALE_SIZES

@@ -22,16 +22,22 @@ def best(times: list[tuple[float, str]]) -> str:
     return min(tied, key=lambda n: (_preference(n), n))
 
 
-def predicted_winners(predict: Callable[[str, float], float | None], algorithms: list[str],
-                      sizes: np.ndarray) -> list[str]:
+def predicted_winners(
+    predict: Callable[[str, float], float | None], algorithms: list[str], sizes: np.ndarray
+) -> list[str]:
     out = []
     for n in sizes:
         out.append(best([(t, a) for a in algorithms if (t := predict(a, float(n))) is not None]))
     return out
 
 
-def crossovers(predict: Callable[[str, float], float | None], algorithms: list[str],
-               lo: float = 1.0, hi: float = float(1 << 30), steps: int = 400) -> list[tuple[float, str, str]]:
+def crossovers(
+    predict: Callable[[str, float], float | None],
+    algorithms: list[str],
+    lo: float = 1.0,
+    hi: float = float(1 << 30),
+    steps: int = 400,
+) -> list[tuple[float, str, str]]:
     """(size, winner below, winner from there on) where the predicted winner changes, located
     by bisection between the points of a logarithmic grid."""
     grid = np.geomspace(lo, hi, steps)

@@ -37,7 +37,7 @@ def fit_line(nbytes: np.ndarray, seconds: np.ndarray) -> LineFit:
     coef, *_ = np.linalg.lstsq(design, np.ones_like(t), rcond=None)
     a, b = (max(float(c), 0.0) for c in coef)
     rel = (a + b * n - t) / t
-    return LineFit(a, b, int(n.size), float(np.sqrt(np.mean(rel ** 2))))
+    return LineFit(a, b, int(n.size), float(np.sqrt(np.mean(rel**2))))
 
 
 def _series(points: list[dict[str, Any]], **match: Any) -> list[dict[str, Any]]:
@@ -58,13 +58,17 @@ def fit_run(points: list[dict[str, Any]], label: str = "the run") -> Fitted:
         if len(rows) >= 2:
             fits[pair] = fit_line(np.array([p["bytes"] for p in rows]), np.array([p["median_s"] for p in rows]))
     if not fits:
-        raise UsageError(f"{label} has no ping-pong latency points to fit α and β: measure them with "
-                         "`fabricprobe sweep --collectives ...,latency` (two or more sizes)")
+        raise UsageError(
+            f"{label} has no ping-pong latency points to fit α and β: measure them with "
+            "`fabricprobe sweep --collectives ...,latency` (two or more sizes)"
+        )
     kernel = _series(points, collective="reduce_local", op="sum", mode="barrier")
     preferred = [p for p in kernel if p["dtype"] == "float32"] or kernel
     if len({p["bytes"] for p in preferred}) < 2:
-        raise UsageError(f"{label} has no reduce_local points to fit γ: measure them with "
-                         "`fabricprobe sweep --collectives ...,reduce_local` (two or more sizes)")
+        raise UsageError(
+            f"{label} has no reduce_local points to fit γ: measure them with "
+            "`fabricprobe sweep --collectives ...,reduce_local` (two or more sizes)"
+        )
     fits["gamma"] = fit_line(np.array([p["bytes"] for p in preferred]), np.array([p["median_s"] for p in preferred]))
     intra = fits.get("intra") or fits["inter"]
     inter = fits.get("inter") or intra
@@ -77,6 +81,11 @@ def fit_run(points: list[dict[str, Any]], label: str = "the run") -> Fitted:
         rows = [p for p in py_rows if p["pair"] == level]
         fits["mpi4py"] = fit_line(np.array([p["bytes"] for p in rows]), np.array([p["median_s"] for p in rows]))
         overhead = max(0.0, fits["mpi4py"].intercept - (intra if level == "intra" else inter).intercept)
-    params = Params(intra=Link(intra.intercept, intra.slope), inter=Link(inter.intercept, inter.slope),
-                    gamma=fits["gamma"].slope, message_overhead=overhead, reduce_overhead=fits["gamma"].intercept)
+    params = Params(
+        intra=Link(intra.intercept, intra.slope),
+        inter=Link(inter.intercept, inter.slope),
+        gamma=fits["gamma"].slope,
+        message_overhead=overhead,
+        reduce_overhead=fits["gamma"].intercept,
+    )
     return Fitted(params, fits)

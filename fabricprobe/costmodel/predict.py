@@ -44,8 +44,17 @@ def seconds(cost: Cost, params: Params, inter: bool, software: bool) -> float:
     return t + (cost.reductions * params.reduce_overhead if software else 0.0)
 
 
-def predict(collective: str, algorithm: str, nbytes: float, nodes: int, per_node: int, params: Params,
-            software: bool = False, itemsize: int = 4, density: float = 0.0) -> float | None:
+def predict(
+    collective: str,
+    algorithm: str,
+    nbytes: float,
+    nodes: int,
+    per_node: int,
+    params: Params,
+    software: bool = False,
+    itemsize: int = 4,
+    density: float = 0.0,
+) -> float | None:
     """Predicted seconds, or None when the algorithm has no cost formula.
 
     software=True adds the per-message and per-reduction costs of fabricprobe's Python
@@ -60,13 +69,29 @@ def predict(collective: str, algorithm: str, nbytes: float, nodes: int, per_node
     return seconds(cost, params, inter=nodes > 1, software=software)
 
 
-def predict_sparse(algorithm: str, nbytes: float, itemsize: int, density: float, nodes: int, per_node: int,
-                   params: Params, software: bool = True) -> float | None:
+def predict_sparse(
+    algorithm: str,
+    nbytes: float,
+    itemsize: int,
+    density: float,
+    nodes: int,
+    per_node: int,
+    params: Params,
+    software: bool = True,
+) -> float | None:
     return predict("sparse_allreduce", algorithm, nbytes, nodes, per_node, params, software, itemsize, density)
 
 
-def crossover_density(algorithm: str, nbytes: float, itemsize: int, dense_time: float, nodes: int, per_node: int,
-                      params: Params, software: bool = True) -> float | None:
+def crossover_density(
+    algorithm: str,
+    nbytes: float,
+    itemsize: int,
+    dense_time: float,
+    nodes: int,
+    per_node: int,
+    params: Params,
+    software: bool = True,
+) -> float | None:
     """The density where the predicted sparse time reaches dense_time (None if it never does in (0, 1])."""
     n = nbytes / itemsize
     lo, hi = 1.0 / max(n, 1.0), 1.0

@@ -38,38 +38,82 @@ class SparseComparison:
 
 
 def compare_sparse(points: list[dict[str, Any]], fitted: Fitted, nodes: int, per_node: int) -> list[SparseComparison]:
-    sparse = [p for p in points if p["collective"] == "sparse_allreduce" and p["status"] == "ok"
-              and supported("sparse_allreduce", p["algorithm"])]
-    dense = {(p["dtype"], p["bytes"]): p["median_s"] for p in points if p["collective"] == "allreduce"
-             and p["algorithm"] == "library" and p["status"] == "ok" and p["mode"] == "barrier" and not p["in_place"]}
+    sparse = [
+        p
+        for p in points
+        if p["collective"] == "sparse_allreduce"
+        and p["status"] == "ok"
+        and supported("sparse_allreduce", p["algorithm"])
+    ]
+    dense = {
+        (p["dtype"], p["bytes"]): p["median_s"]
+        for p in points
+        if p["collective"] == "allreduce"
+        and p["algorithm"] == "library"
+        and p["status"] == "ok"
+        and p["mode"] == "barrier"
+        and not p["in_place"]
+    }
     out = []
     for dtype in sorted({p["dtype"] for p in sparse}):
         comp = SparseComparison(dtype)
         itemsize = numpy_dtype(dtype).itemsize
         rows = [p for p in sparse if p["dtype"] == dtype and p["bytes"] > 0]
         for p in sorted(rows, key=lambda q: (q["bytes"], q["algorithm"], q["density"])):
-            predicted = predict_sparse(p["algorithm"], p["bytes"], itemsize, p["density"], nodes, per_node, fitted.params)
-            comp.rows.append(dict(size=p["bytes"], density=p["density"], algorithm=p["algorithm"],
-                                  measured_s=p["median_s"], predicted_s=predicted,
-                                  error=(predicted - p["median_s"]) / p["median_s"]))
+            predicted = predict_sparse(
+                p["algorithm"], p["bytes"], itemsize, p["density"], nodes, per_node, fitted.params
+            )
+            comp.rows.append(
+                dict(
+                    size=p["bytes"],
+                    density=p["density"],
+                    algorithm=p["algorithm"],
+                    measured_s=p["median_s"],
+                    predicted_s=predicted,
+                    error=(predicted - p["median_s"]) / p["median_s"],
+                )
+            )
         for size in sorted({p["bytes"] for p in rows}):
             dense_measured = dense.get((dtype, size))
             dense_predicted = best_dense(size, nodes, per_node, fitted)
             for algorithm in sorted({p["algorithm"] for p in rows}):
-                series = [(p["density"], dense_measured / p["median_s"]) for p in rows
-                          if p["bytes"] == size and p["algorithm"] == algorithm and dense_measured]
-                comp.crossovers.append(dict(
-                    size=size, algorithm=algorithm,
-                    measured=measured_crossover(series)[0] if series else "-",
-                    predicted=crossover_density(algorithm, size, itemsize, dense_predicted, nodes, per_node,
-                                                fitted.params)))
+                series = [
+                    (p["density"], dense_measured / p["median_s"])
+                    for p in rows
+                    if p["bytes"] == size and p["algorithm"] == algorithm and dense_measured
+                ]
+                comp.crossovers.append(
+                    dict(
+                        size=size,
+                        algorithm=algorithm,
+                        measured=measured_crossover(series)[0] if series else "-",
+                        predicted=crossover_density(
+                            algorithm, size, itemsize, dense_predicted, nodes, per_node, fitted.params
+                        ),
+                    )
+                )
         out.append(comp)
     return out
 
 
-def crossover_at_scale(nodes: int, per_node: int, fitted: Fitted, sizes: list[int], itemsize: int = 4,
-                       software: bool = False) -> dict[str, dict[int, float | None]]:
+def crossover_at_scale(
+    nodes: int, per_node: int, fitted: Fitted, sizes: list[int], itemsize: int = 4, software: bool = False
+) -> dict[str, dict[int, float | None]]:
     """algorithm -> size -> predicted crossover density on a nodes × per_node machine."""
     algorithms = [a for a in collectives.names_for("sparse_allreduce") if supported("sparse_allreduce", a)]
-    return {a: {n: crossover_density(a, n, itemsize, best_dense(n, nodes, per_node, fitted), nodes, per_node,
-                                     fitted.params, software=software) for n in sizes} for a in algorithms}
+    return {
+        a: {
+            n: crossover_density(
+                a,
+                n,
+                itemsize,
+                best_dense(n, nodes, per_node, fitted),
+                nodes,
+                per_node,
+                fitted.params,
+                software=software,
+            )
+            for n in sizes
+        }
+        for a in algorithms
+    }

@@ -22,19 +22,38 @@ from fabricprobe.timing.choice import TIMERS
 from fabricprobe.timing.loops import MODES
 
 # The --collectives groups, from the spec registry: "all" is everything but the sparse tests.
-GROUPS = {"all": family("collective") + family("pt2pt") + family("kernel"), "collectives": family("collective"),
-          "pt2pt": family("pt2pt"), "kernels": family("kernel"), "sparse": family("sparse")}
+GROUPS = {
+    "all": family("collective") + family("pt2pt") + family("kernel"),
+    "collectives": family("collective"),
+    "pt2pt": family("pt2pt"),
+    "kernels": family("kernel"),
+    "sparse": family("sparse"),
+}
 KNOWN = tuple(SPECS)
 PAIRS = ("intra", "inter", "all")
 
 # OMB's defaults: 1000 iterations / 100 warm-up up to 8 KiB, 100 / 10 above.
 VARIANT_MAX = 56  # "library:" + the name must fit the schema's 64-byte algorithm field
 
-FULL = dict(sizes=[1 << k for k in range(3, 23)], iterations_small=1000, iterations_large=100,
-            warmup_small=100, warmup_large=10, max_time=2.0, ci_target=0.02)
+FULL = dict(
+    sizes=[1 << k for k in range(3, 23)],
+    iterations_small=1000,
+    iterations_large=100,
+    warmup_small=100,
+    warmup_large=10,
+    max_time=2.0,
+    ci_target=0.02,
+)
 # About a minute at n=2 on a 2-core machine, every collective and point-to-point test included.
-QUICK = dict(sizes=[8 << (2 * k) for k in range(10)] + [4 << 20], iterations_small=200, iterations_large=40,
-             warmup_small=20, warmup_large=4, max_time=0.3, ci_target=0.05)
+QUICK = dict(
+    sizes=[8 << (2 * k) for k in range(10)] + [4 << 20],
+    iterations_small=200,
+    iterations_large=40,
+    warmup_small=20,
+    warmup_large=4,
+    max_time=0.3,
+    ci_target=0.05,
+)
 
 
 @dataclass
@@ -96,20 +115,39 @@ class SweepConfig:
         check_choices(self.ops, OPS, "op")
         check_choices(self.modes, MODES, "mode")
         check_choices(self.pairs, PAIRS, "pair kind")
-        for what, values in (("collective", self.collectives), ("algorithm", self.algorithms),
-                             ("datatype", self.dtypes), ("op", self.ops), ("mode", self.modes), ("pair kind", self.pairs),
-                             ("--sizes", self.sizes), ("--density", self.densities), ("--in-place", self.in_place)):
+        for what, values in (
+            ("collective", self.collectives),
+            ("algorithm", self.algorithms),
+            ("datatype", self.dtypes),
+            ("op", self.ops),
+            ("mode", self.modes),
+            ("pair kind", self.pairs),
+            ("--sizes", self.sizes),
+            ("--density", self.densities),
+            ("--in-place", self.in_place),
+        ):
             if not values:
                 raise UsageError(f"empty {what} list")
-        for option, value, choices in (("--buffer", self.buffer, BUFFER_KINDS), ("--gpudirect", self.gpudirect, GPUDIRECT),
-                                       ("--timer", self.timer, TIMERS), ("--thread-level", self.thread_level, THREAD_LEVELS)):
+        for option, value, choices in (
+            ("--buffer", self.buffer, BUFFER_KINDS),
+            ("--gpudirect", self.gpudirect, GPUDIRECT),
+            ("--timer", self.timer, TIMERS),
+            ("--thread-level", self.thread_level, THREAD_LEVELS),
+        ):
             if value not in choices:
                 raise UsageError(f"invalid {option} {value!r}: choose from {', '.join(choices)}")
-        for option, value, minimum in (("--iters", self.iterations_small, 1), ("--iters", self.iterations_large, 1),
-                                       ("--warmup", self.warmup_small, 0), ("--warmup", self.warmup_large, 0),
-                                       ("--min-iters", self.min_iterations, 1), ("--check-iters", self.check_iters, 1),
-                                       ("--window", self.window, 1), ("--point-timeout", self.point_timeout, 0),
-                                       ("--root", self.root, 0), ("--stage-chunk", self.stage_chunk, 1024)):
+        for option, value, minimum in (
+            ("--iters", self.iterations_small, 1),
+            ("--iters", self.iterations_large, 1),
+            ("--warmup", self.warmup_small, 0),
+            ("--warmup", self.warmup_large, 0),
+            ("--min-iters", self.min_iterations, 1),
+            ("--check-iters", self.check_iters, 1),
+            ("--window", self.window, 1),
+            ("--point-timeout", self.point_timeout, 0),
+            ("--root", self.root, 0),
+            ("--stage-chunk", self.stage_chunk, 1024),
+        ):
             if not value >= minimum:  # NaN fails too
                 raise UsageError(f"{option} must be at least {minimum:g} (got {value:g})")
         if not (self.max_time > 0 and math.isfinite(self.max_time)):
@@ -129,8 +167,10 @@ class SweepConfig:
         if len(self.library_variant) > VARIANT_MAX:
             raise UsageError(f"invalid --library-variant {self.library_variant!r}: at most {VARIANT_MAX} characters")
         if self.buffer != "host" and self.timer == "native":
-            raise UsageError("--timer native cannot time device buffers: their copies and stream synchronisations "
-                             "are Python calls (use --timer auto or python)")
+            raise UsageError(
+                "--timer native cannot time device buffers: their copies and stream synchronisations "
+                "are Python calls (use --timer auto or python)"
+            )
         return self
 
     @classmethod

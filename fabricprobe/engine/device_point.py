@@ -110,8 +110,9 @@ def _sparse_staged(algorithm: Algorithm, dev: Case, memory: Any) -> Any:
     dense device vector: dense results copied whole, sparse ones as pairs scatter-added on the device
     (what a training step without GPUDirect does with a sparse gradient sum)."""
     send = dev.send
-    pinned = SparseVector(send.n, memory.pinned(send.idx.size, send.idx.dtype),
-                          memory.pinned(send.val.size, send.val.dtype))
+    pinned = SparseVector(
+        send.n, memory.pinned(send.idx.size, send.idx.dtype), memory.pinned(send.val.size, send.val.dtype)
+    )
     result = SparseResult(send.n, dev.dtype)
     run = algorithm.call(replace(dev, send=pinned, recv=result))
     pairs_idx, pairs_val = memory.empty(max(send.n, 1), INDEX), memory.empty(max(send.n, 1), dev.dtype)
@@ -149,5 +150,6 @@ def _pt2pt_batch(point: Any, dev: Case, memory: Any) -> Batch:
     if point.transfer == DIRECT:
         return python_pt2pt(dev, MPI)
     pinned = _mirror(dev, memory.pinned)
-    return python_pt2pt(pinned, MPI, lambda: memory.download(dev.send, pinned.send),
-                        lambda: memory.upload(pinned.recv, dev.recv))
+    return python_pt2pt(
+        pinned, MPI, lambda: memory.download(dev.send, pinned.send), lambda: memory.upload(pinned.recv, dev.recv)
+    )

@@ -33,8 +33,10 @@ def direct_reason(cuda_aware: str, how: str, assumed: bool) -> str:
     """Why direct points cannot run here ("" when they can)."""
     if cuda_aware == "yes" or assumed:
         return ""
-    return (f"GPUDirect needs a CUDA-aware MPI; this library answered {cuda_aware!r} ({how}); "
-            "pass --assume-cuda-aware only if you know better")
+    return (
+        f"GPUDirect needs a CUDA-aware MPI; this library answered {cuda_aware!r} ({how}); "
+        "pass --assume-cuda-aware only if you know better"
+    )
 
 
 def _carries_device(args: tuple, kwargs: dict) -> bool:
@@ -86,6 +88,7 @@ _proxies: dict[tuple, tuple[Any, SyncComm]] = {}
 def sync_comm(comm: Any, memory: Any) -> SyncComm:
     """One SyncComm per communicator and memory kind, on the communicator's active topology (so the
     hierarchical algorithms build their sub-communicators once, on the virtual nodes if any)."""
+
     def make() -> SyncComm:
         proxy = SyncComm(comm, memory)
         topology.set_active(proxy, topology.active(comm))
@@ -135,9 +138,14 @@ def pipelined(call_on: Callable[[Case], Call], dev: Case, host: Case, memory: An
     calls = []
     for a, b in bounds:
         n = b - a
-        part = replace(host, send=None if host.send is None else host.send[a:b], recv=host.recv[a:b],
-                       layout=Layout(count=n, send_len=n if host.send is not None else 0, recv_len=n,
-                                     nbytes=n * host.dtype.itemsize))
+        part = replace(
+            host,
+            send=None if host.send is None else host.send[a:b],
+            recv=host.recv[a:b],
+            layout=Layout(
+                count=n, send_len=n if host.send is not None else 0, recv_len=n, nbytes=n * host.dtype.itemsize
+            ),
+        )
         calls.append(call_on(part))
     s_down, s_up = memory.stream(), memory.stream()
     download, upload, record, sync = memory.download, memory.upload, memory.record, memory.synchronize

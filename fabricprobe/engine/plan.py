@@ -41,8 +41,20 @@ class PlannedPoint:
 
     @property
     def key(self) -> str:
-        return point_key(self.collective, self.algorithm, self.dtype, self.op, self.in_place, self.mode,
-                         self.layout.nbytes, self.pair, self.density, self.nranks, self.buffer, self.transfer)
+        return point_key(
+            self.collective,
+            self.algorithm,
+            self.dtype,
+            self.op,
+            self.in_place,
+            self.mode,
+            self.layout.nbytes,
+            self.pair,
+            self.density,
+            self.nranks,
+            self.buffer,
+            self.transfer,
+        )
 
     @property
     def label(self) -> str:
@@ -75,8 +87,11 @@ def available_pairs(config: SweepConfig, topo: Topology) -> tuple[list[str], lis
     kept, notes = [], []
     for pair in config.pairs:
         if pair_ranks(pair, topo) is None:
-            why = {"intra": "no node holds two ranks", "inter": "all ranks are on one node",
-                   "all": "needs at least 2 ranks"}[pair]
+            why = {
+                "intra": "no node holds two ranks",
+                "inter": "all ranks are on one node",
+                "all": "needs at least 2 ranks",
+            }[pair]
             notes.append(f"point-to-point {PAIR_LABELS[pair]} pairs skipped: {why}")
         else:
             kept.append(pair)
@@ -106,8 +121,7 @@ def transfers(config: SweepConfig, spec, algorithm: Algorithm, layout: Layout) -
     wanted = GPUDIRECT[config.gpudirect]
     if algorithm.transport != MPI_TRANSPORT:
         return [DIRECT] if DIRECT in wanted else []
-    return [t for t in wanted
-            if t != PIPELINED or (spec.pipelinable and layout.nbytes >= 2 * config.stage_chunk)]
+    return [t for t in wanted if t != PIPELINED or (spec.pipelinable and layout.nbytes >= 2 * config.stage_chunk)]
 
 
 def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[list[PlannedPoint], list[str]]:
@@ -124,8 +138,9 @@ def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[l
     return points, notes
 
 
-def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: int, sub: int,
-              first_index: int = 0) -> tuple[list[PlannedPoint], list[str]]:
+def _plan_for(
+    config: SweepConfig, topo: Topology, timers: list[str], nranks: int, sub: int, first_index: int = 0
+) -> tuple[list[PlannedPoint], list[str]]:
     """The plan on one communicator: the world (sub=0) or the first `sub` ranks (collectives only)."""
     points: list[PlannedPoint] = []
     notes: list[str] = []
@@ -140,8 +155,16 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
     empty = Layout(0, 0, 0, 0)
     for timer in timers:
         for mode in config.modes:
-            add(collective=EMPTY, algorithm=timer, dtype=BYTE, op=NO_OP, in_place=False, mode=mode,
-                requested_bytes=0, layout=empty)
+            add(
+                collective=EMPTY,
+                algorithm=timer,
+                dtype=BYTE,
+                op=NO_OP,
+                in_place=False,
+                mode=mode,
+                requested_bytes=0,
+                layout=empty,
+            )
 
     used: set[str] = set()
     collectives_planned = list(config.collectives)
@@ -176,8 +199,13 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
         found = {a: collectives.get(coll, a) for a in wanted}
         if device and spec.sized and not spec.local and DIRECT in GPUDIRECT[config.gpudirect]:
             # Algorithms with their own transport (NCCL) are the baseline of every direct device point.
-            found.update({a: collectives.get(coll, a) for a in collectives.names_for(coll, config.buffer)
-                          if a not in found and collectives.get(coll, a).transport != MPI_TRANSPORT})
+            found.update(
+                {
+                    a: collectives.get(coll, a)
+                    for a in collectives.names_for(coll, config.buffer)
+                    if a not in found and collectives.get(coll, a).transport != MPI_TRANSPORT
+                }
+            )
         implemented = {a: alg for a, alg in found.items() if alg is not None}
         used.update(implemented)
         for a, alg in sorted(implemented.items()):
@@ -202,16 +230,28 @@ def _plan_for(config: SweepConfig, topo: Topology, timers: list[str], nranks: in
                             for nbytes in sizes:
                                 layout = spec.layout(nbytes, itemsize, nranks)
                                 if max(layout.send_len, layout.recv_len) > _INT_MAX:
-                                    notes.append(f"{coll} {dtype} {format_size(nbytes)}: count exceeds the C "
-                                                 "int range; skipped")
+                                    notes.append(
+                                        f"{coll} {dtype} {format_size(nbytes)}: count exceeds the C int range; skipped"
+                                    )
                                     continue
                                 for density in densities:
                                     for alg in algorithms:
                                         for transfer in transfers(config, spec, alg, layout):
-                                            add(collective=coll, algorithm=alg.name, dtype=dtype, op=op,
-                                                in_place=in_place, mode=mode, requested_bytes=nbytes, layout=layout,
-                                                pair=pair, density=density, buffer=config.buffer, transfer=transfer,
-                                                implementation=alg)
+                                            add(
+                                                collective=coll,
+                                                algorithm=alg.name,
+                                                dtype=dtype,
+                                                op=op,
+                                                in_place=in_place,
+                                                mode=mode,
+                                                requested_bytes=nbytes,
+                                                layout=layout,
+                                                pair=pair,
+                                                density=density,
+                                                buffer=config.buffer,
+                                                transfer=transfer,
+                                                implementation=alg,
+                                            )
     for alg in config.algorithms:
         if alg not in used:
             notes.append(f"algorithm {alg!r} implements none of the selected collectives; nothing measured for it")

@@ -58,14 +58,18 @@ class _NotRunnable(Exception):
     """This point cannot run in this setting; every rank reaches the same reason (it is recorded)."""
 
 
-def run_point(point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, topo: Topology,
-              device: DeviceContext | None = None) -> PointResult:
+def run_point(
+    point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, topo: Topology, device: DeviceContext | None = None
+) -> PointResult:
     """Measure one point on every rank of comm; `device` is the sweep's device setting for --buffer cupy/numba."""
     started = time.time()
     mode = loops.MODES[point.mode]
     budget = harness.Budget(
-        iterations=config.iterations_for(point.layout.nbytes), warmup=config.warmup_for(point.layout.nbytes),
-        max_time=config.max_time, ci_target=config.ci_target, min_iterations=config.min_iterations,
+        iterations=config.iterations_for(point.layout.nbytes),
+        warmup=config.warmup_for(point.layout.nbytes),
+        max_time=config.max_time,
+        ci_target=config.ci_target,
+        min_iterations=config.min_iterations,
     )
     wrong = checked = 0
     bytes_sent = result_nnz = -1
@@ -83,12 +87,25 @@ def run_point(point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, top
             spec = SPECS[point.collective]
             algorithm = point.implementation
             on_device = device is not None and point.buffer != "host" and spec.sized
-            timer = timer_for(config.timer, f"{point.collective}/{point.algorithm}", algorithm.native,
-                              native.failure(MPI), on_device)
-            case = Case(collective=point.collective, comm=comm, rank=comm.rank, nranks=comm.size,
-                        dtype_name=point.dtype, dtype=numpy_dtype(point.dtype), op=point.op, root=config.root,
-                        in_place=point.in_place, layout=point.layout, window=config.window,
-                        hugepages=config.hugepages, density=point.density, semantics=algorithm.semantics)
+            timer = timer_for(
+                config.timer, f"{point.collective}/{point.algorithm}", algorithm.native, native.failure(MPI), on_device
+            )
+            case = Case(
+                collective=point.collective,
+                comm=comm,
+                rank=comm.rank,
+                nranks=comm.size,
+                dtype_name=point.dtype,
+                dtype=numpy_dtype(point.dtype),
+                op=point.op,
+                root=config.root,
+                in_place=point.in_place,
+                layout=point.layout,
+                window=config.window,
+                hugepages=config.hugepages,
+                density=point.density,
+                semantics=algorithm.semantics,
+            )
             if spec.pt2pt:
                 pairing = pair_of(comm.rank, point.pair, topo)
                 if pairing is not None:
@@ -102,8 +119,9 @@ def run_point(point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, top
                 unrunnable = device_point.unrunnable(point, algorithm, dev, device)
             if unrunnable:
                 raise _NotRunnable(unrunnable)
-            batch = algorithm.bind(case, timer) if dev is None else device_point.device_batch(point, algorithm,
-                                                                                                 dev, device)
+            batch = (
+                algorithm.bind(case, timer) if dev is None else device_point.device_batch(point, algorithm, dev, device)
+            )
             faults.hang_if_asked(point.collective, comm.rank)
             validated = config.validate
             traffic.reset()
@@ -149,14 +167,35 @@ def run_point(point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, top
 
     first_error = next((f"rank {r}: {e}" for r, e in enumerate(errors) if e), "")
     row: dict[str, Any] = dict(
-        index=point.index, key=point.key, collective=point.collective, dtype=point.dtype,
-        algorithm=(f"{LIBRARY}:{config.library_variant}"
-                   if config.library_variant and point.algorithm == LIBRARY else point.algorithm),
-        op=point.op, in_place=point.in_place, root=config.root, mode=point.mode, timer=timer, nranks=comm.size,
-        requested_bytes=point.requested_bytes, bytes=point.layout.nbytes, count=point.layout.count, pair=point.pair,
-        warmup=budget.warmup, busbw_factor=factor, wrong=int(totals[0]) if validated else -1, density=point.density,
-        bytes_sent=bytes_sent, result_nnz=result_nnz, buffer=point.buffer, transfer=point.transfer,
-        checked=int(totals[1]), started_unix=started,
+        index=point.index,
+        key=point.key,
+        collective=point.collective,
+        dtype=point.dtype,
+        algorithm=(
+            f"{LIBRARY}:{config.library_variant}"
+            if config.library_variant and point.algorithm == LIBRARY
+            else point.algorithm
+        ),
+        op=point.op,
+        in_place=point.in_place,
+        root=config.root,
+        mode=point.mode,
+        timer=timer,
+        nranks=comm.size,
+        requested_bytes=point.requested_bytes,
+        bytes=point.layout.nbytes,
+        count=point.layout.count,
+        pair=point.pair,
+        warmup=budget.warmup,
+        busbw_factor=factor,
+        wrong=int(totals[0]) if validated else -1,
+        density=point.density,
+        bytes_sent=bytes_sent,
+        result_nnz=result_nnz,
+        buffer=point.buffer,
+        transfer=point.transfer,
+        checked=int(totals[1]),
+        started_unix=started,
     )
     samples = None
     if unrunnable and not first_error:
@@ -169,8 +208,14 @@ def run_point(point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, top
         algbw, busbw = bandwidths(point.layout.nbytes, summary.median_s, factor)
         row.update(summary.as_dict())
         row.pop("n")
-        row.update(iterations=measurement.iterations, batches=measurement.batches,
-                   stop_reason=measurement.stop_reason, algbw_gbps=algbw, busbw_gbps=busbw,
-                   status=POINT_WRONG if totals[0] > 0 else POINT_OK, note=note)
+        row.update(
+            iterations=measurement.iterations,
+            batches=measurement.batches,
+            stop_reason=measurement.stop_reason,
+            algbw_gbps=algbw,
+            busbw_gbps=busbw,
+            status=POINT_WRONG if totals[0] > 0 else POINT_OK,
+            note=note,
+        )
     row["duration_s"] = time.time() - started
     return PointResult(row, samples, any_failed)

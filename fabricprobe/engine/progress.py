@@ -33,8 +33,14 @@ class SweepProgress:
 
     def __enter__(self) -> "SweepProgress":
         if self.style == "rich":
-            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=self.console, transient=False)
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=False,
+            )
             self._bar.__enter__()
             self._task = self._bar.add_task("starting", total=self.total)
         return self

@@ -31,8 +31,14 @@ class SessionOutcome:
     is_root: bool
 
 
-def run_sweep(config: SweepConfig, path: str, resume: bool = False, run_id: str | None = None,
-              progress: str = "auto", warn: Callable[[str], None] = warn_line) -> SessionOutcome:
+def run_sweep(
+    config: SweepConfig,
+    path: str,
+    resume: bool = False,
+    run_id: str | None = None,
+    progress: str = "auto",
+    warn: Callable[[str], None] = warn_line,
+) -> SessionOutcome:
     """Measure `config` into `path` on every rank (resume: finish run `run_id`, or the last, of path with its
     stored options; config then only gives the thread level, which must match). Raises UsageError, the
     same on every rank, for anything the user must change."""
@@ -53,8 +59,10 @@ def run_sweep(config: SweepConfig, path: str, resume: bool = False, run_id: str 
     if config.root >= comm.size:
         raise UsageError(f"--root {config.root} is not a rank of this {comm.size}-rank job")
     if comm.size == 1 and not launched_by_mpiexec():
-        warn("running as one process (no mpiexec): collectives run at n=1 and point-to-point tests are "
-             "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric")
+        warn(
+            "running as one process (no mpiexec): collectives run at n=1 and point-to-point tests are "
+            "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric"
+        )
 
     topo = topology.detect(comm)
     memory = _device_memory(comm, config.buffer, topo.local_rank[comm.rank]) if config.buffer != "host" else None
@@ -66,23 +74,36 @@ def run_sweep(config: SweepConfig, path: str, resume: bool = False, run_id: str 
     writer = ResultsWriter(path) if comm.rank == 0 else None
     if writer is not None:
         if run_id is None:
-            run_id = writer.start_run({**prov, "config": config.to_dict(), "started": provenance.utc_now(),
-                                       "command": "sweep", "status_reason": "", "notes": [], "resumed_at": []})
+            run_id = writer.start_run(
+                {
+                    **prov,
+                    "config": config.to_dict(),
+                    "started": provenance.utc_now(),
+                    "command": "sweep",
+                    "status_reason": "",
+                    "notes": [],
+                    "resumed_at": [],
+                }
+            )
         else:
             writer.attach(run_id)
-            writer.update_run({"status": STATUS_RUNNING, "resumed_at": resumed_at + [provenance.utc_now()],
-                               "status_reason": ""})
+            writer.update_run(
+                {"status": STATUS_RUNNING, "resumed_at": resumed_at + [provenance.utc_now()], "status_reason": ""}
+            )
         if prov["oversubscribed"]:
             hw = topo.hardware
-            warn(f"oversubscribed: {max(hw.ranks_per_node)} ranks on {min(hw.cores_per_node)} cores; "
-                 "times will include scheduler waits")
+            warn(
+                f"oversubscribed: {max(hw.ranks_per_node)} ranks on {min(hw.cores_per_node)} cores; "
+                "times will include scheduler waits"
+            )
         if prov["thread_level_provided"] != config.thread_level:
             warn(f"requested thread level {config.thread_level}, the library provided {prov['thread_level_provided']}")
     device = None
     if memory is not None:
         # Rank 0's answer for every rank: ranks that disagreed would part ways inside a collective.
-        reason = comm.bcast(direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware),
-                            root=0)
+        reason = comm.bcast(
+            direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware), root=0
+        )
         device = DeviceContext(memory, reason, config.stage_chunk)
         if writer is not None and reason and config.gpudirect != "off":
             warn(f"GPUDirect points will be recorded as not runnable: {reason}")
@@ -90,13 +111,25 @@ def run_sweep(config: SweepConfig, path: str, resume: bool = False, run_id: str 
         outcome = execute(config, MPI, comm, topo, writer, set(done), progress, device)
     except KeyboardInterrupt:
         if writer is not None:
-            writer.update_run({"status": STATUS_INTERRUPTED, "status_reason": "interrupted by a signal",
-                               "ended": provenance.utc_now()})
+            writer.update_run(
+                {
+                    "status": STATUS_INTERRUPTED,
+                    "status_reason": "interrupted by a signal",
+                    "ended": provenance.utc_now(),
+                }
+            )
         return SessionOutcome(EXIT_INTERRUPTED, path, run_id, 0, comm.rank == 0)
     rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
     if writer is not None:
-        writer.update_run({"status": STATUS_COMPLETE, "ended": provenance.utc_now(), "notes": outcome.notes,
-                           "rank0_peak_rss_mib": round(rss[0], 1), "peak_rss_mib": round(max(rss), 1)})
+        writer.update_run(
+            {
+                "status": STATUS_COMPLETE,
+                "ended": provenance.utc_now(),
+                "notes": outcome.notes,
+                "rank0_peak_rss_mib": round(rss[0], 1),
+                "peak_rss_mib": round(max(rss), 1),
+            }
+        )
     return SessionOutcome(outcome.exit_code, path, run_id, outcome.failed, comm.rank == 0)
 
 
@@ -124,8 +157,10 @@ def _same_everywhere(comm: Any, what: dict[str, Any]) -> None:
     for rank, view in enumerate(views):
         diff = differing_fields(views[0], view)
         if diff:
-            raise UsageError(f"options differ between ranks: rank {rank} has different {', '.join(diff)} than rank 0; "
-                             "start every rank with the same command line")
+            raise UsageError(
+                f"options differ between ranks: rank {rank} has different {', '.join(diff)} than rank 0; "
+                "start every rank with the same command line"
+            )
 
 
 def _load_resume(path: str, run_id: str | None, nranks: int) -> tuple[str, SweepConfig, list[str], list[str]]:
@@ -133,8 +168,10 @@ def _load_resume(path: str, run_id: str | None, nranks: int) -> tuple[str, Sweep
     if run.status == STATUS_COMPLETE:
         raise UsageError(f"run {run.id} in {path} is complete; nothing to resume")
     if int(run.attrs.get("nranks", -1)) != nranks:
-        raise UsageError(f"run {run.id} in {path} was measured with {run.attrs.get('nranks')} ranks; "
-                         f"resume it with mpiexec -n {run.attrs.get('nranks')}")
+        raise UsageError(
+            f"run {run.id} in {path} was measured with {run.attrs.get('nranks')} ranks; "
+            f"resume it with mpiexec -n {run.attrs.get('nranks')}"
+        )
     config = SweepConfig.from_dict(run.config)
     done = [p["key"] for p in run.points]
     return run.id, config, done, list(run.attrs.get("resumed_at") or [])

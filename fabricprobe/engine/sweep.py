@@ -27,8 +27,16 @@ class SweepOutcome:
     notes: list[str]
 
 
-def execute(config: SweepConfig, MPI: Any, comm: Any, topo: Topology, writer: ResultsWriter | None,
-            done: set[str], progress_style: str, device: DeviceContext | None = None) -> SweepOutcome:
+def execute(
+    config: SweepConfig,
+    MPI: Any,
+    comm: Any,
+    topo: Topology,
+    writer: ResultsWriter | None,
+    done: set[str],
+    progress_style: str,
+    device: DeviceContext | None = None,
+) -> SweepOutcome:
     """Measure every planned point not in `done`; writer is rank 0's (None elsewhere); `device` is set
     for device buffers (--buffer cupy/numba)."""
     points, notes = make_plan(config, topo, floor_timers(config.timer, native.failure(MPI)))

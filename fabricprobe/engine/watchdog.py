@@ -20,8 +20,9 @@ _GRACE_NON_ROOT = 5.0  # seconds other ranks wait for rank 0 to report first
 
 
 class Watchdog:
-    def __init__(self, limit: float, rank: int, abort: Callable[[int], None],
-                 on_timeout: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, limit: float, rank: int, abort: Callable[[int], None], on_timeout: Callable[[str], None] | None = None
+    ) -> None:
         self.limit = limit
         self.rank = rank
         self._abort = abort
@@ -58,8 +59,12 @@ class Watchdog:
 
     def _fire(self, label: str) -> None:
         if self.rank == 0:
-            print(f"fabricprobe: error: {label} did not finish within the {self.limit:g} s watchdog limit "
-                  f"(--point-timeout); aborting the job", file=sys.stderr, flush=True)
+            print(
+                f"fabricprobe: error: {label} did not finish within the {self.limit:g} s watchdog limit "
+                f"(--point-timeout); aborting the job",
+                file=sys.stderr,
+                flush=True,
+            )
             if self._on_timeout is not None:
                 try:
                     self._on_timeout(label)

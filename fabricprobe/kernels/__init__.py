@@ -26,8 +26,16 @@ OPCODES = {"sum": cpu.SUM, "max": cpu.MAX, "min": cpu.MIN, "prod": cpu.PROD}
 class Backend:
     """The kernels for one kind of array."""
 
-    def __init__(self, name: str, reduce_into: Callable, reduce_pair: Callable, topk_indices: Callable,
-                 merge_sum: Callable, scatter_add: Callable, pack: Callable) -> None:
+    def __init__(
+        self,
+        name: str,
+        reduce_into: Callable,
+        reduce_pair: Callable,
+        topk_indices: Callable,
+        merge_sum: Callable,
+        scatter_add: Callable,
+        pack: Callable,
+    ) -> None:
         self.name = name
         self.reduce_into = reduce_into
         self.reduce_pair = reduce_pair
@@ -37,8 +45,15 @@ class Backend:
         self.pack = pack
 
 
-CPU = Backend("numba-cpu", cpu.reduce_into, cpu.reduce_pair, sparse_cpu.topk_indices, sparse_cpu.merge_sum,
-              sparse_cpu.scatter_add, sparse_cpu.pack)
+CPU = Backend(
+    "numba-cpu",
+    cpu.reduce_into,
+    cpu.reduce_pair,
+    sparse_cpu.topk_indices,
+    sparse_cpu.merge_sum,
+    sparse_cpu.scatter_add,
+    sparse_cpu.pack,
+)
 _BACKENDS: dict[str, Backend] = {}  # array type's module prefix -> backend
 
 

@@ -49,7 +49,9 @@ class LabConfig:
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
-            raise UsageError(f"invalid lab name {self.name!r}: 1-8 lower-case letters and digits, starting with a letter")
+            raise UsageError(
+                f"invalid lab name {self.name!r}: 1-8 lower-case letters and digits, starting with a letter"
+            )
         if not 1 <= self.hosts <= 64:
             raise UsageError(f"invalid --hosts {self.hosts}: 1 to 64 emulated hosts")
         if not 1 <= self.ranks_per_host <= 256:
@@ -84,7 +86,7 @@ class LabConfig:
         return self.hosts * self.ranks_per_host
 
     def describe(self) -> str:
-        """"emulated 2 × 2 at 1 Gbit/s" — what reports and compare print."""
+        """ "emulated 2 × 2 at 1 Gbit/s" — what reports and compare print."""
         return f"emulated {self.hosts} × {self.ranks_per_host} at {format_rate(self.rate_bits)}"
 
     def as_dict(self) -> dict:
@@ -98,8 +100,15 @@ class LabConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "LabConfig":
-        return cls(d["name"], int(d["hosts"]), int(d["ranks_per_host"]), float(d["rate_bits"]), d["subnet"],
-                   int(d.get("machine_cores", 0)), tuple(d.get("host_names", ())))
+        return cls(
+            d["name"],
+            int(d["hosts"]),
+            int(d["ranks_per_host"]),
+            float(d["rate_bits"]),
+            d["subnet"],
+            int(d.get("machine_cores", 0)),
+            tuple(d.get("host_names", ())),
+        )
 
     def same_network(self, other: "LabConfig") -> bool:
         return (self.hosts, self.rate_bits, self.subnet) == (other.hosts, other.rate_bits, other.subnet)

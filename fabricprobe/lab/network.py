@@ -44,14 +44,16 @@ def preflight() -> None:
     probe = "fplabprobe"
     out = _run(["ip", "netns", "add", probe], check=False)
     if out.returncode != 0:
-        raise LabError("this machine cannot create network namespaces (a container without CAP_SYS_ADMIN?): "
-                       + (out.stderr.strip().splitlines() or ["ip netns add failed"])[-1])
+        raise LabError(
+            "this machine cannot create network namespaces (a container without CAP_SYS_ADMIN?): "
+            + (out.stderr.strip().splitlines() or ["ip netns add failed"])[-1]
+        )
     _run(["ip", "netns", "del", probe], check=False)
 
 
 def _belongs(entry: str, name: str) -> bool:
     """Whether a namespace (or /etc/netns folder) is one lab `name` makes: NAME0.. or NAME-sw."""
-    rest = entry[len(name):]
+    rest = entry[len(name) :]
     return entry.startswith(name) and (rest == "-sw" or rest.isdigit())
 
 
@@ -71,8 +73,27 @@ def _shape(ns: str, dev: str, rate_bits: float) -> None:
     if rate_bits <= 0:
         _run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"], check=False)
         return
-    _run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
-          "rate", f"{int(rate_bits)}bit", "burst", str(tbf_burst(rate_bits)), "latency", TBF_LATENCY])
+    _run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            dev,
+            "root",
+            "tbf",
+            "rate",
+            f"{int(rate_bits)}bit",
+            "burst",
+            str(tbf_burst(rate_bits)),
+            "latency",
+            TBF_LATENCY,
+        ]
+    )
 
 
 def _hosts_file(lab: LabConfig) -> str:
@@ -133,7 +154,7 @@ def remove(name: str) -> list[str]:
 
 
 def _qdisc_summary(text: str) -> str:
-    """"qdisc tbf 8002: root refcnt 3 rate 1Gbit burst 250000b lat 50ms" -> "tbf rate 1Gbit burst 250000b lat 50ms"."""
+    """ "qdisc tbf 8002: root refcnt 3 rate 1Gbit burst 250000b lat 50ms" -> "tbf rate 1Gbit burst 250000b lat 50ms"."""
     line = text.strip().splitlines()[0] if text.strip() else ""
     if not line:
         return "-"

@@ -34,13 +34,19 @@ c.close()
 def measure(lab: LabConfig, src: int, dst: int, mib: int = 64) -> float:
     """Bit/s of one TCP stream from host `src` to host `dst` (receiver-timed)."""
     addr = lab.address(dst)
-    server = subprocess.Popen(["ip", "netns", "exec", lab.host_names[dst], sys.executable, "-c", _SERVER,
-                               addr, str(PORT)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", lab.host_names[dst], sys.executable, "-c", _SERVER, addr, str(PORT)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         server.stdout.readline()  # "ready"
-        subprocess.run(["ip", "netns", "exec", lab.host_names[src], sys.executable, "-c", _CLIENT,
-                        addr, str(PORT), str(mib)], check=True, timeout=300)
+        subprocess.run(
+            ["ip", "netns", "exec", lab.host_names[src], sys.executable, "-c", _CLIENT, addr, str(PORT), str(mib)],
+            check=True,
+            timeout=300,
+        )
         nbytes, seconds = server.stdout.readline().split()
         return float(nbytes) * 8 / max(float(seconds), 1e-9)
     finally:

@@ -2,18 +2,29 @@
 (device.py). `on_device` is the one answer to "is this array in device memory?"."""
 
 from fabricprobe.memory.device import (
-                                       BUFFER_KINDS,
-                                       DIRECT,
-                                       PIPELINED,
-                                       STAGED,
-                                       TRANSFERS,
-                                       BufferUnavailable,
-                                       device_pointer,
-                                       memory_for,
-                                       memory_of,
-                                       on_device,
-                                       select_device,
+    BUFFER_KINDS,
+    DIRECT,
+    PIPELINED,
+    STAGED,
+    TRANSFERS,
+    BufferUnavailable,
+    device_pointer,
+    memory_for,
+    memory_of,
+    on_device,
+    select_device,
 )
 
-__all__ = ["BUFFER_KINDS", "DIRECT", "PIPELINED", "STAGED", "TRANSFERS", "BufferUnavailable", "device_pointer",
-           "memory_for", "memory_of", "on_device", "select_device"]
+__all__ = [
+    "BUFFER_KINDS",
+    "DIRECT",
+    "PIPELINED",
+    "STAGED",
+    "TRANSFERS",
+    "BufferUnavailable",
+    "device_pointer",
+    "memory_for",
+    "memory_of",
+    "on_device",
+    "select_device",
+]

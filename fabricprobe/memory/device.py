@@ -174,8 +174,11 @@ def select_device(memory: Any, local_rank: int) -> int:
 
 def on_device(arr: Any) -> bool:
     """Whether an array lives in device memory (CuPy or Numba, real or simulated)."""
-    return arr is not None and not isinstance(arr, np.ndarray) and (
-        hasattr(arr, "__cuda_array_interface__") or hasattr(arr, "copy_to_host"))
+    return (
+        arr is not None
+        and not isinstance(arr, np.ndarray)
+        and (hasattr(arr, "__cuda_array_interface__") or hasattr(arr, "copy_to_host"))
+    )
 
 
 def device_pointer(arr: Any) -> int:

@@ -50,7 +50,7 @@ def aligned_empty(length: int, dtype: np.dtype, hugepages: bool = False) -> np.n
     if nbytes < _MMAP_FROM and not huge:
         raw = np.empty(nbytes + PAGE, dtype=np.uint8)
         offset = (-raw.ctypes.data) % PAGE
-        return raw[offset:offset + nbytes].view(dtype)
+        return raw[offset : offset + nbytes].view(dtype)
     align = HUGE_PAGE if huge else PAGE
     # Private, like malloc: shared anonymous memory is shmem, which has its own (usually off) THP policy.
     region = mmap.mmap(-1, nbytes + align, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -58,4 +58,4 @@ def aligned_empty(length: int, dtype: np.dtype, hugepages: bool = False) -> np.n
     offset = (-raw.ctypes.data) % align
     if huge and hasattr(mmap, "MADV_HUGEPAGE"):
         region.madvise(mmap.MADV_HUGEPAGE, offset, nbytes)
-    return raw[offset:offset + nbytes].view(dtype)
+    return raw[offset : offset + nbytes].view(dtype)

@@ -74,10 +74,14 @@ def devices() -> dict[str, Any]:
         if cupy.cuda.runtime.getDeviceCount() > 0:
             dev = cupy.cuda.Device()
             props = cupy.cuda.runtime.getDeviceProperties(dev.id)
-            return {"gpu_model": props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"]),
-                    "gpu_device": int(dev.id), "gpu_count": int(cupy.cuda.runtime.getDeviceCount()),
-                    "cuda_driver": int(cupy.cuda.runtime.driverGetVersion()),
-                    "cuda_runtime": int(cupy.cuda.runtime.runtimeGetVersion()), "gpu_api": f"cupy {cupy.__version__}"}
+            return {
+                "gpu_model": props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"]),
+                "gpu_device": int(dev.id),
+                "gpu_count": int(cupy.cuda.runtime.getDeviceCount()),
+                "cuda_driver": int(cupy.cuda.runtime.driverGetVersion()),
+                "cuda_runtime": int(cupy.cuda.runtime.runtimeGetVersion()),
+                "gpu_api": f"cupy {cupy.__version__}",
+            }
     except Exception:  # noqa: BLE001 - no CuPy, no driver, no device: all mean "no GPU here"
         pass
     try:
@@ -85,12 +89,17 @@ def devices() -> dict[str, Any]:
 
         if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and cuda.is_available():
             dev = cuda.get_current_device()
-            return {"gpu_model": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
-                    "gpu_device": int(dev.id), "gpu_count": len(cuda.gpus),
-                    "cuda_driver": int(cuda.cudadrv.driver.driver.get_version()[0] * 1000
-                                       + cuda.cudadrv.driver.driver.get_version()[1] * 10),
-                    "cuda_runtime": int(cuda.runtime.get_version()[0] * 1000 + cuda.runtime.get_version()[1] * 10),
-                    "gpu_api": "numba-cuda"}
+            return {
+                "gpu_model": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
+                "gpu_device": int(dev.id),
+                "gpu_count": len(cuda.gpus),
+                "cuda_driver": int(
+                    cuda.cudadrv.driver.driver.get_version()[0] * 1000
+                    + cuda.cudadrv.driver.driver.get_version()[1] * 10
+                ),
+                "cuda_runtime": int(cuda.runtime.get_version()[0] * 1000 + cuda.runtime.get_version()[1] * 10),
+                "gpu_api": "numba-cuda",
+            }
     except Exception:  # noqa: BLE001
         pass
     return {}

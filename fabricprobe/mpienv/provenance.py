@@ -18,8 +18,20 @@ from fabricprobe.mpienv.topology import Topology
 from fabricprobe.timing import native
 from fabricprobe.version import __version__
 
-ENV_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "PMIX_MCA_", "MPIR_CVAR_", "MPICH_", "I_MPI_", "UCX_", "FI_",
-                "NCCL_", "HYDRA_", "MPI4PY_", "FABRICPROBE_")
+ENV_PREFIXES = (
+    "OMPI_MCA_",
+    "PRTE_MCA_",
+    "PMIX_MCA_",
+    "MPIR_CVAR_",
+    "MPICH_",
+    "I_MPI_",
+    "UCX_",
+    "FI_",
+    "NCCL_",
+    "HYDRA_",
+    "MPI4PY_",
+    "FABRICPROBE_",
+)
 _ENV_SKIP = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
 
 
@@ -59,10 +71,12 @@ def transparent_hugepages() -> str:
     except OSError:
         return "unknown"
     start, end = text.find("["), text.find("]")
-    return text[start + 1:end] if 0 <= start < end else text.strip()
+    return text[start + 1 : end] if 0 <= start < end else text.strip()
 
 
-def collect(MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: list[str] | None = None) -> dict[str, Any]:
+def collect(
+    MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: list[str] | None = None
+) -> dict[str, Any]:
     """The provenance of a run on `comm` (call on every rank; values are rank 0's view)."""
     lib = library_info(MPI)
     nat = native.load(MPI)

@@ -158,16 +158,23 @@ def node_sizes(spec: list[int], nranks: int) -> list[int]:
     else:
         sizes = list(spec)
         if sum(sizes) != nranks:
-            raise UsageError(f"--ranks-per-node {','.join(map(str, spec))} adds up to {sum(sizes)} ranks, "
-                             f"but the job has {nranks}")
+            raise UsageError(
+                f"--ranks-per-node {','.join(map(str, spec))} adds up to {sum(sizes)} ranks, but the job has {nranks}"
+            )
     return sizes
 
 
 def virtual(physical: Topology, sizes: list[int]) -> Topology:
     """Pretend nodes of consecutive ranks with the given sizes."""
     node_of = tuple(node for node, size in enumerate(sizes) for _ in range(size))
-    return Topology(hosts=physical.hosts, node_of=node_of, cores_per_node=tuple(sizes), virtual=True,
-                    cpus=physical.cpus, physical=physical.hardware)
+    return Topology(
+        hosts=physical.hosts,
+        node_of=node_of,
+        cores_per_node=tuple(sizes),
+        virtual=True,
+        cpus=physical.cpus,
+        physical=physical.hardware,
+    )
 
 
 @dataclass
@@ -214,7 +221,13 @@ def hierarchy(comm: Any) -> Hierarchy:
     local = topo.local_rank
     node = comm.Split(color=topo.node_of[rank], key=rank)
     index = comm.Split(color=local[rank], key=rank)
-    h = Hierarchy(node=node, index=index, local_rank=local[rank], local_size=node.size, nnodes=topo.nnodes,
-                  min_local=min(topo.ranks_per_node))
+    h = Hierarchy(
+        node=node,
+        index=index,
+        local_rank=local[rank],
+        local_size=node.size,
+        nnodes=topo.nnodes,
+        min_local=min(topo.ranks_per_node),
+    )
     _hierarchies[id(comm)] = (comm, topo, h)
     return h

@@ -41,7 +41,7 @@ def winners(by_algorithm: dict[str, dict[int, dict]]) -> dict[int, str]:
 
 
 def device_label(buffer: str, transfer: str) -> str:
-    """"" for host buffers; "cupy buffers, staged" and the like otherwise."""
+    """ "" for host buffers; "cupy buffers, staged" and the like otherwise."""
     if not buffer or buffer == "host":
         return ""
     return f"{buffer} buffers" + (f", {transfer}" if transfer else "")
@@ -50,10 +50,20 @@ def device_label(buffer: str, transfer: str) -> str:
 def comparison_table(case: tuple, by_algorithm: dict[str, dict[int, dict]]) -> Table:
     collective, dtype, op, in_place, mode, pair, density, buffer, transfer, nranks = case
     names = sorted(by_algorithm, key=lambda n: (n != LIBRARY, n))
-    title = " · ".join(x for x in (f"[bold]{collective}[/]: algorithms side by side", dtype,
-                                   op if op != "none" else "", "in-place" if in_place else "", f"{mode} mode",
-                                   f"density {density:g}" if density else "", device_label(buffer, transfer),
-                                   f"{nranks} ranks") if x)
+    title = " · ".join(
+        x
+        for x in (
+            f"[bold]{collective}[/]: algorithms side by side",
+            dtype,
+            op if op != "none" else "",
+            "in-place" if in_place else "",
+            f"{mode} mode",
+            f"density {density:g}" if density else "",
+            device_label(buffer, transfer),
+            f"{nranks} ranks",
+        )
+        if x
+    )
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("size", justify="right")
     for name in names:

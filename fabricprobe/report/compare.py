@@ -20,9 +20,14 @@ class Side:
     algorithm: str | None  # restrict to one algorithm (then algorithms are not matched)
 
     def points(self, collectives: list[str] | None = None) -> list[dict[str, Any]]:
-        return [p for p in self.run.points if p["status"] == "ok" and p["collective"] != EMPTY
-                and (self.algorithm is None or p["algorithm"] == self.algorithm)
-                and (collectives is None or p["collective"] in collectives)]
+        return [
+            p
+            for p in self.run.points
+            if p["status"] == "ok"
+            and p["collective"] != EMPTY
+            and (self.algorithm is None or p["algorithm"] == self.algorithm)
+            and (collectives is None or p["collective"] in collectives)
+        ]
 
 
 def parse_side(text: str) -> Side:
@@ -78,8 +83,10 @@ def compare(a: Side, b: Side, collectives: list[str] | None = None) -> Compariso
     for side, found in ((a, pa), (b, pb)):
         if not found:
             names = sorted({p["algorithm"] for p in side.run.points if p["collective"] != EMPTY})
-            raise UsageError(f"{side.label} has no measured points{' of these collectives' if collectives else ''}"
-                             f" (algorithms in run {side.run.id}: {', '.join(names) or 'none'})")
+            raise UsageError(
+                f"{side.label} has no measured points{' of these collectives' if collectives else ''}"
+                f" (algorithms in run {side.run.id}: {', '.join(names) or 'none'})"
+            )
     out = Comparison(a, b)
     for k in sorted(set(pa) & set(pb), key=lambda k: tuple(str(x) for x in k[:-1]) + (k[-1],)):
         out.rows.append(Row(k._asdict(), pa[k], pb[k]))
@@ -117,8 +124,10 @@ def verdicts(comp: Comparison) -> dict[str, str]:
         else:
             fast, slow = (comp.b.label, comp.a.label) if gm < 1 else (comp.a.label, comp.b.label)
             times = 1 / gm if gm < 1 else gm
-            text = (f"{fast} is faster: {slow} takes {times:.2f}× as long (geometric mean over sizes); beyond the "
-                    f"noise at {len(sig)} of {len(rows)} sizes ({faster_b} favour {comp.b.label}, "
-                    f"{faster_a} favour {comp.a.label})")
+            text = (
+                f"{fast} is faster: {slow} takes {times:.2f}× as long (geometric mean over sizes); beyond the "
+                f"noise at {len(sig)} of {len(rows)} sizes ({faster_b} favour {comp.b.label}, "
+                f"{faster_a} favour {comp.a.label})"
+            )
         out[coll] = text
     return out

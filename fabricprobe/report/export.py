@@ -66,8 +66,13 @@ def to_csv(runs: list[Run], collectives: list[str] | None = None) -> str:
     return out.getvalue()
 
 
-_OSU_TYPES = {"float32": "MPI_FLOAT", "float64": "MPI_DOUBLE", "int32": "MPI_INT32_T", "int64": "MPI_INT64_T",
-              "byte": "MPI_BYTE"}
+_OSU_TYPES = {
+    "float32": "MPI_FLOAT",
+    "float64": "MPI_DOUBLE",
+    "int32": "MPI_INT32_T",
+    "int64": "MPI_INT64_T",
+    "byte": "MPI_BYTE",
+}
 
 
 def _osu_size(point: dict[str, Any], itemsize: int) -> int:
@@ -85,9 +90,20 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
         points = [p for p in _filtered(run, collectives) if p["collective"] != EMPTY and p["status"] != "error"]
         for key, rows in group_series(points).items():
             coll, alg, dtype, op, in_place, mode, pair, density, buffer, transfer, nranks = key
-            lines.append(f"# OSU MPI {SPECS[coll].osu_title if coll in SPECS else coll} (fabricprobe {__version__} export, run {run.id}, "
-                         f"algorithm {alg}, {nranks} ranks, {mode} mode{', in-place' if in_place else ''}{', ' + pair + ' pair' if pair else ''}"
-                         f"{', ' + device_label(buffer, transfer) if device_label(buffer, transfer) else ''})")
+            title = SPECS[coll].osu_title if coll in SPECS else coll
+            extras = "".join(
+                f", {x}"
+                for x in (
+                    "in-place" if in_place else "",
+                    f"{pair} pair" if pair else "",
+                    device_label(buffer, transfer),
+                )
+                if x
+            )
+            lines.append(
+                f"# OSU MPI {title} (fabricprobe {__version__} export, run {run.id}, "
+                f"algorithm {alg}, {nranks} ranks, {mode} mode{extras})"
+            )
             lines.append(f"# Datatype: {_OSU_TYPES.get(dtype, dtype)}." + (f" Op: {op}." if op != "none" else ""))
             itemsize = numpy_dtype(dtype).itemsize
             if coll in ("bw", "bibw"):
@@ -102,10 +118,14 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
                     lines.append(f"{p['bytes']:<12}{p['osu_avg_s'] * 1e6:>20.2f}")
             else:
                 head = "" if coll == "barrier" else f"{'Size':<10}"
-                lines.append(f"# {head}{'Avg Latency(us)':>18}{'Min Latency(us)':>18}{'Max Latency(us)':>18}{'Iterations':>12}")
+                lines.append(
+                    f"# {head}{'Avg Latency(us)':>18}{'Min Latency(us)':>18}{'Max Latency(us)':>18}{'Iterations':>12}"
+                )
                 for p in rows:
                     size = "" if coll == "barrier" else f"{_osu_size(p, itemsize):<12}"
-                    lines.append(f"{size}{p['osu_avg_s'] * 1e6:>18.2f}{p['osu_min_s'] * 1e6:>18.2f}"
-                                 f"{p['osu_max_s'] * 1e6:>18.2f}{p['iterations']:>12}")
+                    lines.append(
+                        f"{size}{p['osu_avg_s'] * 1e6:>18.2f}{p['osu_min_s'] * 1e6:>18.2f}"
+                        f"{p['osu_max_s'] * 1e6:>18.2f}{p['iterations']:>12}"
+                    )
             lines.append("")
     return "\n".join(lines) + ("\n" if lines else "")

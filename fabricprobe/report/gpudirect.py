@@ -21,9 +21,10 @@ def gpudirect_groups(points: list[dict[str, Any]]) -> "OrderedDict[tuple, dict[i
     groups: OrderedDict[tuple, dict[int, dict[str, dict]]] = OrderedDict()
     for p in points:
         if p.get("transfer") in (DIRECT, STAGED, PIPELINED):
-            groups.setdefault(identity(p, without=("transfer", "bytes")), {}).setdefault(p["bytes"], {})[p["transfer"]] = p
-    return OrderedDict((k, v) for k, v in groups.items()
-                       if len({t for by in v.values() for t in by}) > 1)
+            groups.setdefault(identity(p, without=("transfer", "bytes")), {}).setdefault(p["bytes"], {})[
+                p["transfer"]
+            ] = p
+    return OrderedDict((k, v) for k, v in groups.items() if len({t for by in v.values() for t in by}) > 1)
 
 
 def recovered(direct: float, staged: float, pipelined: float) -> float:
@@ -47,31 +48,58 @@ def _cell(p: dict | None) -> str:
 
 def gpudirect_table(case: tuple, by_size: dict[int, dict[str, dict]]) -> Table:
     collective, algorithm, dtype, op, in_place, mode, pair, density, buffer, nranks = case
-    title = " · ".join(x for x in (f"[bold]{collective}[/] {algorithm}: GPUDirect on vs off", f"{buffer} buffers",
-                                   dtype if dtype != "byte" else "", op if op != "none" else "",
-                                   "in-place" if in_place else "", f"{mode} mode", f"{pair} pair" if pair else "",
-                                   f"density {density:g}" if density else "", f"{nranks} ranks") if x)
+    title = " · ".join(
+        x
+        for x in (
+            f"[bold]{collective}[/] {algorithm}: GPUDirect on vs off",
+            f"{buffer} buffers",
+            dtype if dtype != "byte" else "",
+            op if op != "none" else "",
+            "in-place" if in_place else "",
+            f"{mode} mode",
+            f"{pair} pair" if pair else "",
+            f"density {density:g}" if density else "",
+            f"{nranks} ranks",
+        )
+        if x
+    )
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for name in ("size", "on (direct) µs", "off staged µs", "off pipelined µs", "staged / on", "pipelined / on",
-                 "gap recovered"):
+    for name in (
+        "size",
+        "on (direct) µs",
+        "off staged µs",
+        "off pipelined µs",
+        "staged / on",
+        "pipelined / on",
+        "gap recovered",
+    ):
         table.add_column(name, justify="right")
     reasons = set()
     for size in sorted(by_size):
         row = by_size[size]
         d, s, q = (_time(row.get(t)) for t in (DIRECT, STAGED, PIPELINED))
         reasons.update(p["note"] for p in row.values() if p["status"] == "not_runnable")
-        ratio = (lambda x, d=d: f"{x / d:.2f}×" if x is not None and d else "-")
+        ratio = lambda x, d=d: f"{x / d:.2f}×" if x is not None and d else "-"
         if None not in (d, s, q):
             gain = percent(recovered(d, s, q))
         elif s and q:
             gain = f"pipelined {s / q:.2f}× faster" if q < s else f"pipelined {q / s:.2f}× slower"
         else:
             gain = "-"
-        table.add_row(format_size(size), _cell(row.get(DIRECT)), _cell(row.get(STAGED)), _cell(row.get(PIPELINED)),
-                      ratio(s), ratio(q), gain)
-    table.caption = ("medians; staged = device→pinned host copy, MPI on host memory, host→device copy, all timed; "
-                     "gap recovered = (staged − pipelined) / (staged − on)"
-                     + "".join(f"\nnot runnable: {r}" for r in sorted(reasons)))
+        table.add_row(
+            format_size(size),
+            _cell(row.get(DIRECT)),
+            _cell(row.get(STAGED)),
+            _cell(row.get(PIPELINED)),
+            ratio(s),
+            ratio(q),
+            gain,
+        )
+    table.caption = (
+        "medians; staged = device→pinned host copy, MPI on host memory, host→device copy, all timed; "
+        "gap recovered = (staged − pipelined) / (staged − on)"
+        + "".join(f"\nnot runnable: {r}" for r in sorted(reasons))
+    )
     table.caption_justify = "left"
     return table
 

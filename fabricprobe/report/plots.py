@@ -39,8 +39,16 @@ def _series(sides: list[Side], collectives: list[str] | None) -> dict[str, dict[
             if collectives is not None and p["collective"] not in collectives:
                 continue
             label = p["algorithm"]
-            extras = [x for x in (p["pair"], f"d={p['density']:g}" if p["density"] else "", p["transfer"],
-                                  f"{p['nranks']} ranks" if p["nranks"] != side.run.attrs.get("nranks") else "") if x]
+            extras = [
+                x
+                for x in (
+                    p["pair"],
+                    f"d={p['density']:g}" if p["density"] else "",
+                    p["transfer"],
+                    f"{p['nranks']} ranks" if p["nranks"] != side.run.attrs.get("nranks") else "",
+                )
+                if x
+            ]
             if extras:
                 label += f" ({', '.join(extras)})"
             if len(sides) > 1:
@@ -68,9 +76,15 @@ def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -
         lat, bw = axes[row]
         for label, pts in series[coll].items():
             x = [p["bytes"] for p in pts]
-            line, = lat.plot(x, [p["median_s"] * 1e6 for p in pts], marker="o", ms=3, label=label)
-            lat.fill_between(x, [p["min_s"] * 1e6 for p in pts], [p["p90_s"] * 1e6 for p in pts],
-                             color=line.get_color(), alpha=0.15, linewidth=0)
+            (line,) = lat.plot(x, [p["median_s"] * 1e6 for p in pts], marker="o", ms=3, label=label)
+            lat.fill_between(
+                x,
+                [p["min_s"] * 1e6 for p in pts],
+                [p["p90_s"] * 1e6 for p in pts],
+                color=line.get_color(),
+                alpha=0.15,
+                linewidth=0,
+            )
             factor = [p["busbw_factor"] for p in pts]
             bw.plot(x, [p["busbw_gbps"] for p in pts], marker="o", ms=3, color=line.get_color(), label=label)
             lo = [b * f / (p["p90_s"] * 1e9) if p["p90_s"] > 0 else 0 for b, f, p in zip(x, factor, pts)]

@@ -42,19 +42,38 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
     sparse = [p for p in points if p["collective"] == "sparse_allreduce" and p["status"] == "ok"]
     if not sparse:
         return []
-    dense = {(p["nranks"], p["dtype"], p["buffer"], p["transfer"], p["bytes"]): p for p in points
-             if p["collective"] == "allreduce" and p["algorithm"] == "library" and p["status"] == "ok"
-             and p["mode"] == "barrier" and not p["in_place"]}
+    dense = {
+        (p["nranks"], p["dtype"], p["buffer"], p["transfer"], p["bytes"]): p
+        for p in points
+        if p["collective"] == "allreduce"
+        and p["algorithm"] == "library"
+        and p["status"] == "ok"
+        and p["mode"] == "barrier"
+        and not p["in_place"]
+    }
     # top-k selection is local to a rank, the same whatever the communicator
-    select = {(p["dtype"], p["bytes"], p["density"], p["algorithm"]): p["median_s"] for p in points
-              if p["collective"] == "topk_local" and p["status"] == "ok"}
+    select = {
+        (p["dtype"], p["bytes"], p["density"], p["algorithm"]): p["median_s"]
+        for p in points
+        if p["collective"] == "topk_local" and p["status"] == "ok"
+    }
     tables = []
-    for nranks, dtype, buffer, transfer in sorted({(p["nranks"], p["dtype"], p["buffer"], p["transfer"]) for p in sparse}):
-        rows = [p for p in sparse if (p["nranks"], p["dtype"], p["buffer"], p["transfer"]) == (nranks, dtype, buffer, transfer)]
+    for nranks, dtype, buffer, transfer in sorted(
+        {(p["nranks"], p["dtype"], p["buffer"], p["transfer"]) for p in sparse}
+    ):
+        rows = [
+            p
+            for p in sparse
+            if (p["nranks"], p["dtype"], p["buffer"], p["transfer"]) == (nranks, dtype, buffer, transfer)
+        ]
         algorithms = sorted({p["algorithm"] for p in rows})
         where = f" · {device_label(buffer, transfer)}" if device_label(buffer, transfer) else ""
-        t = Table(title=f"[bold]sparse allreduce against the library's dense allreduce[/] · {dtype} · n={nranks}{where}",
-                  title_justify="left", show_edge=False, pad_edge=False)
+        t = Table(
+            title=f"[bold]sparse allreduce against the library's dense allreduce[/] · {dtype} · n={nranks}{where}",
+            title_justify="left",
+            show_edge=False,
+            pad_edge=False,
+        )
         for col in ("size", "density", "k", "dense µs", "dense KiB/rank"):
             t.add_column(col, justify="right")
         for a in algorithms:
@@ -82,14 +101,19 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
                     colour = "green" if speedup >= 1 else "red"
                     text = f"{usec(p['median_s'])} ([{colour}]{speedup:.2f}[/]) {_kib(p['bytes_sent'])}"
                     cells.append(f"[bold]{text}[/]" if a == best else text)
-                cells.append(f"{usec(select.get((dtype, size, density, 'numba'), math.nan))} / "
-                             f"{usec(select.get((dtype, size, density, 'argpartition'), math.nan))}")
+                cells.append(
+                    f"{usec(select.get((dtype, size, density, 'numba'), math.nan))} / "
+                    f"{usec(select.get((dtype, size, density, 'argpartition'), math.nan))}"
+                )
                 t.add_row(*cells)
-            crossings.append(f"{format_size(size)}: " + ", ".join(
-                f"{a} {crossover_density(v)[0]}" for a, v in by_alg.items() if v))
-        t.caption = ("×dense = dense library time / sparse time (above 1: sparse is faster); KiB = bytes the busiest "
-                     "rank sent per call (dense: a ring's 2(n−1)/n·S); pairs selected before timing.\n"
-                     "crossover density (dense wins above): " + "; ".join(crossings))
+            crossings.append(
+                f"{format_size(size)}: " + ", ".join(f"{a} {crossover_density(v)[0]}" for a, v in by_alg.items() if v)
+            )
+        t.caption = (
+            "×dense = dense library time / sparse time (above 1: sparse is faster); KiB = bytes the busiest "
+            "rank sent per call (dense: a ring's 2(n−1)/n·S); pairs selected before timing.\n"
+            "crossover density (dense wins above): " + "; ".join(crossings)
+        )
         t.caption_justify = "left"
         tables.append(t)
     return tables

@@ -135,9 +135,17 @@ def summarize(points: list[dict[str, Any]]) -> list[CaseSummary]:
         small = min(base_rows)
         peak = max(base_rows.values(), key=lambda p: p["busbw_gbps"])
         half = next((s for s in sorted(base_rows) if base_rows[s]["busbw_gbps"] >= peak["busbw_gbps"] / 2), None)
-        summary = CaseSummary(case._asdict(), baseline, names, len(sizes),
-                              base_rows[small]["median_s"], small, peak["busbw_gbps"], peak["bytes"],
-                              half if peak["busbw_gbps"] > 0 else None)
+        summary = CaseSummary(
+            case._asdict(),
+            baseline,
+            names,
+            len(sizes),
+            base_rows[small]["median_s"],
+            small,
+            peak["busbw_gbps"],
+            peak["bytes"],
+            half if peak["busbw_gbps"] > 0 else None,
+        )
         summary.ranges = _ranges(sizes, by_alg, baseline)
         for name in names[1:]:
             summary.crossovers += _crossovers(name, by_alg[name], base_rows)

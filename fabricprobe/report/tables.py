@@ -31,9 +31,14 @@ def run_header(run: Run) -> Panel:
         f"[bold]run {run.id}[/] of {run.path}  status [bold]{run.status}[/]  started {a.get('started', '?')}",
         f"MPI: {a.get('mpi_vendor', '?')} {a.get('mpi_version', '')}   mpi4py {a.get('mpi4py_version', '?')}   "
         f"thread level {a.get('thread_level_requested', '?')} → provided {a.get('thread_level_provided', '?')}",
-        f"ranks: {a.get('nranks', '?')} on {a.get('topology', '?')}   hosts: {', '.join(sorted(set(a.get('hosts') or [])))}"
-        + (f"   hardware: {a.get('nnodes')} node(s), {a.get('ranks_per_node')} ranks on {a.get('cores_per_node')} cores"
-           if a.get("virtual_topology") else "")
+        f"ranks: {a.get('nranks', '?')} on {a.get('topology', '?')}   "
+        f"hosts: {', '.join(sorted(set(a.get('hosts') or [])))}"
+        + (
+            f"   hardware: {a.get('nnodes')} node(s), {a.get('ranks_per_node')} ranks on "
+            f"{a.get('cores_per_node')} cores"
+            if a.get("virtual_topology")
+            else ""
+        )
         + (f"   [bold magenta]{a['lab']}[/] (fabric lab)" if a.get("lab") else ""),
     ]
     cost = _cost(a)
@@ -41,8 +46,10 @@ def run_header(run: Run) -> Panel:
         lines.append(cost)
     floors = [p for p in run.points if p["collective"] == EMPTY and p["status"] == "ok"]
     if floors:
-        text = ", ".join(f"{p['algorithm']} {usec(p['median_s'])} µs" + (f" ({p['mode']})" if p["mode"] != "barrier" else "")
-                         for p in floors)
+        text = ", ".join(
+            f"{p['algorithm']} {usec(p['median_s'])} µs" + (f" ({p['mode']})" if p["mode"] != "barrier" else "")
+            for p in floors
+        )
         lines.append(f"harness floor (empty timed region, median): {text}")
     body: list[Any] = [Text.from_markup(line) for line in lines]
     for warning in run_warnings(run):
@@ -121,8 +128,10 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int) -> Table:
         table.add_row(*cells)
     if spec is not None and sized:
         factor = spec.busbw_factor(nranks)
-        table.caption = (f"busbw = algbw × {spec.busbw_formula} = algbw × {factor:.3g} (n={nranks}); "
-                         "algbw = size / median; iteration time = slowest rank; * = time cap before CI target")
+        table.caption = (
+            f"busbw = algbw × {spec.busbw_formula} = algbw × {factor:.3g} (n={nranks}); "
+            "algbw = size / median; iteration time = slowest rank; * = time cap before CI target"
+        )
         table.caption_justify = "left"
     reasons = sorted({p["note"] for p in rows if p["status"] == "not_runnable"})
     if reasons:
@@ -133,8 +142,9 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int) -> Table:
 
 def render_run(run: Run, console: Console, collectives: list[str] | None = None) -> None:
     console.print(run_header(run))
-    points = [p for p in run.points if p["collective"] != EMPTY
-              and (collectives is None or p["collective"] in collectives)]
+    points = [
+        p for p in run.points if p["collective"] != EMPTY and (collectives is None or p["collective"] in collectives)
+    ]
     if not points:
         console.print("(no measured points)")
     for table in sparse_tables(points) + gpudirect_tables(points):
@@ -169,8 +179,11 @@ def _range_text(r: SizeRange, baseline: str) -> str:
     span = format_size(r.lo) if r.lo == r.hi else f"{format_size(r.lo)}–{format_size(r.hi)}"
     if r.winner == baseline:
         return f"{span}: {r.winner}"
-    gain = f"{r.speedup_min:.2f}×" if abs(r.speedup_max - r.speedup_min) < 0.005 else \
-        f"{r.speedup_min:.2f}–{r.speedup_max:.2f}×"
+    gain = (
+        f"{r.speedup_min:.2f}×"
+        if abs(r.speedup_max - r.speedup_min) < 0.005
+        else f"{r.speedup_min:.2f}–{r.speedup_max:.2f}×"
+    )
     return f"{span}: [green]{r.winner}[/] ({gain})"
 
 
@@ -191,24 +204,42 @@ def _crossover_text(algorithm: str, crossings: list[Crossover]) -> str:
 def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
     """One row per collective case: latency, peak busbw, n½, winners per size range, crossovers."""
     points = [p for p in run.points if collectives is None or p["collective"] in collectives]
-    table = Table(title=f"[bold]summary of run {run.id}[/] ({run.attrs.get('mpi_vendor', '?')}, "
-                        f"{run.attrs.get('nranks', '?')} ranks)", title_justify="left", show_lines=True,
-                  show_edge=False, pad_edge=False)
-    for col, just in (("case", "left"), ("ranks", "right"), ("latency µs", "right"), ("peak busbw", "right"),
-                      ("n½", "right"), ("winner per size range", "left"), ("crossovers", "left")):
+    table = Table(
+        title=f"[bold]summary of run {run.id}[/] ({run.attrs.get('mpi_vendor', '?')}, "
+        f"{run.attrs.get('nranks', '?')} ranks)",
+        title_justify="left",
+        show_lines=True,
+        show_edge=False,
+        pad_edge=False,
+    )
+    for col, just in (
+        ("case", "left"),
+        ("ranks", "right"),
+        ("latency µs", "right"),
+        ("peak busbw", "right"),
+        ("n½", "right"),
+        ("winner per size range", "left"),
+        ("crossovers", "left"),
+    ):
         table.add_column(col, justify=just)
     for s in summarize(points):
         table.add_row(
-            _case_title(s.case), str(s.case["nranks"]), f"{usec(s.latency_s)} @ {format_size(s.latency_bytes)}",
+            _case_title(s.case),
+            str(s.case["nranks"]),
+            f"{usec(s.latency_s)} @ {format_size(s.latency_bytes)}",
             f"{gbps(s.peak_busbw_gbps)} GB/s @ {format_size(s.peak_bytes)}",
             format_size(s.half_peak_bytes) if s.half_peak_bytes is not None else "-",
             "\n".join(_range_text(r, s.baseline) for r in s.ranges),
-            "\n".join(_crossover_text(a, [c for c in s.crossovers if c.algorithm == a])
-                      for a in dict.fromkeys(c.algorithm for c in s.crossovers))
+            "\n".join(
+                _crossover_text(a, [c for c in s.crossovers if c.algorithm == a])
+                for a in dict.fromkeys(c.algorithm for c in s.crossovers)
+            )
             or ("-" if len(s.algorithms) > 1 else "(one algorithm)"),
         )
-    table.caption = ("latency: the baseline (the library's own) at the smallest size; n½: smallest size reaching half "
-                     "the peak busbw.\nA range goes to another algorithm only where its median's 95% CI lies wholly "
-                     "below the baseline's (× = speedup over the baseline); crossovers likewise ignore noise.")
+    table.caption = (
+        "latency: the baseline (the library's own) at the smallest size; n½: smallest size reaching half "
+        "the peak busbw.\nA range goes to another algorithm only where its median's 95% CI lies wholly "
+        "below the baseline's (× = speedup over the baseline); crossovers likewise ignore noise."
+    )
     table.caption_justify = "left"
     return table

@@ -14,25 +14,34 @@ def run_warnings(run: Run) -> list[str]:
     if attrs.get("oversubscribed") and attrs.get("lab"):
         spec = attrs.get("lab_spec") or {}
         cores = (json.loads(spec) if isinstance(spec, str) else spec).get("machine_cores", "?")
-        out.append(f"oversubscribed: the lab's {attrs.get('nranks')} ranks share one machine's {cores} cores. "
-                   "Times include scheduler waits: compare them with each other, not with real nodes.")
+        out.append(
+            f"oversubscribed: the lab's {attrs.get('nranks')} ranks share one machine's {cores} cores. "
+            "Times include scheduler waits: compare them with each other, not with real nodes."
+        )
     elif attrs.get("oversubscribed"):
         ranks = attrs.get("ranks_per_node") or []
         cores = attrs.get("cores_per_node") or []
-        out.append(f"oversubscribed: {max(ranks, default=0)} ranks on a node with {min(cores, default=0)} cores. "
-                   "Ranks share cores, so times include scheduler waits: compare them with each other, "
-                   "not with other machines.")
+        out.append(
+            f"oversubscribed: {max(ranks, default=0)} ranks on a node with {min(cores, default=0)} cores. "
+            "Ranks share cores, so times include scheduler waits: compare them with each other, "
+            "not with other machines."
+        )
     requested, provided = attrs.get("thread_level_requested"), attrs.get("thread_level_provided")
     if requested and provided and requested != provided:
         out.append(f"thread level {requested} was requested but the library provided {provided}.")
     if provided == "multiple" and attrs.get("mpi_vendor") == "MPICH":
-        out.append("MPICH at MPI_THREAD_MULTIPLE takes slower small-message paths (~5x at 8 B); "
-                   "numbers are not comparable with single-threaded runs.")
+        out.append(
+            "MPICH at MPI_THREAD_MULTIPLE takes slower small-message paths (~5x at 8 B); "
+            "numbers are not comparable with single-threaded runs."
+        )
     if run.status not in ("complete", ""):
         reason = attrs.get("status_reason", "")
-        out.append(f"run is {run.status}{': ' + reason if reason else ''}; "
-                   f"resume it with `fabricprobe sweep --resume {run.path}`." if run.status != "aborted"
-                   else f"run was aborted{': ' + reason if reason else ''}.")
+        out.append(
+            f"run is {run.status}{': ' + reason if reason else ''}; "
+            f"resume it with `fabricprobe sweep --resume {run.path}`."
+            if run.status != "aborted"
+            else f"run was aborted{': ' + reason if reason else ''}."
+        )
     points = [p for p in run.points if p["collective"] != EMPTY]
     wrong = [p for p in points if p["status"] == "wrong"]
     errors = [p for p in points if p["status"] == "error"]
@@ -43,8 +52,10 @@ def run_warnings(run: Run) -> list[str]:
         out.append(f"{len(errors)} point(s) raised errors: {errors[0]['note']}")
     if capped:
         target = (run.config or {}).get("ci_target", 0)
-        out.append(f"{len(capped)} of {len(points)} points hit the time cap before their median's 95% CI "
-                   f"narrowed to ±{target * 100:.0f}% (column ±CI); treat those medians as rougher.")
+        out.append(
+            f"{len(capped)} of {len(points)} points hit the time cap before their median's 95% CI "
+            f"narrowed to ±{target * 100:.0f}% (column ±CI); treat those medians as rougher."
+        )
     return out
 
 

@@ -110,7 +110,7 @@ def encode_sparse(idx: np.ndarray, val: np.ndarray, out: np.ndarray) -> int:
     m = idx.size
     out[:_HEADER].view(np.int64)[0] = m
     start = _HEADER + _padded(m)
-    out[_HEADER:_HEADER + m * INDEX.itemsize].view(INDEX)[:] = idx
+    out[_HEADER : _HEADER + m * INDEX.itemsize].view(INDEX)[:] = idx
     end = start + m * val.dtype.itemsize
     out[start:end].view(val.dtype)[:] = val
     return end
@@ -128,7 +128,7 @@ def decode(buf: np.ndarray, n: int, dtype: np.dtype) -> tuple[np.ndarray | None,
     dtype = np.dtype(dtype)
     m = int(buf[:_HEADER].view(np.int64)[0])
     if m == DENSE:
-        return None, buf[_HEADER:_HEADER + n * dtype.itemsize].view(dtype)
+        return None, buf[_HEADER : _HEADER + n * dtype.itemsize].view(dtype)
     start = _HEADER + _padded(m)
-    idx = buf[_HEADER:_HEADER + m * INDEX.itemsize].view(INDEX)
-    return idx, buf[start:start + m * dtype.itemsize].view(dtype)
+    idx = buf[_HEADER : _HEADER + m * INDEX.itemsize].view(INDEX)
+    return idx, buf[start : start + m * dtype.itemsize].view(dtype)

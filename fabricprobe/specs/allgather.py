@@ -19,8 +19,14 @@ class Allgather(CollectiveSpec):
     busbw_formula = "(n-1)/n"
     osu_title = "Allgather Latency Test"
     osu_size_is_block = True
-    vendor = VendorNames(openmpi="allgather", openmpi_id=0, openmpi_json="allgather", mpich="ALLGATHER",
-                         mpich_size_key="total_msg_size", nccl="allgather")
+    vendor = VendorNames(
+        openmpi="allgather",
+        openmpi_id=0,
+        openmpi_json="allgather",
+        mpich="ALLGATHER",
+        mpich_size_key="total_msg_size",
+        nccl="allgather",
+    )
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // (itemsize * nranks)
@@ -34,7 +40,7 @@ class Allgather(CollectiveSpec):
         patterns.sentinel_fill(case.recv)
         if case.in_place:
             c = case.count
-            case.recv[case.rank * c:(case.rank + 1) * c] = mine
+            case.recv[case.rank * c : (case.rank + 1) * c] = mine
         else:
             case.send[:] = mine
 

@@ -23,8 +23,15 @@ class Allreduce(CollectiveSpec):
     busbw_formula = "2(n-1)/n"
     pipelinable = True
     osu_title = "Allreduce Latency Test"
-    vendor = VendorNames(openmpi="allreduce", openmpi_id=2, openmpi_json="allreduce", mpich="ALLREDUCE",
-                         mpich_size_key="avg_msg_size", mpich_posix=True, nccl="allreduce")
+    vendor = VendorNames(
+        openmpi="allreduce",
+        openmpi_id=2,
+        openmpi_json="allreduce",
+        mpich="ALLREDUCE",
+        mpich_size_key="avg_msg_size",
+        mpich_posix=True,
+        nccl="allreduce",
+    )
 
     def busbw_factor(self, nranks: int) -> float:
         return 2.0 * (nranks - 1) / nranks

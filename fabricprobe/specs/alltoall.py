@@ -25,13 +25,13 @@ class Alltoall(CollectiveSpec):
     busbw_formula = "(n-1)/n"
     osu_title = "All-to-All Personalized Exchange Latency Test"
     osu_size_is_block = True
-    vendor = VendorNames(openmpi="alltoall", openmpi_id=3, openmpi_json="alltoall", mpich="ALLTOALL",
-                         mpich_size_key="total_msg_size")
+    vendor = VendorNames(
+        openmpi="alltoall", openmpi_id=3, openmpi_json="alltoall", mpich="ALLTOALL", mpich_size_key="total_msg_size"
+    )
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // (itemsize * nranks)
-        return Layout(count=count, send_len=count * nranks, recv_len=count * nranks,
-                      nbytes=count * nranks * itemsize)
+        return Layout(count=count, send_len=count * nranks, recv_len=count * nranks, nbytes=count * nranks * itemsize)
 
     def busbw_factor(self, nranks: int) -> float:
         return (nranks - 1) / nranks
@@ -45,8 +45,9 @@ class Alltoall(CollectiveSpec):
             patterns.sentinel_fill(case.recv)
 
     def results(self, case: Case):
-        expected = np.concatenate([_blocks(src, case.nranks, case.count, to_rank=case.rank)
-                                   for src in range(case.nranks)])
+        expected = np.concatenate(
+            [_blocks(src, case.nranks, case.count, to_rank=case.rank) for src in range(case.nranks)]
+        )
         return [(case.recv, expected)]
 
     def mpi4py_call(self, case, MPI, op=None):

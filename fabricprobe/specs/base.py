@@ -152,8 +152,9 @@ class CollectiveSpec:
     def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
         """Page-aligned buffers for the case's layout, from the process's pool."""
         lay = case.layout
-        case.send = (None if case.in_place or not self.has_send
-                     else pool.get("send", lay.send_len, case.dtype, case.hugepages))
+        case.send = (
+            None if case.in_place or not self.has_send else pool.get("send", lay.send_len, case.dtype, case.hugepages)
+        )
         case.recv = pool.get("recv", lay.recv_len, case.dtype, case.hugepages)
 
     def prepare(self, case: Case) -> None:
@@ -203,9 +204,20 @@ class CollectiveSpec:
         if name is None:
             raise ValueError(f"{self.name}: no MPI datatype for {dtype} buffers (use one of {', '.join(DTYPES)})")
         nbytes = max(recv.nbytes, 0 if send is None else send.nbytes)
-        return Case(collective=self.name, comm=comm, rank=comm.rank, nranks=comm.size, dtype_name=name, dtype=dtype,
-                    op=op, root=root, in_place=send is None, layout=self.layout(nbytes, dtype.itemsize, comm.size),
-                    send=send, recv=recv)
+        return Case(
+            collective=self.name,
+            comm=comm,
+            rank=comm.rank,
+            nranks=comm.size,
+            dtype_name=name,
+            dtype=dtype,
+            op=op,
+            root=root,
+            in_place=send is None,
+            layout=self.layout(nbytes, dtype.itemsize, comm.size),
+            send=send,
+            recv=recv,
+        )
 
     def check(self, case: Case) -> int:
         return sum(count_wrong(actual, expected) for actual, expected in self.results(case))

@@ -18,8 +18,15 @@ class Bcast(CollectiveSpec):
     busbw_formula = "1"
     pipelinable = True
     osu_title = "Broadcast Latency Test"
-    vendor = VendorNames(openmpi="bcast", openmpi_id=7, openmpi_json="bcast", mpich="BCAST",
-                         mpich_size_key="avg_msg_size", mpich_posix=True, nccl="broadcast")
+    vendor = VendorNames(
+        openmpi="bcast",
+        openmpi_id=7,
+        openmpi_json="bcast",
+        mpich="BCAST",
+        mpich_size_key="avg_msg_size",
+        mpich_posix=True,
+        nccl="broadcast",
+    )
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // itemsize

@@ -24,8 +24,15 @@ class Reduce(CollectiveSpec):
     busbw_formula = "1"
     pipelinable = True
     osu_title = "Reduce Latency Test"
-    vendor = VendorNames(openmpi="reduce", openmpi_id=11, openmpi_json="reduce", mpich="REDUCE",
-                         mpich_size_key="avg_msg_size", mpich_posix=True, nccl="reduce")
+    vendor = VendorNames(
+        openmpi="reduce",
+        openmpi_id=11,
+        openmpi_json="reduce",
+        mpich="REDUCE",
+        mpich_size_key="avg_msg_size",
+        mpich_posix=True,
+        nccl="reduce",
+    )
 
     def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
         # MPI_IN_PLACE is only valid at the root; other ranks always send from a buffer.

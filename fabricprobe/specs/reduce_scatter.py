@@ -27,8 +27,14 @@ class ReduceScatter(CollectiveSpec):
     reduces = True
     busbw_formula = "(n-1)/n"
     osu_title = "Reduce_scatter Latency Test"
-    vendor = VendorNames(openmpi="reduce_scatter_block", openmpi_id=13, openmpi_json="reducescatterblock",
-                         mpich="REDUCE_SCATTER_BLOCK", mpich_size_key="total_msg_size", nccl="reducescatter")
+    vendor = VendorNames(
+        openmpi="reduce_scatter_block",
+        openmpi_id=13,
+        openmpi_json="reducescatterblock",
+        mpich="REDUCE_SCATTER_BLOCK",
+        mpich_size_key="total_msg_size",
+        nccl="reducescatter",
+    )
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // (itemsize * nranks)
@@ -63,7 +69,9 @@ class ReduceScatter(CollectiveSpec):
 
     def nccl_unusable(self, case):
         if case.in_place:
-            return "MPI's in-place reduce_scatter_block keeps the result in block 0; NCCL's keeps it in the rank's block"
+            return (
+                "MPI's in-place reduce_scatter_block keeps the result in block 0; NCCL's keeps it in the rank's block"
+            )
         return ""
 
 

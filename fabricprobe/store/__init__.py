@@ -4,5 +4,13 @@ from fabricprobe.store.reader import Run, check_results_file, load_runs, select_
 from fabricprobe.store.schema import POINT_DTYPE, SCHEMA_VERSION
 from fabricprobe.store.writer import ResultsWriter, check_output_path
 
-__all__ = ["POINT_DTYPE", "SCHEMA_VERSION", "ResultsWriter", "Run", "check_output_path", "check_results_file",
-           "load_runs", "select_run"]
+__all__ = [
+    "POINT_DTYPE",
+    "SCHEMA_VERSION",
+    "ResultsWriter",
+    "Run",
+    "check_output_path",
+    "check_results_file",
+    "load_runs",
+    "select_run",
+]

@@ -1,16 +1,16 @@
 """The results file's layout (schema version 1). docs/schema.md explains every field.
 
-    /                         attrs: format = "fabricprobe", schema_version
-    /runs/<id>                one run; attrs: provenance, config (JSON), status, times
-    /runs/<id>/points         compound table, one row per measured point
-    /runs/<id>/samples/<n>    float64 (iterations × ranks) raw times of point n, NaN where a
-                              rank does not time the point
+/                         attrs: format = "fabricprobe", schema_version
+/runs/<id>                one run; attrs: provenance, config (JSON), status, times
+/runs/<id>/points         compound table, one row per measured point
+/runs/<id>/samples/<n>    float64 (iterations × ranks) raw times of point n, NaN where a
+                          rank does not time the point
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
-from functools import lru_cache, cache
+from functools import cache
 from typing import Any, Mapping
 
 import numpy as np
@@ -34,8 +34,20 @@ PAIR_LABELS = {"intra": "intra-node", "inter": "inter-node", "all": "all pairs"}
 
 # What identifies a point: two points with equal identities measured the same thing. Every report
 # groups, matches and titles by these (fabricprobe.report), --resume keys by them (point_key).
-IDENTITY = ("collective", "algorithm", "dtype", "op", "in_place", "mode", "pair", "density", "buffer", "transfer",
-            "nranks", "bytes")
+IDENTITY = (
+    "collective",
+    "algorithm",
+    "dtype",
+    "op",
+    "in_place",
+    "mode",
+    "pair",
+    "density",
+    "buffer",
+    "transfer",
+    "nranks",
+    "bytes",
+)
 
 
 @cache
@@ -49,21 +61,40 @@ def identity(point: Mapping[str, Any], without: tuple[str, ...] = ()) -> tuple:
     return _identity_type(fields)(*(point[f] for f in fields))
 
 
-def point_key(collective: str, algorithm: str, dtype: str, op: str, in_place: bool, mode: str, nbytes: int,
-              pair: str = "", density: float = 0.0, sub_nranks: int = 0, buffer: str = "host",
-              transfer: str = "") -> str:
+def point_key(
+    collective: str,
+    algorithm: str,
+    dtype: str,
+    op: str,
+    in_place: bool,
+    mode: str,
+    nbytes: int,
+    pair: str = "",
+    density: float = 0.0,
+    sub_nranks: int = 0,
+    buffer: str = "host",
+    transfer: str = "",
+) -> str:
     """The point's identity as the `key` string --resume matches (sub_nranks: the sub-communicator's size,
     0 for the whole job). Its spelling is part of the schema: files written before keep resuming."""
     parts = [collective, algorithm, dtype, op, "inplace" if in_place else "outofplace", mode, str(nbytes)]
-    return "|".join(parts + ([pair] if pair else []) + ([f"d{density:g}"] if density else [])
-                    + ([f"n{sub_nranks}"] if sub_nranks else [])
-                    + ([f"{buffer}-{transfer or 'local'}"] if buffer != "host" else []))
+    return "|".join(
+        parts
+        + ([pair] if pair else [])
+        + ([f"d{density:g}"] if density else [])
+        + ([f"n{sub_nranks}"] if sub_nranks else [])
+        + ([f"{buffer}-{transfer or 'local'}"] if buffer != "host" else [])
+    )
 
 
 POINT_FIELDS: list[tuple[str, str, str]] = [
     ("index", "i4", "position of the point in the run, also its samples dataset name"),
     ("key", "S200", "identity of the point, used by --resume"),
-    ("collective", "S24", "allreduce, reduce, bcast, allgather, reduce_scatter, alltoall, barrier, latency, bw, bibw, empty"),
+    (
+        "collective",
+        "S24",
+        "allreduce, reduce, bcast, allgather, reduce_scatter, alltoall, barrier, latency, bw, bibw, empty",
+    ),
     ("algorithm", "S64", '"library" for the MPI library\'s own; otherwise the hand-written algorithm'),
     ("dtype", "S12", "float32, float64, int32, int64; byte for point-to-point"),
     ("op", "S8", "sum, max, min, prod; none for collectives that do not reduce"),
@@ -72,7 +103,12 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
     ("pair", "S8", "point-to-point pair: intra (same node), inter (across nodes), all (r and r+n/2); empty otherwise"),
     ("density", "f8", "sparse tests: fraction of the n elements each rank contributes (k = density·n); 0 otherwise"),
     ("buffer", "S8", "where the buffers live: host (numpy), cupy or numba (device memory); empty in files before it"),
-    ("transfer", "S12", "device buffers: direct (GPUDirect), staged or pipelined (through pinned host memory); empty for host buffers and local tests"),
+    (
+        "transfer",
+        "S12",
+        "device buffers: direct (GPUDirect), staged or pipelined (through pinned host memory); "
+        "empty for host buffers and local tests",
+    ),
     ("mode", "S12", "barrier (untimed barrier between calls) or loop (back-to-back calls)"),
     ("timer", "S8", "native (C calls from a compiled loop) or python (mpi4py calls)"),
     ("nranks", "i4", "communicator size"),
@@ -113,8 +149,20 @@ POINT_DTYPE = np.dtype([(name, kind) for name, kind, _ in POINT_FIELDS])
 STRING_FIELDS = tuple(name for name, kind, _ in POINT_FIELDS if kind.startswith("S"))
 
 # Run attributes stored as JSON text (everything else is a plain HDF5 scalar attribute).
-JSON_ATTRS = ("config", "hosts", "rank_nodes", "topology_ranks_per_node", "rank_cpus", "ranks_per_node", "cores_per_node", "environment", "notes",
-              "resumed_at", "gpu", "rank_gpus")
+JSON_ATTRS = (
+    "config",
+    "hosts",
+    "rank_nodes",
+    "topology_ranks_per_node",
+    "rank_cpus",
+    "ranks_per_node",
+    "cores_per_node",
+    "environment",
+    "notes",
+    "resumed_at",
+    "gpu",
+    "rank_gpus",
+)
 
 
 def make_row(values: dict) -> np.ndarray:

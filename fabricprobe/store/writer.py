@@ -35,6 +35,7 @@ def check_output_path(path: str) -> None:
 
 def open_results(path: str) -> h5py.File:
     """Open a results file for appending, creating its format attributes if it is new (lock-retrying)."""
+
     def opener() -> h5py.File:
         f = h5py.File(path, "a")
         if "format" not in f.attrs:
@@ -78,8 +79,12 @@ class ResultsWriter:
             group = f["runs"][self.run_id]
             if samples is not None and samples.size:
                 group["samples"].create_dataset(
-                    f"{int(values['index']):06d}", data=samples, compression="gzip", compression_opts=4,
-                    shuffle=True, chunks=True if samples.size > 1024 else None,
+                    f"{int(values['index']):06d}",
+                    data=samples,
+                    compression="gzip",
+                    compression_opts=4,
+                    shuffle=True,
+                    chunks=True if samples.size > 1024 else None,
                 )
             table = group["points"]
             n = table.shape[0]

@@ -23,8 +23,11 @@ def timer_for(requested: str, name: str, compiled: bool, native_failure: str | N
     if compiled and native_failure is None:
         return "native"
     if requested == "native":
-        raise TimerUnavailable(f"{name} is written in Python; it has no native timer" if not compiled
-                               else f"the native timer is unavailable here: {native_failure}")
+        raise TimerUnavailable(
+            f"{name} is written in Python; it has no native timer"
+            if not compiled
+            else f"the native timer is unavailable here: {native_failure}"
+        )
     return "python"
 
 

@@ -65,7 +65,9 @@ def native_empty(wtime, barrier, comm, mode, out):  # pragma: no cover - compile
 
 
 @njit(cache=True, nogil=True)
-def native_pingpong(wtime, send, recv, sbuf, rbuf, count, dtype, peer, comm, status, initiator, out):  # pragma: no cover
+def native_pingpong(
+    wtime, send, recv, sbuf, rbuf, count, dtype, peer, comm, status, initiator, out
+):  # pragma: no cover
     """OMB osu_latency: blocking send/recv round trips; the initiator records half of each."""
     for i in range(out.size):
         if initiator:
@@ -87,8 +89,29 @@ def native_pingpong(wtime, send, recv, sbuf, rbuf, count, dtype, peer, comm, sta
 
 
 @njit(cache=True, nogil=True)
-def native_window(wtime, isend, irecv, waitall, send, recv, sbuf, rbuf, count, dtype, peer, comm,
-                  reqs, req_size, statuses, status, ack, ack_type, window, role, out):  # pragma: no cover
+def native_window(
+    wtime,
+    isend,
+    irecv,
+    waitall,
+    send,
+    recv,
+    sbuf,
+    rbuf,
+    count,
+    dtype,
+    peer,
+    comm,
+    reqs,
+    req_size,
+    statuses,
+    status,
+    ack,
+    ack_type,
+    window,
+    role,
+    out,
+):  # pragma: no cover
     """OMB osu_bw (role 0 sender, 1 receiver) and osu_bibw (role 2, both directions).
 
     Each iteration is one window of `window` non-blocking messages; the recorded time is the
@@ -122,8 +145,9 @@ def native_window(wtime, isend, irecv, waitall, send, recv, sbuf, rbuf, count, d
     return 0
 
 
-def python_timed_calls(call: Callable[[], object], barrier: Callable[[], object],
-                       wtime: Callable[[], float], mode: int, out: np.ndarray) -> None:
+def python_timed_calls(
+    call: Callable[[], object], barrier: Callable[[], object], wtime: Callable[[], float], mode: int, out: np.ndarray
+) -> None:
     """The Python twin of native_timed_calls, for algorithms written in Python."""
     n = len(out)
     if mode == BARRIER:
@@ -142,9 +166,9 @@ def python_timed_calls(call: Callable[[], object], barrier: Callable[[], object]
             prev = now
 
 
-def python_empty(barrier: Callable[[], object], wtime: Callable[[], float], mode: int,
-                 out: np.ndarray) -> None:
+def python_empty(barrier: Callable[[], object], wtime: Callable[[], float], mode: int, out: np.ndarray) -> None:
     """The Python timer's floor: a timed region around a call that does nothing."""
+
     def nothing() -> None:
         return None
 

@@ -46,9 +46,7 @@ class NativeMPI:
         self.bcast = fn("MPI_Bcast", _INT, _PTR, _INT, dtype, _INT, comm)
         self.allgather = fn("MPI_Allgather", _INT, _PTR, _INT, dtype, _PTR, _INT, dtype, comm)
         self.alltoall = fn("MPI_Alltoall", _INT, _PTR, _INT, dtype, _PTR, _INT, dtype, comm)
-        self.reduce_scatter_block = fn(
-            "MPI_Reduce_scatter_block", _INT, _PTR, _PTR, _INT, dtype, op, comm
-        )
+        self.reduce_scatter_block = fn("MPI_Reduce_scatter_block", _INT, _PTR, _PTR, _INT, dtype, op, comm)
         self.send = fn("MPI_Send", _INT, _PTR, _INT, dtype, _INT, _INT, comm)
         self.recv = fn("MPI_Recv", _INT, _PTR, _INT, dtype, _INT, _INT, comm, _PTR)
         self.isend = fn("MPI_Isend", _INT, _PTR, _INT, dtype, _INT, _INT, comm, _PTR)

@@ -53,8 +53,9 @@ class Table:
         return asdict(self)
 
     def tuned(self) -> bool:
-        return any(r.winner != DEFAULT for sections in self.rules.values() for ranges in sections.values()
-                   for r in ranges)
+        return any(
+            r.winner != DEFAULT for sections in self.rules.values() for ranges in sections.values() for r in ranges
+        )
 
 
 def _name(algorithm: str) -> str:
@@ -64,19 +65,27 @@ def _name(algorithm: str) -> str:
     return algorithm.split(":", 1)[1] if algorithm.startswith(LIBRARY + ":") else algorithm
 
 
-def candidates(runs: list[Run], dtype: str, include_handwritten: bool,
-               library_variants: bool = True) -> tuple[dict, dict[str, Any]]:
+def candidates(
+    runs: list[Run], dtype: str, include_handwritten: bool, library_variants: bool = True
+) -> tuple[dict, dict[str, Any]]:
     """(collective, nranks, bytes) -> {algorithm name: point}, latest measurement winning; and the
     provenance the runs share. Raises UsageError when the runs mix libraries or hold nothing usable."""
     table: dict[tuple, dict[str, dict]] = {}
     versions = {r.attrs.get("mpi_library_version") for r in runs if r.points}
     if len(versions) > 1:
-        raise UsageError("the file holds runs of different MPI libraries; tune one library at a time "
-                         "(select runs with --run)")
+        raise UsageError(
+            "the file holds runs of different MPI libraries; tune one library at a time (select runs with --run)"
+        )
     for run in runs:
         for p in run.points:
-            if (p["collective"] not in COLLECTIVES or p["status"] != "ok" or p["mode"] != "barrier"
-                    or p["in_place"] or p["dtype"] != dtype or p["op"] not in ("sum", "none")):
+            if (
+                p["collective"] not in COLLECTIVES
+                or p["status"] != "ok"
+                or p["mode"] != "barrier"
+                or p["in_place"]
+                or p["dtype"] != dtype
+                or p["op"] not in ("sum", "none")
+            ):
                 continue
             forced = p["algorithm"].startswith(LIBRARY + ":")
             if _name(p["algorithm"]) in RESERVED or (forced and not library_variants):
@@ -85,8 +94,9 @@ def candidates(runs: list[Run], dtype: str, include_handwritten: bool,
                 continue
             table.setdefault((p["collective"], p["nranks"], p["bytes"]), {})[_name(p["algorithm"])] = p
     if not table:
-        raise UsageError(f"no {dtype} measurements of {', '.join(COLLECTIVES)} to tune from: run "
-                         "`fabricprobe tune-sweep` first")
+        raise UsageError(
+            f"no {dtype} measurements of {', '.join(COLLECTIVES)} to tune from: run `fabricprobe tune-sweep` first"
+        )
     newest = next(r for r in reversed(runs) if r.points)
     return table, newest.attrs
 
@@ -103,14 +113,20 @@ def decide(by_name: dict[str, dict], size: int, min_gain: float) -> Decision | N
     return Decision(size, best_name, default["median_s"], best["median_s"], noise)
 
 
-def choose(runs: list[Run], dtype: str = "float32", min_gain: float = 0.05, include_handwritten: bool = False,
-           collectives: list[str] | None = None, library_variants: bool = True) -> Table:
+def choose(
+    runs: list[Run],
+    dtype: str = "float32",
+    min_gain: float = 0.05,
+    include_handwritten: bool = False,
+    collectives: list[str] | None = None,
+    library_variants: bool = True,
+) -> Table:
     """Rules over the library's variants (tuning files), or — include_handwritten and not
     library_variants — over what can be chosen at run time: the library as launched and fabricprobe's
     hand-written algorithms (fabricprobe's own selection table)."""
     table, attrs = candidates(runs, dtype, include_handwritten, library_variants)
     rules: dict[str, dict[int, list[Range]]] = {}
-    for (coll, nranks, size) in sorted(table):
+    for coll, nranks, size in sorted(table):
         if collectives is not None and coll not in collectives:
             continue
         decision = decide(table[(coll, nranks, size)], size, min_gain)
@@ -123,5 +139,10 @@ def choose(runs: list[Run], dtype: str = "float32", min_gain: float = 0.05, incl
             if ranges:
                 ranges[-1].hi = size
             ranges.append(Range(lo=0 if not ranges else size, hi=None, winner=decision.winner, decisions=[decision]))
-    return Table(attrs.get("mpi_vendor", "unknown"), attrs.get("mpi_library_version", ""),
-                 int(attrs.get("nranks", 0) or 0), dtype, rules)
+    return Table(
+        attrs.get("mpi_vendor", "unknown"),
+        attrs.get("mpi_library_version", ""),
+        int(attrs.get("nranks", 0) or 0),
+        dtype,
+        rules,
+    )

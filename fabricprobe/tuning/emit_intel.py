@@ -55,14 +55,16 @@ def adjust_strings(table: Table, fallbacks: dict[tuple[str, int, int], int]) -> 
     for coll, sections in table.rules.items():
         if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
             continue
-        per_comm = {c: [(preset(r, fallbacks.get((coll, c, r.lo))), r.lo, r.hi) for r in rs]
-                    for c, rs in sections.items()}
+        per_comm = {
+            c: [(preset(r, fallbacks.get((coll, c, r.lo))), r.lo, r.hi) for r in rs] for c, rs in sections.items()
+        }
         if len({tuple(v) for v in per_comm.values()}) > 1:
             left.append(coll)  # "@p-q" conditions would be needed, and Intel MPI ignores sizes under them
             continue
         rules = next(iter(per_comm.values()))
         out[f"I_MPI_ADJUST_{names(coll).intel}"] = ";".join(
-            f"{p}:{lo}-{MAX if hi is None else hi - 1}" for p, lo, hi in rules)
+            f"{p}:{lo}-{MAX if hi is None else hi - 1}" for p, lo, hi in rules
+        )
     return out, left
 
 
@@ -112,10 +114,11 @@ def load_env(tuning_path: Path) -> dict[str, str]:
 
 def adjust_file(adjust: dict[str, str], left: list[str]) -> str:
     """impi_adjust.env: the ADJUST alternative, and a line for each collective only the JSON carries."""
-    return ("# Alternative to I_MPI_TUNING, verified on its own (docs/tuning.md)\n"
-            + "".join(f"export {k}='{v}'\n" for k, v in adjust.items())
-            + "".join(f"# {c}: rules differ by communicator size; only impi_tuning.json carries them\n"
-                      for c in left))
+    return (
+        "# Alternative to I_MPI_TUNING, verified on its own (docs/tuning.md)\n"
+        + "".join(f"export {k}='{v}'\n" for k, v in adjust.items())
+        + "".join(f"# {c}: rules differ by communicator size; only impi_tuning.json carries them\n" for c in left)
+    )
 
 
 def read_adjust(path: Path) -> dict[str, str]:

@@ -58,35 +58,66 @@ RESTRICTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("alltoall", "pairwise_sendrecv_replace"): ("inplace",),
 }
 # restriction -> (condition under which the algorithm may run, the catch-all for everything else)
-_GUARDS = {"builtin-op": ("is_op_built_in=yes", "is_op_built_in=any"),
-           "commutative": ("is_commutative=yes", "is_commutative=any"),
-           "power-of-two": ("comm_size=pow2", "comm_size=any"),
-           "inplace": ("is_sendbuf_inplace=yes", "is_sendbuf_inplace=any"),
-           "noinplace": ("is_sendbuf_inplace=no", "is_sendbuf_inplace=any")}
+_GUARDS = {
+    "builtin-op": ("is_op_built_in=yes", "is_op_built_in=any"),
+    "commutative": ("is_commutative=yes", "is_commutative=any"),
+    "power-of-two": ("comm_size=pow2", "comm_size=any"),
+    "inplace": ("is_sendbuf_inplace=yes", "is_sendbuf_inplace=any"),
+    "noinplace": ("is_sendbuf_inplace=no", "is_sendbuf_inplace=any"),
+}
 
 
 # Parameters a leaf must carry: a JSON leaf without them gets zeros (k = 0: "Internal error" abort on
 # the first call, found by tune --verify's smoke run), while the forced CVAR that was measured used
 # these CVARs' values. JSON key -> CVAR whose value (read from mpivars) the leaf gets.
 PARAMS: dict[tuple[str, str], dict[str, str]] = {
-    ("allreduce", "k_reduce_scatter_allgather"): {"k": "ALLREDUCE_RECEXCH_KVAL",
-                                                  "single_phase_recv": "ALLREDUCE_RECEXCH_SINGLE_PHASE_RECV"},
-    ("allreduce", "recexch"): {"k": "ALLREDUCE_RECEXCH_KVAL", "single_phase_recv": "ALLREDUCE_RECEXCH_SINGLE_PHASE_RECV"},
+    ("allreduce", "k_reduce_scatter_allgather"): {
+        "k": "ALLREDUCE_RECEXCH_KVAL",
+        "single_phase_recv": "ALLREDUCE_RECEXCH_SINGLE_PHASE_RECV",
+    },
+    ("allreduce", "recexch"): {
+        "k": "ALLREDUCE_RECEXCH_KVAL",
+        "single_phase_recv": "ALLREDUCE_RECEXCH_SINGLE_PHASE_RECV",
+    },
     ("allreduce", "recursive_multiplying"): {"k": "ALLREDUCE_RECURSIVE_MULTIPLYING_KVAL"},
-    ("allreduce", "tree"): {"tree_type": "ALLREDUCE_TREE_TYPE", "k": "ALLREDUCE_TREE_KVAL",
-                            "chunk_size": "ALLREDUCE_TREE_PIPELINE_CHUNK_SIZE",
-                            "buffer_per_child": "ALLREDUCE_TREE_BUFFER_PER_CHILD"},
-    ("bcast", "tree"): {"tree_type": "BCAST_TREE_TYPE", "k": "BCAST_TREE_KVAL", "is_non_blocking": "BCAST_IS_NON_BLOCKING"},
-    ("bcast", "pipelined_tree"): {"tree_type": "BCAST_TREE_TYPE", "k": "BCAST_TREE_KVAL",
-                                  "is_non_blocking": "BCAST_IS_NON_BLOCKING", "chunk_size": "BCAST_TREE_PIPELINE_CHUNK_SIZE",
-                                  "recv_pre_posted": "BCAST_RECV_PRE_POST"},
+    ("allreduce", "tree"): {
+        "tree_type": "ALLREDUCE_TREE_TYPE",
+        "k": "ALLREDUCE_TREE_KVAL",
+        "chunk_size": "ALLREDUCE_TREE_PIPELINE_CHUNK_SIZE",
+        "buffer_per_child": "ALLREDUCE_TREE_BUFFER_PER_CHILD",
+    },
+    ("bcast", "tree"): {
+        "tree_type": "BCAST_TREE_TYPE",
+        "k": "BCAST_TREE_KVAL",
+        "is_non_blocking": "BCAST_IS_NON_BLOCKING",
+    },
+    ("bcast", "pipelined_tree"): {
+        "tree_type": "BCAST_TREE_TYPE",
+        "k": "BCAST_TREE_KVAL",
+        "is_non_blocking": "BCAST_IS_NON_BLOCKING",
+        "chunk_size": "BCAST_TREE_PIPELINE_CHUNK_SIZE",
+        "recv_pre_posted": "BCAST_RECV_PRE_POST",
+    },
     ("allgather", "k_brucks"): {"k": "ALLGATHER_BRUCKS_KVAL"},
-    ("allgather", "recexch_doubling"): {"k": "ALLGATHER_RECEXCH_KVAL", "single_phase_recv": "ALLGATHER_RECEXCH_SINGLE_PHASE_RECV"},
-    ("allgather", "recexch_halving"): {"k": "ALLGATHER_RECEXCH_KVAL", "single_phase_recv": "ALLGATHER_RECEXCH_SINGLE_PHASE_RECV"},
+    ("allgather", "recexch_doubling"): {
+        "k": "ALLGATHER_RECEXCH_KVAL",
+        "single_phase_recv": "ALLGATHER_RECEXCH_SINGLE_PHASE_RECV",
+    },
+    ("allgather", "recexch_halving"): {
+        "k": "ALLGATHER_RECEXCH_KVAL",
+        "single_phase_recv": "ALLGATHER_RECEXCH_SINGLE_PHASE_RECV",
+    },
     ("alltoall", "k_brucks"): {"k": "ALLTOALL_BRUCKS_KVAL"},
 }
-PARAM_FALLBACK = {"k": "2", "single_phase_recv": "0", "tree_type": "knomial_1", "chunk_size": "0",
-                  "buffer_per_child": "0", "is_non_blocking": "1", "recv_pre_posted": "0"}
+PARAM_FALLBACK = {
+    "k": "2",
+    "single_phase_recv": "0",
+    "tree_type": "knomial_1",
+    "chunk_size": "0",
+    "buffer_per_child": "0",
+    "is_non_blocking": "1",
+    "recv_pre_posted": "0",
+}
 
 
 def leaf_params(collective: str, algorithm: str, cvars: dict[str, str]) -> dict[str, dict]:
@@ -116,8 +147,10 @@ def guarded(collective: str, algorithm: str, leaf: dict, fallback: dict) -> dict
 
 def loaded_libmpi() -> Path:
     """The libmpi mpi4py loads here (found by loading it, without initialising MPI)."""
-    code = ("import mpi4py; mpi4py.rc.initialize = False\nfrom mpi4py import MPI\n"
-            "from fabricprobe.mpienv.init import loaded_libmpi_paths\nprint(loaded_libmpi_paths()[0])")
+    code = (
+        "import mpi4py; mpi4py.rc.initialize = False\nfrom mpi4py import MPI\n"
+        "from fabricprobe.mpienv.library import loaded_libmpi_paths\nprint(loaded_libmpi_paths()[0])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     if out.returncode != 0 or not out.stdout.strip():
         raise UsageError("could not find the libmpi that mpi4py loads")
@@ -142,7 +175,7 @@ def default_trees(libmpi: Path) -> dict[str, dict]:
                 break
             i += 1
         try:
-            tree = json.loads(data[match.start():i + 1])
+            tree = json.loads(data[match.start() : i + 1])
         except ValueError:
             continue
         text = json.dumps(tree)

@@ -19,8 +19,11 @@ from fabricprobe.version import __version__
 
 
 def _tuned_collectives(table: Table) -> list[str]:
-    return [c for c, sections in table.rules.items()
-            if any(r.winner != DEFAULT for ranges in sections.values() for r in ranges)]
+    return [
+        c
+        for c, sections in table.rules.items()
+        if any(r.winner != DEFAULT for ranges in sections.values() for r in ranges)
+    ]
 
 
 def _alg(library: OpenMPI, collective: str, r: Range) -> int:
@@ -35,9 +38,12 @@ def _alg(library: OpenMPI, collective: str, r: Range) -> int:
 
 def classic_rules(table: Table, library: OpenMPI) -> str:
     colls = _tuned_collectives(table)
-    lines = [f"# fabricprobe {__version__} tuning rules for {table.library_version.splitlines()[0] if table.library_version else 'Open MPI'}",
-             "# load: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename THIS_FILE",
-             f"{len(colls)}  # number of collectives"]
+    library_name = table.library_version.splitlines()[0] if table.library_version else "Open MPI"
+    lines = [
+        f"# fabricprobe {__version__} tuning rules for {library_name}",
+        "# load: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename THIS_FILE",
+        f"{len(colls)}  # number of collectives",
+    ]
     for coll in colls:
         sections = table.rules[coll]
         sizes = sorted(sections)
@@ -106,23 +112,31 @@ def json_rules(table: Table) -> str:
         for i, comm_size in enumerate(sizes):
             lo = 1 if i == 0 else comm_size
             hi = "inf" if i == len(sizes) - 1 else sizes[i + 1] - 1
-            rules = [{"msg_size_min": r.lo, "msg_size_max": "inf" if r.hi is None else r.hi - 1, "alg": r.winner}
-                     for r in table.rules[coll][comm_size] if r.winner != DEFAULT]
+            rules = [
+                {"msg_size_min": r.lo, "msg_size_max": "inf" if r.hi is None else r.hi - 1, "alg": r.winner}
+                for r in table.rules[coll][comm_size]
+                if r.winner != DEFAULT
+            ]
             if rules:
-                entries.append({"comm_size_min": lo, "comm_size_max": hi, "comm_rank_distribution": "any",
-                                "rules": rules})
+                entries.append(
+                    {"comm_size_min": lo, "comm_size_max": hi, "comm_rank_distribution": "any", "rules": rules}
+                )
         colls[names(coll).openmpi_json] = entries
     return json.dumps({"rule_file_version": 3, "module": "tuned", "collectives": colls}, indent=1) + "\n"
 
 
 def load_lines(rules_path: Path) -> str:
     p = rules_path.resolve()
-    return (f"# Open MPI: use fabricprobe's tuned collective rules\n"
-            f"mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {p} ...\n"
-            f"export OMPI_MCA_coll_tuned_use_dynamic_rules=1\n"
-            f"export OMPI_MCA_coll_tuned_dynamic_rules_filename={p}\n")
+    return (
+        f"# Open MPI: use fabricprobe's tuned collective rules\n"
+        f"mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {p} ...\n"
+        f"export OMPI_MCA_coll_tuned_use_dynamic_rules=1\n"
+        f"export OMPI_MCA_coll_tuned_dynamic_rules_filename={p}\n"
+    )
 
 
 def load_env(rules_path: Path) -> dict[str, str]:
-    return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
-            "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(rules_path.resolve())}
+    return {
+        "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+        "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(rules_path.resolve()),
+    }

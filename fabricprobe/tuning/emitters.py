@@ -54,8 +54,9 @@ def _mpich(table: Table, library: Library, runs: list[Any], out: Path) -> Emitte
     trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
     trees["_cvars"] = getattr(library, "cvars", {})  # the values the forced measurements ran with
     written = emit_mpich.write(table, out, trees)
-    return Emitted({f"mpich-{k}": v for k, v in written.items()}, emit_mpich.load_env(written),
-                   [emit_mpich.load_lines(written)])
+    return Emitted(
+        {f"mpich-{k}": v for k, v in written.items()}, emit_mpich.load_env(written), [emit_mpich.load_lines(written)]
+    )
 
 
 def _intel(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
@@ -86,18 +87,23 @@ def intel_defaults_as_presets(table: Table, fallbacks: dict[tuple[str, int, int]
                 chosen = fallbacks.get((coll, n, r.lo))
                 if r.winner == DEFAULT and chosen is not None:
                     r.winner = f"preset{chosen}"
-                    lines.append(f"Intel MPI keeps no default inside its tuning rules: {coll} on {n} ranks "
-                                 f"[{format_size(r.lo)}, {'∞' if r.hi is None else format_size(r.hi)}), won by "
-                                 f"the default, is written as its fastest measured preset, {r.winner}")
+                    lines.append(
+                        f"Intel MPI keeps no default inside its tuning rules: {coll} on {n} ranks "
+                        f"[{format_size(r.lo)}, {'∞' if r.hi is None else format_size(r.hi)}), won by "
+                        f"the default, is written as its fastest measured preset, {r.winner}"
+                    )
     return lines
 
 
-EMITTERS = {e.name: e for e in (
-    Emitter("openmpi", "Open MPI", _openmpi),
-    Emitter("openmpi-json", "Open MPI", _openmpi_json),  # Open MPI 6's format, written beside, not loaded here
-    Emitter("mpich", "MPICH", _mpich),
-    Emitter("intel", "Intel MPI", _intel),
-)}
+EMITTERS = {
+    e.name: e
+    for e in (
+        Emitter("openmpi", "Open MPI", _openmpi),
+        Emitter("openmpi-json", "Open MPI", _openmpi_json),  # Open MPI 6's format, written beside, not loaded here
+        Emitter("mpich", "MPICH", _mpich),
+        Emitter("intel", "Intel MPI", _intel),
+    )
+}
 SELECTION = "fabricprobe"  # fabricprobe's own runtime selection table, for any library
 NCCL = "nccl"  # NCCL's tuner CSV: it needs NCCL measurements, which come only from GPU runs
 FORMATS = (*EMITTERS, NCCL, SELECTION)

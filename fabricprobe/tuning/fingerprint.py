@@ -23,8 +23,15 @@ def method_for(vendor: str, collective: str) -> str | None:
     return None
 
 
-def probe(launcher: list[str], nranks: int, collective: str, nbytes: int, method: str,
-          env: dict[str, str], timeout: float = 120) -> str:
+def probe(
+    launcher: list[str],
+    nranks: int,
+    collective: str,
+    nbytes: int,
+    method: str,
+    env: dict[str, str],
+    timeout: float = 120,
+) -> str:
     """The fingerprint as a canonical string, or "error: ..." when the probe failed."""
     argv = launcher + ["-n", str(nranks)]
     if method == "monitor":

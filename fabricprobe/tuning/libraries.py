@@ -91,8 +91,10 @@ class OpenMPI(Library):
                 raise UsageError("ompi_info not found next to mpiexec or on PATH: it lists Open MPI's algorithms")
             text = _run([path, "--parsable", "--param", "coll", "tuned", "--level", "9"])
         self.enumerators = parse_ompi_info(text)
-        self.chain_fanout = {m.group(1): int(m.group(2)) for m in re.finditer(
-            r"coll_tuned_(\w+?)_algorithm_chain_fanout:value:(\d+)", text)}
+        self.chain_fanout = {
+            m.group(1): int(m.group(2))
+            for m in re.finditer(r"coll_tuned_(\w+?)_algorithm_chain_fanout:value:(\d+)", text)
+        }
         if not self.enumerators:
             raise UsageError("ompi_info lists no coll/tuned algorithms (is coll/tuned built?)")
 
@@ -102,8 +104,14 @@ class OpenMPI(Library):
         for ident, alg in self.enumerators.get(name, []):
             if ident == 0:  # "ignore": the fixed decision, i.e. the default
                 continue
-            out.append(Variant(collective, alg, str(ident), {
-                "OMPI_MCA_coll_tuned_use_dynamic_rules": "1", f"OMPI_MCA_coll_tuned_{name}_algorithm": str(ident)}))
+            out.append(
+                Variant(
+                    collective,
+                    alg,
+                    str(ident),
+                    {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", f"OMPI_MCA_coll_tuned_{name}_algorithm": str(ident)},
+                )
+            )
         return out
 
 
@@ -189,7 +197,8 @@ class IntelMPI(Library):
         name = names(collective).intel
         return [self.default(collective)] + [
             Variant(collective, f"preset{i}", str(i), {f"I_MPI_ADJUST_{name}": str(i)})
-            for i in range(1, self.ranges.get(collective, 0) + 1)]
+            for i in range(1, self.ranges.get(collective, 0) + 1)
+        ]
 
 
 def for_vendor(vendor: str) -> Library:

@@ -27,9 +27,16 @@ BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=
 
 def library_in_use() -> str:
     """The vendor of the MPI library mpi4py loads, asked without initialising MPI."""
-    out = subprocess.run([sys.executable, "-c", "import mpi4py; mpi4py.rc.initialize = False\n"
-                          "from mpi4py import MPI; print(MPI.Get_library_version())"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import mpi4py; mpi4py.rc.initialize = False\nfrom mpi4py import MPI; print(MPI.Get_library_version())",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if out.returncode != 0:
         raise UsageError(f"could not load MPI through mpi4py: {out.stderr.strip().splitlines()[-1:]}")
     return identify_library(out.stdout).vendor
@@ -74,14 +81,26 @@ def run_variant(base: list[str], output: str, variant: Variant, config: SweepCon
     """Launch one sweep job with the variant's environment (the library reads it at MPI_Init)."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="fabricprobe-job-", delete=False) as f:
         f.write(config.to_json())
-    argv = base + [sys.executable, "-m", "fabricprobe", "sweep", "--config", f.name, "-o", output,
-                   "--progress", "none", "--quiet"]
+    argv = base + [
+        sys.executable,
+        "-m",
+        "fabricprobe",
+        "sweep",
+        "--config",
+        f.name,
+        "-o",
+        output,
+        "--progress",
+        "none",
+        "--quiet",
+    ]
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **variant.env}
     comm_sizes = tuple(config.comm_sizes or ())
     try:
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
-        return Launch(config.collectives[0], variant, out.returncode, "\n".join(out.stderr.strip().splitlines()[-3:]),
-                      comm_sizes)
+        return Launch(
+            config.collectives[0], variant, out.returncode, "\n".join(out.stderr.strip().splitlines()[-3:]), comm_sizes
+        )
     except subprocess.TimeoutExpired:
         return Launch(config.collectives[0], variant, 124, f"no result within {timeout:g} s", comm_sizes)
     finally:
@@ -102,9 +121,18 @@ def variants_for(library: Library, collectives: list[str], only: list[str] | Non
     return out
 
 
-def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], template: SweepConfig,
-            mpiexec: str | None = None, mpiexec_args: str = "", only: list[str] | None = None,
-            timeout: float = 900, progress=None) -> tuple[str, list[Launch]]:
+def measure(
+    n: int,
+    output: str,
+    collectives: list[str],
+    comm_sizes: list[int],
+    template: SweepConfig,
+    mpiexec: str | None = None,
+    mpiexec_args: str = "",
+    only: list[str] | None = None,
+    timeout: float = 900,
+    progress=None,
+) -> tuple[str, list[Launch]]:
     """tune-sweep: one job per (collective, variant), each measuring `template` on every communicator size."""
     vendor = library_in_use()
     library = for_vendor(vendor)
@@ -114,13 +142,16 @@ def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], 
     for i, variant in enumerate(todo):
         if progress is not None:
             progress(i, len(todo), variant)
-        launch = run_variant(base, output, variant, job_config(template, variant.collective, comm_sizes, variant),
-                             timeout)
+        launch = run_variant(
+            base, output, variant, job_config(template, variant.collective, comm_sizes, variant), timeout
+        )
         if launch.returncode not in (0, 124) and len(comm_sizes) > 1:
             # Some algorithms run on some communicator sizes only (Open MPI's two_proc: 2 ranks), and
             # one failing size ends the job: measure every size on its own instead.
-            launches += [run_variant(base, output, variant, job_config(template, variant.collective, [c], variant),
-                                     timeout) for c in comm_sizes]
+            launches += [
+                run_variant(base, output, variant, job_config(template, variant.collective, [c], variant), timeout)
+                for c in comm_sizes
+            ]
         else:
             launches.append(launch)
     if progress is not None:
@@ -128,8 +159,9 @@ def measure(n: int, output: str, collectives: list[str], comm_sizes: list[int], 
     return vendor, launches
 
 
-def before_after(base: list[str], output: str, table, tuned_env: dict[str, str], reps: int = 2,
-                 timeout: float = 900) -> list[Launch]:
+def before_after(
+    base: list[str], output: str, table, tuned_env: dict[str, str], reps: int = 2, timeout: float = 900
+) -> list[Launch]:
     """Re-measure the tuned collectives with the library's default and with the tuning files,
     alternately `reps` times, labelled library:baseline and library:tuned."""
     launches = []
@@ -141,8 +173,9 @@ def before_after(base: list[str], output: str, table, tuned_env: dict[str, str],
         for _ in range(reps):
             for label, env in (("baseline", {}), ("tuned", tuned_env)):
                 variant = Variant(coll, label, "", env)
-                launches.append(run_variant(base, output, variant, job_config(template, coll, sorted(sections), variant),
-                                            timeout))
+                launches.append(
+                    run_variant(base, output, variant, job_config(template, coll, sorted(sections), variant), timeout)
+                )
     return launches
 
 
@@ -160,6 +193,14 @@ def speedups(runs, table) -> list[dict]:
     for (coll, n, size), t in sorted(times.items()):
         if "baseline" in t and "tuned" in t:
             base, tuned = statistics.median(t["baseline"]), statistics.median(t["tuned"])
-            out.append(dict(collective=coll, comm_size=n, size=size, baseline_s=base, tuned_s=tuned,
-                            speedup=base / tuned if tuned > 0 else float("nan")))
+            out.append(
+                dict(
+                    collective=coll,
+                    comm_size=n,
+                    size=size,
+                    baseline_s=base,
+                    tuned_s=tuned,
+                    speedup=base / tuned if tuned > 0 else float("nan"),
+                )
+            )
     return out

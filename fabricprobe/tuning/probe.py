@@ -34,8 +34,18 @@ WARMUP = 12
 def call(comm, collective: str, nbytes: int, op) -> None:
     """One call of the collective through its spec's mpi4py call, on float32 buffers of S = nbytes."""
     spec = SPECS[collective]
-    case = Case(collective=collective, comm=comm, rank=comm.rank, nranks=comm.size, dtype_name="float32",
-                dtype=np.dtype(np.float32), op="sum", root=0, in_place=False, layout=spec.layout(nbytes, 4, comm.size))
+    case = Case(
+        collective=collective,
+        comm=comm,
+        rank=comm.rank,
+        nranks=comm.size,
+        dtype_name="float32",
+        dtype=np.dtype(np.float32),
+        op="sum",
+        root=0,
+        in_place=False,
+        layout=spec.layout(nbytes, 4, comm.size),
+    )
     spec.allocate(case)
     spec.prepare(case)
     spec.mpi4py_call(case, MPI, op=op)()

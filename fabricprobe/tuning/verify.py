@@ -41,8 +41,13 @@ def _expected_env(library: Library, collective: str, winner: str) -> dict[str, s
     return None
 
 
-def verify(table: Table, library: Library, tuned_env: dict[str, str], launcher: list[str],
-           progress: Callable[[str], None] | None = None) -> list[Check]:
+def verify(
+    table: Table,
+    library: Library,
+    tuned_env: dict[str, str],
+    launcher: list[str],
+    progress: Callable[[str], None] | None = None,
+) -> list[Check]:
     cache: dict[tuple, str] = {}
 
     def fp(coll: str, n: int, size: int, method: str, env: dict[str, str]) -> str:
@@ -67,12 +72,28 @@ def verify(table: Table, library: Library, tuned_env: dict[str, str], launcher: 
                         # library must at least run the call with the file and a built-in op.
                         smoke = fp(coll, n, size, "smoke", tuned_env)
                         if smoke.startswith("error"):
-                            checks.append(Check(coll, n, size, r.winner, ERROR,
-                                                f"the library fails with the file and a built-in op: {smoke}"))
+                            checks.append(
+                                Check(
+                                    coll,
+                                    n,
+                                    size,
+                                    r.winner,
+                                    ERROR,
+                                    f"the library fails with the file and a built-in op: {smoke}",
+                                )
+                            )
                             continue
                     if method is None:
-                        checks.append(Check(coll, n, size, r.winner, UNVERIFIABLE,
-                                            f"no fingerprint for {coll} on {library.vendor} (it runs with the file)"))
+                        checks.append(
+                            Check(
+                                coll,
+                                n,
+                                size,
+                                r.winner,
+                                UNVERIFIABLE,
+                                f"no fingerprint for {coll} on {library.vendor} (it runs with the file)",
+                            )
+                        )
                         continue
                     env = _expected_env(library, coll, r.winner)
                     if env is None:
@@ -86,22 +107,48 @@ def verify(table: Table, library: Library, tuned_env: dict[str, str], launcher: 
                         mpir = _expected_env(library, coll, "mpir")
                         fallbacks = {default} | ({fp(coll, n, size, method, mpir)} if mpir else set())
                         status = UNVERIFIABLE if tuned in fallbacks else MISMATCH
-                        checks.append(Check(coll, n, size, r.winner, status,
-                                            f"{r.winner} runs with built-in ops only and the trace uses a user op: "
-                                            + ("checked that the user op takes the default and a built-in op runs"
-                                               if status == UNVERIFIABLE
-                                               else f"the user op did not take the default: {tuned[:120]}")))
+                        checks.append(
+                            Check(
+                                coll,
+                                n,
+                                size,
+                                r.winner,
+                                status,
+                                f"{r.winner} runs with built-in ops only and the trace uses a user op: "
+                                + (
+                                    "checked that the user op takes the default and a built-in op runs"
+                                    if status == UNVERIFIABLE
+                                    else f"the user op did not take the default: {tuned[:120]}"
+                                ),
+                            )
+                        )
                         continue
                     expected = fp(coll, n, size, method, env)
                     if any(x.startswith("error") for x in (tuned, expected, default)):
                         detail = next(x for x in (tuned, expected, default) if x.startswith("error"))
                         checks.append(Check(coll, n, size, r.winner, ERROR, detail))
                     elif tuned != expected:
-                        checks.append(Check(coll, n, size, r.winner, MISMATCH,
-                                            f"with the file: {tuned[:120]}; {r.winner} forced: {expected[:120]}"))
+                        checks.append(
+                            Check(
+                                coll,
+                                n,
+                                size,
+                                r.winner,
+                                MISMATCH,
+                                f"with the file: {tuned[:120]}; {r.winner} forced: {expected[:120]}",
+                            )
+                        )
                     elif r.winner != DEFAULT and expected == default:
-                        checks.append(Check(coll, n, size, r.winner, INDISTINGUISHABLE,
-                                            "the rule's algorithm and the default leave the same fingerprint"))
+                        checks.append(
+                            Check(
+                                coll,
+                                n,
+                                size,
+                                r.winner,
+                                INDISTINGUISHABLE,
+                                "the rule's algorithm and the default leave the same fingerprint",
+                            )
+                        )
                     else:
                         checks.append(Check(coll, n, size, r.winner, VERIFIED))
     return checks

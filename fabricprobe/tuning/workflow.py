@@ -66,14 +66,22 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         raise UsageError(f"cannot create {out}: {exc.strerror}") from None
     say.rules(table, opts.file)
     if not table.tuned():
-        say.line("no algorithm beats the library's default beyond the measured noise: nothing to write for the "
-                 "library", "warning")
+        say.line(
+            "no algorithm beats the library's default beyond the measured noise: nothing to write for the library",
+            "warning",
+        )
     emitted = emitters.write_library_files(table, emits, library, runs, out)
     for note in emitted.notes:
         say.line(note)
     if emitters.SELECTION in emits:
-        own = choose(runs, opts.dtype, opts.min_gain, include_handwritten=True, collectives=opts.collectives,
-                     library_variants=False)
+        own = choose(
+            runs,
+            opts.dtype,
+            opts.min_gain,
+            include_handwritten=True,
+            collectives=opts.collectives,
+            library_variants=False,
+        )
         path = out / "fabricprobe_selection.json"
         path.write_text(emit_selection.selection_json(own))
         emitted.files[emitters.SELECTION] = path
@@ -82,12 +90,23 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         say.line(f"wrote {kind}: {path}")
     for text in emitted.load_lines:
         say.line(text)
-    manifest: dict[str, Any] = {"source": str(Path(opts.file).resolve()), "rules": table.as_dict(),
-                                "files": {k: str(v) for k, v in emitted.files.items()}, "load_env": emitted.load_env}
+    manifest: dict[str, Any] = {
+        "source": str(Path(opts.file).resolve()),
+        "rules": table.as_dict(),
+        "files": {k: str(v) for k, v in emitted.files.items()},
+        "load_env": emitted.load_env,
+    }
     status = EXIT_OK
     if opts.verify and emitted.load_env:
-        status = _verify(opts, table, library, emitted, manifest, say,
-                         reemit=lambda t: emitters.write_library_files(t, emits, library, runs, out))
+        status = _verify(
+            opts,
+            table,
+            library,
+            emitted,
+            manifest,
+            say,
+            reemit=lambda t: emitters.write_library_files(t, emits, library, runs, out),
+        )
     (out / "tuning.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
     return status
 
@@ -101,8 +120,10 @@ def prune(table: Table, checks: list[Check]) -> list[str]:
             continue
         for r in table.rules.get(c.collective, {}).get(c.comm_size, []):
             if r.lo <= c.size and (r.hi is None or c.size < r.hi) and r.winner != DEFAULT:
-                dropped.append(f"{c.collective} on {c.comm_size} ranks [{format_size(r.lo)}, "
-                               f"{'∞' if r.hi is None else format_size(r.hi)}): {r.winner}")
+                dropped.append(
+                    f"{c.collective} on {c.comm_size} ranks [{format_size(r.lo)}, "
+                    f"{'∞' if r.hi is None else format_size(r.hi)}): {r.winner}"
+                )
                 r.winner = DEFAULT
     return dropped
 
@@ -114,8 +135,9 @@ def withdraw(files: dict[str, Path]) -> None:
             path.rename(path.with_name(path.name + ".UNVERIFIED"))
 
 
-def _verify(opts: TuneOptions, table: Table, library: Library, emitted: emitters.Emitted, manifest: dict,
-            say: Reporter, reemit) -> int:
+def _verify(
+    opts: TuneOptions, table: Table, library: Library, emitted: emitters.Emitted, manifest: dict, say: Reporter, reemit
+) -> int:
     base = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)[:-2]  # without "-n N"
     tuned_env, files = emitted.load_env, emitted.files
     checks = verify(table, library, tuned_env, base, progress=lambda text: say.line(f"verifying {text}"))
@@ -134,14 +156,20 @@ def _verify(opts: TuneOptions, table: Table, library: Library, emitted: emitters
             checks = verify(table, library, tuned_env, base, progress=lambda text: say.line(f"verifying again {text}"))
     say.verification(checks)
     ok = passed(checks)
-    manifest["verification"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks],
-                                "dropped_rules": dropped}
+    manifest["verification"] = {
+        "passed": ok,
+        "summary": summary(checks),
+        "checks": [c.as_dict() for c in checks],
+        "dropped_rules": dropped,
+    }
     if ok and files.get("intel-adjust") is not None and files["intel-adjust"].exists():
         _verify_adjust(table, library, files, manifest, base, say)
     if not ok:
         withdraw(files)
-        say.line("the library did not apply the files as intended: they are renamed *.UNVERIFIED and must not be "
-                 "used", "error")
+        say.line(
+            "the library did not apply the files as intended: they are renamed *.UNVERIFIED and must not be used",
+            "error",
+        )
         return EXIT_WRONG
     full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
     launches = before_after(full, opts.file, table, tuned_env, reps=opts.reps)
@@ -150,8 +178,12 @@ def _verify(opts: TuneOptions, table: Table, library: Library, emitted: emitters
         manifest["before_after_failures"] = [f"{la.collective} {la.variant.name}: {la.stderr_tail}" for la in failed]
         if any(la.variant.name == "tuned" for la in failed):
             withdraw(files)
-            say.line("the library failed with the files while re-measuring: "
-                     + "; ".join(manifest["before_after_failures"]) + ". The files are renamed *.UNVERIFIED.", "error")
+            say.line(
+                "the library failed with the files while re-measuring: "
+                + "; ".join(manifest["before_after_failures"])
+                + ". The files are renamed *.UNVERIFIED.",
+                "error",
+            )
             return EXIT_WRONG
     rows = speedups(load_runs(opts.file), table)
     manifest["before_after"] = rows
@@ -161,22 +193,38 @@ def _verify(opts: TuneOptions, table: Table, library: Library, emitted: emitters
     if slower:
         # The rule was chosen on the sweep's medians; a re-measurement that disagrees means one of
         # them caught a slow phase of the machine. Say so rather than offer the rule silently.
-        say.line("slower with the files than without at: " + "; ".join(
-            f"{r['collective']} on {r['comm_size']} ranks at {format_size(r['size'])} ({r['speedup']:.2f}×)"
-            for r in slower) + ". Re-run tune-sweep with more --iters before trusting those rules.", "warning")
+        say.line(
+            "slower with the files than without at: "
+            + "; ".join(
+                f"{r['collective']} on {r['comm_size']} ranks at {format_size(r['size'])} ({r['speedup']:.2f}×)"
+                for r in slower
+            )
+            + ". Re-run tune-sweep with more --iters before trusting those rules.",
+            "warning",
+        )
     say.line(f"verification: {summary(checks)}; before/after stored in {opts.file}")
     return EXIT_OK
 
 
-def _verify_adjust(table: Table, library: Library, files: dict[str, Path], manifest: dict, base: list[str],
-                   say: Reporter) -> None:
+def _verify_adjust(
+    table: Table, library: Library, files: dict[str, Path], manifest: dict, base: list[str], say: Reporter
+) -> None:
     """The Intel ADJUST alternative, proven on its own for the collectives it carries; withdrawn if not."""
     env = emit_intel.read_adjust(files["intel-adjust"])
     carried = {c: s for c, s in table.rules.items() if f"I_MPI_ADJUST_{names(c).intel}" in env}
-    checks = verify(replace(table, rules=carried), library, env, base,
-                    progress=lambda text: say.line(f"verifying the ADJUST file: {text}"))
+    checks = verify(
+        replace(table, rules=carried),
+        library,
+        env,
+        base,
+        progress=lambda text: say.line(f"verifying the ADJUST file: {text}"),
+    )
     ok = passed(checks)
-    manifest["verification_adjust"] = {"passed": ok, "summary": summary(checks), "checks": [c.as_dict() for c in checks]}
+    manifest["verification_adjust"] = {
+        "passed": ok,
+        "summary": summary(checks),
+        "checks": [c.as_dict() for c in checks],
+    }
     say.line(f"impi_adjust.env: {', '.join(f'{k} {v}' for k, v in summary(checks).items())}")
     if not ok:
         files["intel-adjust"].rename(files["intel-adjust"].with_name("impi_adjust.env.UNVERIFIED"))

@@ -63,7 +63,8 @@ DEVICE = None  # (DeviceContext, transfer) with --buffer
 
 
 def run_on_device(coll: str, algorithm, comm, send, recv, op: str, root: int) -> None:
-    """The algorithm on device twins of send/recv, through the sweep's own device path (fabricprobe.engine.device_point)."""
+    """The algorithm on device twins of send/recv, through the sweep's own device path
+    (fabricprobe.engine.device_point)."""
     from types import SimpleNamespace
 
     from fabricprobe.engine import device_point
@@ -72,20 +73,34 @@ def run_on_device(coll: str, algorithm, comm, send, recv, op: str, root: int) ->
     from fabricprobe.timing import loops
 
     ctx, transfer = DEVICE
-    count = recv.size // comm.size if coll == "allgather" else (recv.size if coll != "reduce_scatter" else
-                                                                 (send.size if send is not None else recv.size) // comm.size)
-    host = Case(collective=coll, comm=comm, rank=comm.rank, nranks=comm.size, dtype_name=str(recv.dtype),
-                dtype=numpy_dtype(str(recv.dtype)), op=op, root=root, in_place=send is None and coll != "bcast",
-                layout=Layout(count, 0 if send is None else send.size, recv.size, count * recv.itemsize),
-                send=send, recv=recv)
+    count = (
+        recv.size // comm.size
+        if coll == "allgather"
+        else (recv.size if coll != "reduce_scatter" else (send.size if send is not None else recv.size) // comm.size)
+    )
+    host = Case(
+        collective=coll,
+        comm=comm,
+        rank=comm.rank,
+        nranks=comm.size,
+        dtype_name=str(recv.dtype),
+        dtype=numpy_dtype(str(recv.dtype)),
+        op=op,
+        root=root,
+        in_place=send is None and coll != "bcast",
+        layout=Layout(count, 0 if send is None else send.size, recv.size, count * recv.itemsize),
+        send=send,
+        recv=recv,
+    )
     dev = device_point.twin(host, ctx.memory)
     device_point.load(host, dev, ctx.memory)
     device_point.device_batch(SimpleNamespace(transfer=transfer), algorithm, dev, ctx)(np.empty(1), loops.BARRIER)
     device_point.fetch(host, dev, ctx.memory)
 
 
-def check(comm, coll: str, name: str, dtype: np.dtype, op: str, count: int, in_place: bool, root: int,
-          seed: int) -> str | None:
+def check(
+    comm, coll: str, name: str, dtype: np.dtype, op: str, count: int, in_place: bool, root: int, seed: int
+) -> str | None:
     p, r = comm.size, comm.rank
     rng = np.random.default_rng([seed, r, count, p])
     send_len = count * p if coll == "reduce_scatter" else count
@@ -101,7 +116,7 @@ def check(comm, coll: str, name: str, dtype: np.dtype, op: str, count: int, in_p
     elif in_place:
         if coll == "allgather":
             recv = np.full(recv_len, 77, dtype)
-            recv[r * count:(r + 1) * count] = send
+            recv[r * count : (r + 1) * count] = send
         elif coll == "reduce_scatter":
             recv = send.copy()
         else:
@@ -140,8 +155,11 @@ def main() -> int:
     parser.add_argument("--stage-chunk", type=int, default=1024, help="bytes per pipelined chunk")
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--ops", default=",".join(OPS))
-    parser.add_argument("--plant-fault", action="store_true",
-                        help="check only a deliberately wrong allreduce (the checker must report it)")
+    parser.add_argument(
+        "--plant-fault",
+        action="store_true",
+        help="check only a deliberately wrong allreduce (the checker must report it)",
+    )
     args = parser.parse_args()
     if args.plant_fault:
         ring = collectives.get("allreduce", "ring")
@@ -152,6 +170,7 @@ def main() -> int:
                 recvbuf[-1] += 1
 
         from fabricprobe.collectives import Algorithm, register
+
         register(Algorithm("planted_fault", "allreduce", "ring, wrong in one element", run=off_by_one))
         args.collectives, args.algorithms = "allreduce", "planted_fault"
     comm = MPI.COMM_WORLD
@@ -180,25 +199,43 @@ def main() -> int:
             cases = [(dt, op, c, ip) for dt in dtypes for op in ops for c in small for ip in places]
             # The large count: float32 and float64 with sum, every op with float32, in place and not.
             # (Integer dtypes take the same code paths; the small counts cover them in every op.)
-            large_ops = ([(dt, "sum") for dt in ("float32", "float64") if dt in dtypes]
-                         + [("float32", op) for op in ops if op != "sum" and "float32" in dtypes])
+            large_ops = [(dt, "sum") for dt in ("float32", "float64") if dt in dtypes] + [
+                ("float32", op) for op in ops if op != "sum" and "float32" in dtypes
+            ]
             # For allgather and reduce_scatter the count is per rank: keep the whole buffer at --large.
             large = args.large // p if coll in ("allgather", "reduce_scatter") else args.large
             # In place only changes where the input is read from; the small counts cover it for every
             # dtype and op, so at the large count one in-place case (float32 sum) suffices.
-            cases += [(dt, op, large, ip) for dt, op in large_ops if coll in REDUCING or op == "sum"
-                      for ip in places if not ip or (dt, op) == ("float32", "sum")]
+            cases += [
+                (dt, op, large, ip)
+                for dt, op in large_ops
+                if coll in REDUCING or op == "sum"
+                for ip in places
+                if not ip or (dt, op) == ("float32", "sum")
+            ]
             per_algorithm[f"{coll}/{name}"] = len(cases)
             for i, (dtname, op, count, in_place) in enumerate(cases):
                 root = (i * 7 + 3) % p
                 error = check(comm, coll, name, DTYPES[dtname], op, count, in_place, root, seed=i)
                 checked += 1
                 if error:  # gathered once at the end: a gather per case would dominate the run time
-                    failures.append(f"{coll}/{name} {dtname} {op} count={count} "
-                                    f"{'in-place' if in_place else 'out-of-place'} root={root} rank {comm.rank}: {error}")
+                    failures.append(
+                        f"{coll}/{name} {dtname} {op} count={count} "
+                        f"{'in-place' if in_place else 'out-of-place'} root={root} rank {comm.rank}: {error}"
+                    )
     failures = [f for per_rank in comm.gather(failures, root=0) or [] for f in per_rank]
     if comm.rank == 0:
-        print(json.dumps({"nranks": p, "checked": checked, "per_algorithm": per_algorithm, "failures": failures[:50], "nfailures": len(failures)}))
+        print(
+            json.dumps(
+                {
+                    "nranks": p,
+                    "checked": checked,
+                    "per_algorithm": per_algorithm,
+                    "failures": failures[:50],
+                    "nfailures": len(failures),
+                }
+            )
+        )
     return 0
 
 

@@ -59,8 +59,16 @@ def main() -> int:
     checked += 1
     if m != 4 or oi.copy_to_host()[:m].tolist() != [1, 4, 5, 9] or ov.copy_to_host()[:m].tolist() != [1, 12, 20, 3]:
         failures.append("merge_sum")
-    print(json.dumps({"backend": backend, "checked": checked, "failures": failures,
-                      "simulator": bool(cuda.simulator_available if hasattr(cuda, "simulator_available") else 0)}))
+    print(
+        json.dumps(
+            {
+                "backend": backend,
+                "checked": checked,
+                "failures": failures,
+                "simulator": bool(cuda.simulator_available if hasattr(cuda, "simulator_available") else 0),
+            }
+        )
+    )
     return 0
 
 

@@ -40,14 +40,18 @@ def inputs_for(kind: str, n: int, dtype, p: int):
         lo, hi = r * n // p, (r + 1) * n // p
         v[lo:hi] = sparse_reference.gradient(r, hi - lo, dtype) + 101  # all nonzero
         return v
+
     return disjoint
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
-    parser.add_argument("--plant-fault", action="store_true",
-                        help="check only a deliberately wrong sparse allreduce (the checker must report it)")
+    parser.add_argument(
+        "--plant-fault",
+        action="store_true",
+        help="check only a deliberately wrong sparse allreduce (the checker must report it)",
+    )
     args = parser.parse_args()
     names = collectives.names_for("sparse_allreduce")
     if args.plant_fault:
@@ -59,6 +63,7 @@ def main() -> int:
                 recvbuf.sparse.val[0] += 1
 
         from fabricprobe.collectives import Algorithm, register
+
         register(Algorithm("planted_fault", "sparse_allreduce", "SparCML, wrong in one pair", run=drops_one))
         names = ["planted_fault"]
     comm = MPI.COMM_WORLD

@@ -31,8 +31,9 @@ def main() -> int:
     comm = MPI.COMM_WORLD
     data = load("digits", dtype=np.float64)
     if args.what == "dp":
-        opts = Options(epochs=1, batch=60, lr=0.2, dtype="float64", allreduce=args.allreduce, eval_every=10**9,
-                       bucket_bytes=20000)
+        opts = Options(
+            epochs=1, batch=60, lr=0.2, dtype="float64", allreduce=args.allreduce, eval_every=10**9, bucket_bytes=20000
+        )
         trainer = DPSGD(comm, data, opts)
         run(trainer)
         params = comm.gather(trainer.model.params.copy(), root=0)

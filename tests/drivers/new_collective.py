@@ -75,13 +75,13 @@ def gather_linear(comm, sendbuf, recvbuf, op=None, root=0, order=None) -> None:
             comm.Send(sendbuf, dest=root, tag=201)
         return
     for q in order or range(comm.size):
-        block = recvbuf[q * count:(q + 1) * count]
+        block = recvbuf[q * count : (q + 1) * count]
         if q == root:
             block[:] = sendbuf
         elif count:
             comm.Recv(block, source=q, tag=201)
     if order is not None and count:  # the planted fault: blocks stored in reverse rank order
-        recvbuf[:] = np.concatenate([recvbuf[q * count:(q + 1) * count] for q in reversed(range(comm.size))])
+        recvbuf[:] = np.concatenate([recvbuf[q * count : (q + 1) * count] for q in reversed(range(comm.size))])
 
 
 # ---- collectives/allreduce_linear.py --------------------------------------------------------------------
@@ -101,14 +101,17 @@ def allreduce_linear(comm, sendbuf, recvbuf, op, root=0) -> None:
         comm.Recv(recvbuf, source=0, tag=203)
 
 
-LINEAR = Formula("2(p−1)(α + nβ) + (p−1)nγ, serialised at rank 0",
-                 lambda s: Cost(messages=2 * (s.p - 1), nbytes=2 * (s.p - 1) * s.nbytes, reduced=(s.p - 1) * s.nbytes,
-                                reductions=s.p - 1))
-for algorithm in (Algorithm("linear", "gather", "root receives every block in rank order", run=gather_linear),
-                  Algorithm("swapped", "gather", "planted fault: blocks in reverse rank order",
-                            run=partial(gather_linear, order=[])),
-                  Algorithm("linear", "allreduce", "reduce at rank 0, then send to everyone", run=allreduce_linear,
-                            cost=LINEAR)):
+LINEAR = Formula(
+    "2(p−1)(α + nβ) + (p−1)nγ, serialised at rank 0",
+    lambda s: Cost(
+        messages=2 * (s.p - 1), nbytes=2 * (s.p - 1) * s.nbytes, reduced=(s.p - 1) * s.nbytes, reductions=s.p - 1
+    ),
+)
+for algorithm in (
+    Algorithm("linear", "gather", "root receives every block in rank order", run=gather_linear),
+    Algorithm("swapped", "gather", "planted fault: blocks in reverse rank order", run=partial(gather_linear, order=[])),
+    Algorithm("linear", "allreduce", "reduce at rank 0, then send to everyone", run=allreduce_linear, cost=LINEAR),
+):
     collectives.register(algorithm)
 
 # ---- the unchanged engine -------------------------------------------------------------------------------
@@ -121,20 +124,37 @@ from fabricprobe.store import load_runs  # noqa: E402
 
 def main() -> int:
     path = sys.argv[1]
-    config = SweepConfig(collectives=["gather", "allreduce"], algorithms=["library", "linear", "swapped"],
-                         sizes=[0, 8, 4096, 1 << 20], dtypes=["float32", "int64"], ops=["sum", "max"],
-                         iterations_small=10, iterations_large=5, warmup_small=2, warmup_large=1, max_time=0.05,
-                         ci_target=0, root=1).check()
+    config = SweepConfig(
+        collectives=["gather", "allreduce"],
+        algorithms=["library", "linear", "swapped"],
+        sizes=[0, 8, 4096, 1 << 20],
+        dtypes=["float32", "int64"],
+        ops=["sum", "max"],
+        iterations_small=10,
+        iterations_large=5,
+        warmup_small=2,
+        warmup_large=1,
+        max_time=0.05,
+        ci_target=0,
+        root=1,
+    ).check()
     outcome = run_sweep(config, path, progress="none", warn=lambda text: None)
     if outcome.is_root:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs"))
         from gen_algorithms import table
 
         points = [(p["collective"], p["algorithm"], p["status"], p["bytes"]) for p in load_runs(path)[-1].points]
-        print(json.dumps({"exit_code": outcome.exit_code, "points": points,
-                          "modelled": supported("allreduce", "linear"),
-                          "gather_unmodelled": without_formula("gather", ["library", "linear"]),
-                          "in_docs_table": "| allreduce | `linear` | reduce at rank 0, then send to everyone |" in table()}))
+        print(
+            json.dumps(
+                {
+                    "exit_code": outcome.exit_code,
+                    "points": points,
+                    "modelled": supported("allreduce", "linear"),
+                    "gather_unmodelled": without_formula("gather", ["library", "linear"]),
+                    "in_docs_table": "| allreduce | `linear` | reduce at rank 0, then send to everyone |" in table(),
+                }
+            )
+        )
     return 0
 
 

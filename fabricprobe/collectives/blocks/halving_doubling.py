@@ -80,8 +80,9 @@ def unfold(comm: Any, buf: Any, fold: Fold) -> None:
             comm.Recv(buf, source=fold.rank + 1, tag=TAG_UNFOLD)
 
 
-def halving_reduce_scatter(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold, op: str,
-                           data: Any | None = None) -> tuple[int, int]:
+def halving_reduce_scatter(
+    comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold, op: str, data: Any | None = None
+) -> tuple[int, int]:
     """Recursive halving over the p' survivors: distance p'/2, p'/4, ..., 1.
 
     `disps` (p'+1 offsets) splits buf into p' blocks. At each step a survivor keeps the half of its
@@ -105,8 +106,7 @@ def halving_reduce_scatter(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fo
         k0, k1 = disps[keep[0]], disps[keep[1]]
         s0, s1 = disps[send[0]], disps[send[1]]
         tmp = scratch(k1 - k0, buf)
-        comm.Sendrecv(data[s0:s1], dest=partner, sendtag=TAG_HALVING, recvbuf=tmp, source=partner,
-                      recvtag=TAG_HALVING)
+        comm.Sendrecv(data[s0:s1], dest=partner, sendtag=TAG_HALVING, recvbuf=tmp, source=partner, recvtag=TAG_HALVING)
         reduce_to(buf[k0:k1], data[k0:k1], tmp, op)
         data = buf  # everything later steps touch lies inside the kept half, now in buf
         lo, hi = keep
@@ -127,7 +127,13 @@ def doubling_allgather(comm: Any, buf: Any, disps: tuple[int, ...], fold: Fold) 
         width = hi - lo
         other = (hi, hi + width) if fold.newrank & distance == 0 else (lo - width, lo)
         o0, o1 = disps[other[0]], disps[other[1]]
-        comm.Sendrecv(buf[disps[lo]:disps[hi]], dest=partner, sendtag=TAG_DOUBLING,
-                      recvbuf=buf[o0:o1], source=partner, recvtag=TAG_DOUBLING)
+        comm.Sendrecv(
+            buf[disps[lo] : disps[hi]],
+            dest=partner,
+            sendtag=TAG_DOUBLING,
+            recvbuf=buf[o0:o1],
+            source=partner,
+            recvtag=TAG_DOUBLING,
+        )
         lo, hi = min(lo, other[0]), max(hi, other[1])
         distance *= 2

@@ -35,10 +35,10 @@ def ring_reduce_scatter(comm: Any, buf: Any, disps: tuple[int, ...], op: str, so
         send_block = (r - step - 1) % p
         recv_block = (r - step - 2) % p
         r0, r1 = disps[recv_block], disps[recv_block + 1]
-        incoming = tmp[:r1 - r0]
+        incoming = tmp[: r1 - r0]
         request = comm.Irecv(incoming, source=left, tag=TAG_RS)
         outgoing = source if step == 0 else buf  # the first block sent is still this rank's input
-        comm.Send(outgoing[disps[send_block]:disps[send_block + 1]], dest=right, tag=TAG_RS)
+        comm.Send(outgoing[disps[send_block] : disps[send_block + 1]], dest=right, tag=TAG_RS)
         request.Wait()
         if source is buf:
             kernels.reduce_into(buf[r0:r1], incoming, op)
@@ -57,5 +57,11 @@ def ring_allgather(comm: Any, buf: Any, disps: tuple[int, ...], block_of: list[i
         recv_block = (r - step - 1) % p
         if block_of is not None:
             send_block, recv_block = block_of[send_block], block_of[recv_block]
-        comm.Sendrecv(buf[disps[send_block]:disps[send_block + 1]], dest=right, sendtag=TAG_AG,
-                      recvbuf=buf[disps[recv_block]:disps[recv_block + 1]], source=left, recvtag=TAG_AG)
+        comm.Sendrecv(
+            buf[disps[send_block] : disps[send_block + 1]],
+            dest=right,
+            sendtag=TAG_AG,
+            recvbuf=buf[disps[recv_block] : disps[recv_block + 1]],
+            source=left,
+            recvtag=TAG_AG,
+        )

@@ -68,8 +68,7 @@ def recursive_cost(n: float, k: float, p: int, itemsize: int, reselect: bool) ->
     cost = Cost()
     state = k
     if q != p:  # fold: one state in, merged; at the end one state out
-        cost += Cost(messages=2, nbytes=2 * pairs_bytes(state, itemsize, n), reduced=2 * state * itemsize,
-                     reductions=1)
+        cost += Cost(messages=2, nbytes=2 * pairs_bytes(state, itemsize, n), reduced=2 * state * itemsize, reductions=1)
         state = k if reselect else min(2 * k, n)
     for _ in range(lg(q)):
         cost += Cost(messages=1, nbytes=pairs_bytes(state, itemsize, n), reduced=2 * state * itemsize, reductions=1)

@@ -44,7 +44,7 @@ class Arena:
             buf = np.empty(max(nbytes, 2 * buf.size), np.uint8)
             self._buffers[self._next] = buf
         self._next += 1
-        return buf[:length * dtype.itemsize].view(dtype)
+        return buf[: length * dtype.itemsize].view(dtype)
 
 
 ARENA = Arena()
@@ -53,8 +53,10 @@ ARENA = Arena()
 def staged_only(case: Any, transfer: str) -> str:
     """The sparse algorithms build their messages in host memory: on device buffers they run staged only."""
     if transfer == DIRECT:
-        return ("the sparse algorithms build their messages in host memory: on device buffers they run staged "
-                "only (docs/gpu.md)")
+        return (
+            "the sparse algorithms build their messages in host memory: on device buffers they run staged "
+            "only (docs/gpu.md)"
+        )
     return ""
 
 
@@ -82,7 +84,9 @@ class State:
 
     def wire_bytes(self) -> int:
         itemsize = self.dtype.itemsize
-        return 8 + (self.length * itemsize if self.is_dense else (self.nnz * INDEX.itemsize + 7) // 8 * 8 + self.nnz * itemsize)
+        return 8 + (
+            self.length * itemsize if self.is_dense else (self.nnz * INDEX.itemsize + 7) // 8 * 8 + self.nnz * itemsize
+        )
 
     def densify(self) -> "State":
         if self.is_dense:
@@ -133,8 +137,9 @@ def merge(a: State, b: State, reselect: int | None = None) -> State:
 def merge_all(states: list[State]) -> State:
     """Sum of many states by pairwise rounds (O(total · log count) for sparse ones)."""
     while len(states) > 1:
-        states = [merge(states[i], states[i + 1]) if i + 1 < len(states) else states[i]
-                  for i in range(0, len(states), 2)]
+        states = [
+            merge(states[i], states[i + 1]) if i + 1 < len(states) else states[i] for i in range(0, len(states), 2)
+        ]
     return states[0]
 
 
@@ -165,7 +170,7 @@ def exchange(comm: Any, partner: int, state: State, pairs_cap: int) -> State:
     status = MPI.Status()
     comm.Sendrecv(out[:nbytes], dest=partner, sendtag=TAG, recvbuf=inbox, source=partner, recvtag=TAG, status=status)
     traffic.add(nbytes)
-    return decode_state(inbox[:status.Get_count(MPI.BYTE)], state.offset, state.length, state.dtype)
+    return decode_state(inbox[: status.Get_count(MPI.BYTE)], state.offset, state.length, state.dtype)
 
 
 def send(comm: Any, dest: int, state: State) -> None:
@@ -181,7 +186,7 @@ def recv(comm: Any, source: int, offset: int, length: int, dtype: np.dtype, pair
     inbox = message_buffer(length, dtype, pairs_cap, slot=31)
     status = MPI.Status()
     comm.Recv(inbox, source=source, tag=TAG, status=status)
-    return decode_state(inbox[:status.Get_count(MPI.BYTE)], offset, length, dtype)
+    return decode_state(inbox[: status.Get_count(MPI.BYTE)], offset, length, dtype)
 
 
 def store(state: State, result: SparseResult) -> None:
@@ -189,7 +194,7 @@ def store(state: State, result: SparseResult) -> None:
     if state.is_dense:
         full = np.zeros(result.n, state.dtype) if state.length != result.n else np.array(state.dense)
         if state.length != result.n:
-            full[state.offset:state.offset + state.length] = state.dense
+            full[state.offset : state.offset + state.length] = state.dense
         result.set_dense(full)
     else:
         result.set_sparse(np.array(state.idx), np.array(state.val))
