@@ -17,6 +17,7 @@ from fabricprobe.costmodel.fit import Fitted
 from fabricprobe.costmodel.predict import crossover_density, predict, predict_sparse, supported
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.report.sparse import crossover_density as measured_crossover
+from fabricprobe.store.schema import is_dense_baseline
 
 DENSE_ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner")
 
@@ -45,15 +46,7 @@ def compare_sparse(points: list[dict[str, Any]], fitted: Fitted, nodes: int, per
         and p["status"] == "ok"
         and supported("sparse_allreduce", p["algorithm"])
     ]
-    dense = {
-        (p["dtype"], p["bytes"]): p["median_s"]
-        for p in points
-        if p["collective"] == "allreduce"
-        and p["algorithm"] == "library"
-        and p["status"] == "ok"
-        and p["mode"] == "barrier"
-        and not p["in_place"]
-    }
+    dense = {(p["dtype"], p["bytes"]): p["median_s"] for p in points if is_dense_baseline(p)}
     out = []
     for dtype in sorted({p["dtype"] for p in sparse}):
         comp = SparseComparison(dtype)

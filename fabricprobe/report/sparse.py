@@ -13,6 +13,7 @@ from fabricprobe.report.algorithms import device_label
 from fabricprobe.report.summary import log_crossing
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size
+from fabricprobe.store.schema import is_dense_baseline
 
 
 def _kib(nbytes: float) -> str:
@@ -43,13 +44,7 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
     if not sparse:
         return []
     dense = {
-        (p["nranks"], p["dtype"], p["buffer"], p["transfer"], p["bytes"]): p
-        for p in points
-        if p["collective"] == "allreduce"
-        and p["algorithm"] == "library"
-        and p["status"] == "ok"
-        and p["mode"] == "barrier"
-        and not p["in_place"]
+        (p["nranks"], p["dtype"], p["buffer"], p["transfer"], p["bytes"]): p for p in points if is_dense_baseline(p)
     }
     # top-k selection is local to a rank, the same whatever the communicator
     select = {

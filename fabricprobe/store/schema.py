@@ -61,6 +61,18 @@ def identity(point: Mapping[str, Any], without: tuple[str, ...] = ()) -> tuple:
     return _identity_type(fields)(*(point[f] for f in fields))
 
 
+def is_dense_baseline(point: Mapping[str, Any]) -> bool:
+    """The point a sparse allreduce is compared with: the library's own MPI_Allreduce, measured and ok,
+    timed between barriers, out of place (the cost model's and the sparse report's one baseline)."""
+    return (
+        point["collective"] == "allreduce"
+        and point["algorithm"] == "library"
+        and point["status"] == POINT_OK
+        and point["mode"] == "barrier"
+        and not point["in_place"]
+    )
+
+
 def point_key(
     collective: str,
     algorithm: str,
