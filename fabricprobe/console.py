@@ -42,25 +42,76 @@ def warn_line(message: str) -> None:
         print(f"fabricprobe: warning: {message}", file=sys.stderr, flush=True)
 
 
+# The processes that relay a rank's output: mpiexec/mpirun and its daemons (Open MPI: prterun,
+# prted, orterun, orted; MPICH/Intel: mpiexec.hydra, hydra_pmi_proxy, pmi_proxy), and Slurm's.
+LAUNCHERS = frozenset(
+    {
+        "mpiexec",
+        "mpirun",
+        "prterun",
+        "prted",
+        "orterun",
+        "orted",
+        "mpiexec.hydra",
+        "mpiexec.mpich",
+        "mpirun.mpich",
+        "mpiexec.openmpi",
+        "mpirun.openmpi",
+        "hydra_pmi_proxy",
+        "pmi_proxy",
+        "srun",
+        "slurmstepd",
+    }
+)
+_TERMINALS = ("/dev/pts/", "/dev/tty")
+
+
 def _parent(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
-def launcher_terminal(fd: int = 2, max_depth: int = 4) -> str | None:
-    """The terminal an ancestor launcher (mpiexec, its proxy) writes file descriptor fd to."""
+def _ancestors(fd: int, max_depth: int = 8) -> list[tuple[str, str | None]]:
+    """(command name, where its fd points) for each ancestor, nearest first, as far as /proc shows."""
+    chain: list[tuple[str, str | None]] = []
     pid = os.getpid()
     for _ in range(max_depth):
         try:
             pid = _parent(pid)
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            with open(f"/proc/{pid}/comm") as f:
+                name = f.read().strip()
         except (OSError, ValueError, IndexError):
-            return None
-        if target.startswith(("/dev/pts/", "/dev/tty")):
-            return target
+            break
+        try:
+            target: str | None = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            target = None
+        chain.append((name, target))
         if pid <= 1:
-            return None
-    return None
+            break
+    return chain
+
+
+def outermost_launcher_stream(chain: list[tuple[str, str | None]]) -> str | None:
+    """Where the outermost launcher of the nearest run of launchers writes: that is what the user sees.
+    Ancestors above the launcher do not count (`mpiexec … | tee log` run from a terminal: the shell has
+    the terminal, mpiexec has the pipe). None when no launcher is among the ancestors."""
+    target = None
+    seen = False
+    for name, where in chain:
+        if name in LAUNCHERS or name.startswith(("mpiexec", "mpirun")):
+            seen, target = True, where
+        elif seen:
+            break
+    return target
+
+
+def launcher_terminal(fd: int = 2) -> str | None:
+    """The terminal the launcher (mpiexec, srun) writes file descriptor fd to; None when it writes to a
+    file or pipe, or when no launcher is found among this process's ancestors (a remote daemon under
+    another name: plain text is the safe answer)."""
+    target = outermost_launcher_stream(_ancestors(fd))
+    return target if target is not None and target.startswith(_TERMINALS) else None
 
 
 def _terminal_width(tty: str, default: int = 100) -> int:
@@ -74,7 +125,19 @@ def _terminal_width(tty: str, default: int = 100) -> int:
         return default
 
 
+def _forced() -> bool | None:
+    """The user's word, which beats detection: NO_COLOR (plain) and FORCE_COLOR (drawn), as rich reads them."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return None
+
+
 def user_sees_terminal(stderr: bool = False) -> bool:
+    forced = _forced()
+    if forced is not None:
+        return forced
     stream = sys.stderr if stderr else sys.stdout
     if not launched_by_mpiexec():
         return stream.isatty()
@@ -82,11 +145,12 @@ def user_sees_terminal(stderr: bool = False) -> bool:
 
 
 def make_console(stderr: bool = False) -> Console:
-    """A console for what the user will see on stdout (or stderr)."""
+    """A console for what the user will see on stdout (or stderr): drawn in colour for a terminal,
+    plain text (no escape codes) for a file or pipe, whatever the launcher does to the rank's streams."""
+    if not user_sees_terminal(stderr):
+        return Console(stderr=stderr, highlight=False, force_terminal=False, color_system=None, width=PLAIN_WIDTH)
     if not launched_by_mpiexec():
-        console = Console(stderr=stderr, highlight=False)
-        return console if console.is_terminal else Console(stderr=stderr, highlight=False, width=PLAIN_WIDTH)
+        return Console(stderr=stderr, highlight=False, force_terminal=True)
     tty = launcher_terminal(2 if stderr else 1)
-    if tty is not None:
-        return Console(stderr=stderr, highlight=False, force_terminal=True, width=_terminal_width(tty))
-    return Console(stderr=stderr, highlight=False, force_terminal=False, color_system=None, width=PLAIN_WIDTH)
+    width = _terminal_width(tty) if tty else None
+    return Console(stderr=stderr, highlight=False, force_terminal=True, width=width)

@@ -36,10 +36,10 @@ def _value(value: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.panel import Panel
     from rich.table import Table
 
+    from fabricprobe.console import make_console
     from fabricprobe.mpienv import provenance, topology
 
     MPI = init_mpi(args.thread_level)
@@ -57,5 +57,5 @@ def run(args: argparse.Namespace) -> int:
     table.add_column(overflow="fold")
     for key, value in prov.items():
         table.add_row(key, _value(value))
-    Console().print(Panel(table, title="fabricprobe info", expand=False))
+    make_console().print(Panel(table, title="fabricprobe info", expand=False))
     return 0

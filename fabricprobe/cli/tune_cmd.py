@@ -73,8 +73,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
+    from fabricprobe.console import make_console
     from fabricprobe.engine.config import SweepConfig
     from fabricprobe.mpienv.launcher import launched_by_mpiexec
     from fabricprobe.sizes import size_list
@@ -92,7 +91,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     template = SweepConfig(
         sizes=sizes, iterations_small=args.iters, iterations_large=args.iters, max_time=args.max_time
     ).check()
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
 
     def progress(i: int, total: int, variant) -> None:
         if variant is not None:
