@@ -78,7 +78,7 @@ def files(tmp_path):
 def test_faster_run_is_named_with_its_ratio(files):
     comp = compare(parse_side(files["a"]), parse_side(files["fast"]))
     assert [r.key["bytes"] for r in comp.rows] == SIZES and not comp.mismatches
-    assert all(r.significant and r.ratio == pytest.approx(0.5) for r in comp.rows)
+    assert all(r.significant and r.speedup == pytest.approx(2.0) for r in comp.rows)
     text = verdicts(comp)["allreduce"]
     assert text.startswith(files["fast"]) and "2.00×" in text and "4 of 4" in text
 
@@ -114,8 +114,8 @@ def test_algorithms_in_one_file_and_json(tmp_path):
     out = run_local(["compare", f"{path}@library", f"{path}@ring", "--format", "json"])
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    ratios = {r["bytes"]: r["ratio"] for r in doc["rows"]}
-    assert ratios == pytest.approx({8: 1.5, 1024: 1.5, 65536: 0.5, 1 << 20: 0.5})
+    speedups = {r["bytes"]: r["b_speedup_over_a"] for r in doc["rows"]}
+    assert speedups == pytest.approx({8: 1 / 1.5, 1024: 1 / 1.5, 65536: 2.0, 1 << 20: 2.0})
     assert all(r["significant"] for r in doc["rows"]) and doc["mismatches"] == []
     assert "2 favour" in doc["verdicts"]["allreduce"]
 

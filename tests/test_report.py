@@ -90,3 +90,64 @@ def test_osu_export_uses_omb_statistics(sweep_file):
 def test_unwritable_export(sweep_file, tmp_path):
     out = run_local(["report", str(sweep_file), "--format", "json", "-o", str(tmp_path / "no" / "x.json")])
     assert out.returncode == 2 and len(error_lines(out.stderr)) == 1
+
+
+def _titles(path) -> list[str]:
+    """The titles of the report's series tables (what `report` prints, without rich's wrapping)."""
+    from fabricprobe.report.groups import group_series
+    from fabricprobe.report.labels import run_window
+    from fabricprobe.report.tables import series_table
+    from fabricprobe.store import load_runs
+    from fabricprobe.store.schema import EMPTY
+
+    run = load_runs(str(path))[0]
+    points = [p for p in run.points if p["collective"] != EMPTY]
+    return [
+        series_table(key, rows, key.nranks, run_window(run.config)).title for key, rows in group_series(points).items()
+    ]
+
+
+def test_every_title_names_the_timed_region_timer_and_buffers(sweep_file):
+    titles = _titles(sweep_file)
+    assert len(titles) >= 9
+    for line in titles:
+        assert "host buffers" in line and "2 ranks" in line, line
+        # the communication calls are timed natively, the local kernels (no MPI call) in Python
+        timer = "python timer" if line.startswith(("[bold]reduce_local", "[bold]copy_local")) else "native timer"
+        assert timer in line, line
+    pt2pt = [line for line in titles if line.startswith(("[bold]latency", "[bold]bw", "[bold]bibw"))]
+    assert len(pt2pt) == 3
+    for line in pt2pt:  # OMB's loops have no barrier between iterations: never titled "barrier mode"
+        assert "no barrier" in line and "barrier mode" not in line, line
+    assert any(line.startswith("[bold]bw") and "window of 64 sends" in line for line in pt2pt)
+    assert any(line.startswith("[bold]latency") and "ping-pong" in line for line in pt2pt)
+    collective = [line for line in titles if line.startswith("[bold]allreduce")]
+    assert collective and all("barrier mode" in line for line in collective)
+    shown = run_local(["report", str(sweep_file)]).stdout
+    assert "native timer" in shown and "ping-pong" in shown
+
+
+def test_a_python_timed_series_says_so(sweep_file):
+    from fabricprobe.report.groups import group_series
+    from fabricprobe.report.tables import series_table
+    from fabricprobe.store import load_runs
+
+    points = [p for p in load_runs(str(sweep_file))[0].points if p["collective"] == "allreduce"]
+    for timer in ("python", "native"):
+        (key, rows), *_ = group_series([{**p, "timer": timer} for p in points]).items()
+        assert f"{timer} timer" in series_table(key, rows, 2).title
+
+
+def test_point_to_point_is_measured_once_whatever_the_modes(tmp_path):
+    path = tmp_path / "modes.h5"
+    out = run_mpi(
+        2,
+        ["sweep", "-o", str(path), "--collectives", "latency,allreduce", "--sizes", "8", "--iters", "10"]
+        + ["--mode", "barrier,loop", "--progress", "none", "--quiet"],
+    )
+    assert out.returncode == 0, out.stderr
+    from fabricprobe.store import load_runs
+
+    points = load_runs(str(path))[0].points
+    assert {p["mode"] for p in points if p["collective"] == "allreduce"} == {"barrier", "loop"}
+    assert len([p for p in points if p["collective"] == "latency" and p["pair"] == "intra"]) == 1

@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
         formatter_class=HelpFormatter,
         help="compare two runs point by point",
         description="Match the points of two runs (files, runs in one file, or algorithms in one run)\n"
-        "and show both medians, the ratio, and whether the difference exceeds both runs'\n"
+        "and show both medians, B's speedup over A, and whether the difference exceeds both runs'\n"
         "noise (their medians' 95% confidence intervals), with a verdict per collective.\n\n"
         "  fabricprobe compare ethernet.h5 omnipath.h5\n"
         "  fabricprobe compare r.h5:1 r.h5:2\n"
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     from fabricprobe.console import make_console
     from fabricprobe.report.compare import compare, parse_side, verdicts
+    from fabricprobe.report.labels import run_window, title
     from fabricprobe.report.units import gbps, usec
     from fabricprobe.sizes import format_size
 
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                     **r.key,
                     a_median_s=r.a["median_s"],
                     b_median_s=r.b["median_s"],
-                    ratio=r.ratio,
+                    b_speedup_over_a=r.speedup,
                     a_busbw_gbps=r.a["busbw_gbps"],
                     b_busbw_gbps=r.b["busbw_gbps"],
                     significant=r.significant,
@@ -82,25 +83,14 @@ def run(args: argparse.Namespace) -> int:
         groups.setdefault(tuple((k, v) for k, v in r.key.items() if k != "bytes"), []).append(r)
     for key, rows in groups.items():
         k = dict(key)
-        title = " · ".join(
-            str(x)
-            for x in (
-                k["collective"],
-                k.get("algorithm", ""),
-                k["dtype"],
-                k["op"] if k["op"] != "none" else "",
-                f"{k['nranks']} ranks",
-                k["pair"],
-                f"density {k['density']:g}" if k["density"] else "",
-            )
-            if x
-        )
-        t = Table(title=f"[bold]{title}[/]", title_justify="left", show_edge=False, pad_edge=False)
-        for col in ("size", "A median µs", "B median µs", "B / A", "A busbw", "B busbw", "beyond noise"):
+        timers = [p["timer"] for r in rows for p in (r.a, r.b)]
+        heading = title(f"[bold]{k['collective']}[/]", k, timers, run_window(comp.a.run.config))
+        t = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
+        for col in ("size", "A median µs", "B median µs", "B's speedup (A / B)", "A busbw", "B busbw", "beyond noise"):
             t.add_column(col, justify="right")
         for r in rows:
-            colour = "" if not r.significant else ("green" if r.ratio < 1 else "red")
-            ratio = f"[{colour}]{r.ratio:.2f}[/]" if colour else f"{r.ratio:.2f}"
+            colour = "" if not r.significant else ("green" if r.speedup > 1 else "red")
+            ratio = f"[{colour}]{r.speedup:.2f}[/]" if colour else f"{r.speedup:.2f}"
             t.add_row(
                 format_size(r.key["bytes"]),
                 usec(r.a["median_s"]),

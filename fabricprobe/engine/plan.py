@@ -219,13 +219,15 @@ def _plan_for(
         densities = config.densities if spec.sparse else [0.0]
         places = [p for p in config.in_place if spec.in_place_supported or not p] or [False]
         sizes = config.sizes if spec.sized else [0]
+        # OMB's point-to-point loops have no barrier and no loop mode: measured once, not once per mode.
+        modes = config.modes[:1] if spec.pt2pt else config.modes
         # Algorithms innermost: at each size every algorithm runs back to back, on the same buffers,
         # so a shared machine's slow phases hit them alike.
         for dtype in dtypes:
             itemsize = numpy_dtype(dtype).itemsize
             for op in ops:
                 for in_place in places:
-                    for mode in config.modes:
+                    for mode in modes:
                         for pair in pairs:
                             for nbytes in sizes:
                                 layout = spec.layout(nbytes, itemsize, nranks)

@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from fabricprobe.collectives import LIBRARY
+from fabricprobe.report.labels import DEFAULT_WINDOW, speedup, title
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size
 from fabricprobe.store.schema import identity
@@ -40,34 +41,14 @@ def winners(by_algorithm: dict[str, dict[int, dict]]) -> dict[int, str]:
     return out
 
 
-def device_label(buffer: str, transfer: str) -> str:
-    """ "" for host buffers; "cupy buffers, staged" and the like otherwise."""
-    if not buffer or buffer == "host":
-        return ""
-    return f"{buffer} buffers" + (f", {transfer}" if transfer else "")
-
-
-def comparison_table(case: tuple, by_algorithm: dict[str, dict[int, dict]]) -> Table:
-    collective, dtype, op, in_place, mode, pair, density, buffer, transfer, nranks = case
+def comparison_table(case: tuple, by_algorithm: dict[str, dict[int, dict]], window: int = DEFAULT_WINDOW) -> Table:
     names = sorted(by_algorithm, key=lambda n: (n != LIBRARY, n))
-    title = " · ".join(
-        x
-        for x in (
-            f"[bold]{collective}[/]: algorithms side by side",
-            dtype,
-            op if op != "none" else "",
-            "in-place" if in_place else "",
-            f"{mode} mode",
-            f"density {density:g}" if density else "",
-            device_label(buffer, transfer),
-            f"{nranks} ranks",
-        )
-        if x
-    )
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    timers = (p["timer"] for rows in by_algorithm.values() for p in rows.values())
+    heading = title(f"[bold]{case.collective}[/]: algorithms side by side", case._asdict(), timers, window)
+    table = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("size", justify="right")
     for name in names:
-        table.add_column(f"{name} µs" if name == LIBRARY else f"{name} µs (× lib)", justify="right")
+        table.add_column(f"{name} µs" if name == LIBRARY else f"{name} µs (speedup)", justify="right")
     table.add_column("winner")
     best = winners(by_algorithm)
     library = by_algorithm.get(LIBRARY, {})
@@ -80,15 +61,18 @@ def comparison_table(case: tuple, by_algorithm: dict[str, dict[int, dict]]) -> T
                 continue
             text = usec(p["median_s"])
             base = library.get(size)
-            if name != LIBRARY and base is not None and base["median_s"] > 0:
-                ratio = p["median_s"] / base["median_s"]
-                colour = "green" if ratio < 1 else ("red" if ratio > 2 else "")
-                text += f" ([{colour}]{ratio:.2f}[/])" if colour else f" ({ratio:.2f})"
+            if name != LIBRARY and base is not None and p["median_s"] > 0:
+                gain = speedup(base["median_s"], p["median_s"])
+                colour = "green" if gain > 1 else ("red" if gain < 0.5 else "")
+                text += f" ([{colour}]{gain:.2f}[/])" if colour else f" ({gain:.2f})"
             if name == winner:
                 text = f"[bold]{text}[/]"
             cells.append(text)
         cells.append(winner)
         table.add_row(*cells)
-    table.caption = "median times; × lib = time / library time (below 1: faster than the library); winner by median"
+    table.caption = (
+        "median times; speedup = library time / this algorithm's time (above 1: faster than the library); "
+        "winner by median"
+    )
     table.caption_justify = "left"
     return table

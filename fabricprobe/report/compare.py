@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.report.labels import speedup
 from fabricprobe.stats import point_noise
 from fabricprobe.store import Run, load_runs, select_run
 from fabricprobe.store.schema import EMPTY, identity
@@ -49,9 +50,9 @@ class Row:
     b: dict[str, Any]
 
     @property
-    def ratio(self) -> float:
-        """B's median time over A's (below 1: B is faster)."""
-        return self.b["median_s"] / self.a["median_s"] if self.a["median_s"] > 0 else math.nan
+    def speedup(self) -> float:
+        """B's speedup over A: A's median time over B's (above 1: B is faster), the reports' one convention."""
+        return speedup(self.a["median_s"], self.b["median_s"]) if self.a["median_s"] > 0 else math.nan
 
     @property
     def significant(self) -> bool:
@@ -60,7 +61,7 @@ class Row:
         a, b = self.a, self.b
         apart = b["ci_high_s"] < a["ci_low_s"] or a["ci_high_s"] < b["ci_low_s"]
         noise = max(point_noise(a), point_noise(b))
-        return apart and abs(self.ratio - 1) > noise
+        return apart and abs(1 / self.speedup - 1) > noise
 
 
 @dataclass
@@ -109,23 +110,25 @@ def compare(a: Side, b: Side, collectives: list[str] | None = None) -> Compariso
 
 
 def verdicts(comp: Comparison) -> dict[str, str]:
-    """One line per collective: who is faster, by how much (geometric mean ratio), how often beyond noise."""
+    """One line per collective: who is faster, by how much (geometric mean speedup), how often beyond noise."""
     out = {}
     for coll in sorted({r.key["collective"] for r in comp.rows}):
-        rows = [r for r in comp.rows if r.key["collective"] == coll and math.isfinite(r.ratio) and r.ratio > 0]
+        rows = [r for r in comp.rows if r.key["collective"] == coll and math.isfinite(r.speedup) and r.speedup > 0]
         if not rows:
             continue
-        gm = math.exp(sum(math.log(r.ratio) for r in rows) / len(rows))
+        gm = math.exp(sum(math.log(r.speedup) for r in rows) / len(rows))  # B's speedup over A, geometric mean
         sig = [r for r in rows if r.significant]
-        faster_b = sum(1 for r in sig if r.ratio < 1)
+        faster_b = sum(1 for r in sig if r.speedup > 1)
         faster_a = len(sig) - faster_b
         if not sig:
-            text = f"no difference beyond the noise at any of {len(rows)} sizes (B/A {gm:.2f}× on average)"
-        else:
-            fast, slow = (comp.b.label, comp.a.label) if gm < 1 else (comp.a.label, comp.b.label)
-            times = 1 / gm if gm < 1 else gm
             text = (
-                f"{fast} is faster: {slow} takes {times:.2f}× as long (geometric mean over sizes); beyond the "
+                f"no difference beyond the noise at any of {len(rows)} sizes (B's speedup over A {gm:.2f}× on average)"
+            )
+        else:
+            fast, slow = (comp.b.label, comp.a.label) if gm > 1 else (comp.a.label, comp.b.label)
+            times = gm if gm > 1 else 1 / gm
+            text = (
+                f"{fast} is faster: {times:.2f}× the speed of {slow} (geometric mean over sizes); beyond the "
                 f"noise at {len(sig)} of {len(rows)} sizes ({faster_b} favour {comp.b.label}, "
                 f"{faster_a} favour {comp.a.label})"
             )

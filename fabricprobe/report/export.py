@@ -10,8 +10,8 @@ import math
 from typing import Any
 
 from fabricprobe.mpienv.datatypes import numpy_dtype
-from fabricprobe.report.algorithms import device_label
 from fabricprobe.report.groups import group_series
+from fabricprobe.report.labels import buffer_label
 from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
 from fabricprobe.store.schema import EMPTY, FORMAT, POINT_DTYPE, SCHEMA_VERSION
@@ -96,7 +96,7 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
                 for x in (
                     "in-place" if in_place else "",
                     f"{pair} pair" if pair else "",
-                    device_label(buffer, transfer),
+                    buffer_label(buffer, transfer),
                 )
                 if x
             )

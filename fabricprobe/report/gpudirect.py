@@ -11,6 +11,7 @@ from typing import Any
 from rich.table import Table
 
 from fabricprobe.memory import DIRECT, PIPELINED, STAGED
+from fabricprobe.report.labels import speedup, title
 from fabricprobe.report.units import percent, usec
 from fabricprobe.sizes import format_size
 from fabricprobe.store.schema import identity
@@ -47,30 +48,17 @@ def _cell(p: dict | None) -> str:
 
 
 def gpudirect_table(case: tuple, by_size: dict[int, dict[str, dict]]) -> Table:
-    collective, algorithm, dtype, op, in_place, mode, pair, density, buffer, nranks = case
-    title = " · ".join(
-        x
-        for x in (
-            f"[bold]{collective}[/] {algorithm}: GPUDirect on vs off",
-            f"{buffer} buffers",
-            dtype if dtype != "byte" else "",
-            op if op != "none" else "",
-            "in-place" if in_place else "",
-            f"{mode} mode",
-            f"{pair} pair" if pair else "",
-            f"density {density:g}" if density else "",
-            f"{nranks} ranks",
-        )
-        if x
-    )
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    timers = (p["timer"] for row in by_size.values() for p in row.values())
+    what = {k: v for k, v in case._asdict().items() if k != "algorithm"}
+    heading = title(f"[bold]{case.collective}[/] {case.algorithm}: GPUDirect on vs off", what, timers)
+    table = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
     for name in (
         "size",
         "on (direct) µs",
         "off staged µs",
         "off pipelined µs",
-        "staged / on",
-        "pipelined / on",
+        "on: speedup over staged",
+        "pipelined: speedup over staged",
         "gap recovered",
     ):
         table.add_column(name, justify="right")
@@ -79,24 +67,20 @@ def gpudirect_table(case: tuple, by_size: dict[int, dict[str, dict]]) -> Table:
         row = by_size[size]
         d, s, q = (_time(row.get(t)) for t in (DIRECT, STAGED, PIPELINED))
         reasons.update(p["note"] for p in row.values() if p["status"] == "not_runnable")
-        ratio = lambda x, d=d: f"{x / d:.2f}×" if x is not None and d else "-"
-        if None not in (d, s, q):
-            gain = percent(recovered(d, s, q))
-        elif s and q:
-            gain = f"pipelined {s / q:.2f}× faster" if q < s else f"pipelined {q / s:.2f}× slower"
-        else:
-            gain = "-"
+        gain = lambda ref, x: f"{speedup(ref, x):.2f}×" if ref is not None and x else "-"
+        recovery = percent(recovered(d, s, q)) if None not in (d, s, q) else "-"
         table.add_row(
             format_size(size),
             _cell(row.get(DIRECT)),
             _cell(row.get(STAGED)),
             _cell(row.get(PIPELINED)),
-            ratio(s),
-            ratio(q),
-            gain,
+            gain(s, d),
+            gain(s, q),
+            recovery,
         )
     table.caption = (
         "medians; staged = device→pinned host copy, MPI on host memory, host→device copy, all timed; "
+        "speedup = staged time / this time (above 1: faster than staging); "
         "gap recovered = (staged − pipelined) / (staged − on)"
         + "".join(f"\nnot runnable: {r}" for r in sorted(reasons))
     )

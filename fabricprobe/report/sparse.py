@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from fabricprobe.report.algorithms import device_label
+from fabricprobe.report.labels import speedup, title
 from fabricprobe.report.summary import log_crossing
 from fabricprobe.report.units import usec
 from fabricprobe.sizes import format_size
@@ -40,7 +40,11 @@ def crossover_density(speedups: list[tuple[float, float]]) -> tuple[str, float |
 
 
 def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
-    sparse = [p for p in points if p["collective"] == "sparse_allreduce" and p["status"] == "ok"]
+    # The dense baseline is timed between barriers, so sparse points are read against it in that mode only
+    # (a loop-mode sparse point keeps its own series table).
+    sparse = [
+        p for p in points if p["collective"] == "sparse_allreduce" and p["status"] == "ok" and p["mode"] == "barrier"
+    ]
     if not sparse:
         return []
     dense = {
@@ -62,9 +66,12 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
             if (p["nranks"], p["dtype"], p["buffer"], p["transfer"]) == (nranks, dtype, buffer, transfer)
         ]
         algorithms = sorted({p["algorithm"] for p in rows})
-        where = f" · {device_label(buffer, transfer)}" if device_label(buffer, transfer) else ""
+        what = dict(collective="sparse_allreduce", dtype=dtype, mode="barrier", buffer=buffer, transfer=transfer)
+        timers = [p["timer"] for p in rows]
         t = Table(
-            title=f"[bold]sparse allreduce against the library's dense allreduce[/] · {dtype} · n={nranks}{where}",
+            title=title(
+                "[bold]sparse allreduce against the library's dense allreduce[/]", {**what, "nranks": nranks}, timers
+            ),
             title_justify="left",
             show_edge=False,
             pad_edge=False,
@@ -72,7 +79,7 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
         for col in ("size", "density", "k", "dense µs", "dense KiB/rank"):
             t.add_column(col, justify="right")
         for a in algorithms:
-            t.add_column(f"{a}\nµs (×dense) KiB", justify="right")
+            t.add_column(f"{a}\nµs (speedup) KiB", justify="right")
         t.add_column("top-k select µs\nnumba / argpartition", justify="right")
         crossings = []
         for size in sorted({p["bytes"] for p in rows}):
@@ -91,10 +98,10 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
                     if p is None:
                         cells.append("-")
                         continue
-                    speedup = dense_s / p["median_s"] if p["median_s"] > 0 else math.nan
-                    by_alg[a].append((density, speedup))
-                    colour = "green" if speedup >= 1 else "red"
-                    text = f"{usec(p['median_s'])} ([{colour}]{speedup:.2f}[/]) {_kib(p['bytes_sent'])}"
+                    gain = speedup(dense_s, p["median_s"])
+                    by_alg[a].append((density, gain))
+                    colour = "green" if gain >= 1 else "red"
+                    text = f"{usec(p['median_s'])} ([{colour}]{gain:.2f}[/]) {_kib(p['bytes_sent'])}"
                     cells.append(f"[bold]{text}[/]" if a == best else text)
                 cells.append(
                     f"{usec(select.get((dtype, size, density, 'numba'), math.nan))} / "
@@ -105,7 +112,7 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
                 f"{format_size(size)}: " + ", ".join(f"{a} {crossover_density(v)[0]}" for a, v in by_alg.items() if v)
             )
         t.caption = (
-            "×dense = dense library time / sparse time (above 1: sparse is faster); KiB = bytes the busiest "
+            "speedup = dense library time / sparse time (above 1: sparse is faster); KiB = bytes the busiest "
             "rank sent per call (dense: a ring's 2(n−1)/n·S); pairs selected before timing.\n"
             "crossover density (dense wins above): " + "; ".join(crossings)
         )

@@ -10,10 +10,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from fabricprobe.mpienv.datatypes import BYTE, NO_OP
-from fabricprobe.report.algorithms import comparison_groups, comparison_table, device_label
+from fabricprobe.report.algorithms import comparison_groups, comparison_table
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
+from fabricprobe.report.labels import DEFAULT_WINDOW, run_window, timer_label, title
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
 from fabricprobe.report.units import gbps, percent, usec
@@ -22,7 +22,7 @@ from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.stats import point_noise
 from fabricprobe.store import Run
-from fabricprobe.store.schema import EMPTY, PAIR_LABELS
+from fabricprobe.store.schema import EMPTY
 
 
 def run_header(run: Run) -> Panel:
@@ -74,30 +74,11 @@ def _cost(a: dict[str, Any]) -> str:
     return "   ".join(parts)
 
 
-def _title(key: tuple) -> str:
-    collective, algorithm, dtype, op, in_place, mode, pair, density, buffer, transfer, nranks = key
-    parts = [f"[bold]{collective}[/]", algorithm]
-    if dtype != BYTE:
-        parts.append(dtype)
-    if op != NO_OP:
-        parts.append(op)
-    if in_place:
-        parts.append("in-place")
-    parts.append(f"{mode} mode")
-    if pair:
-        parts.append(f"{PAIR_LABELS.get(pair, pair)} pair")
-    if density:
-        parts.append(f"density {density:g}")
-    if device_label(buffer, transfer):
-        parts.append(device_label(buffer, transfer))
-    parts.append(f"{nranks} ranks")
-    return " · ".join(parts)
-
-
-def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int) -> Table:
+def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int, window: int = DEFAULT_WINDOW) -> Table:
     collective = key[0]
     spec = SPECS.get(collective)
-    table = Table(title=_title(key), title_justify="left", show_edge=False, pad_edge=False)
+    heading = title(f"[bold]{collective}[/]", key._asdict(), (p["timer"] for p in rows), window)
+    table = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
     sized = spec is None or spec.sized
     if sized:
         table.add_column("size", justify="right")
@@ -150,29 +131,17 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     for table in sparse_tables(points) + gpudirect_tables(points):
         console.print(table)
         console.print()
+    window = run_window(run.config)
     for case, by_algorithm in comparison_groups(points).items():
-        console.print(comparison_table(case, by_algorithm))
+        console.print(comparison_table(case, by_algorithm, window))
         console.print()
     for key, rows in group_series(points).items():
-        console.print(series_table(key, rows, key[-1]))
+        console.print(series_table(key, rows, key.nranks, window))
         console.print()
 
 
-def _case_title(case: dict[str, Any]) -> str:
-    parts = [f"[bold]{case['collective']}[/]", case["dtype"]]
-    if case["op"] != NO_OP:
-        parts.append(case["op"])
-    if case["in_place"]:
-        parts.append("in-place")
-    if case["mode"] != "barrier":
-        parts.append(f"{case['mode']} mode")
-    if case["pair"]:
-        parts.append(f"{PAIR_LABELS.get(case['pair'], case['pair'])} pair")
-    if case["density"]:
-        parts.append(f"density {case['density']:g}")
-    if device_label(case.get("buffer", ""), case.get("transfer", "")):
-        parts.append(device_label(case["buffer"], case["transfer"]))
-    return " · ".join(parts)
+def _case_title(case: dict[str, Any], window: int) -> str:
+    return title(f"[bold]{case['collective']}[/]", {k: v for k, v in case.items() if k != "nranks"}, (), window)
 
 
 def _range_text(r: SizeRange, baseline: str) -> str:
@@ -206,7 +175,7 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
     points = [p for p in run.points if collectives is None or p["collective"] in collectives]
     table = Table(
         title=f"[bold]summary of run {run.id}[/] ({run.attrs.get('mpi_vendor', '?')}, "
-        f"{run.attrs.get('nranks', '?')} ranks)",
+        f"{run.attrs.get('nranks', '?')} ranks, {timer_label(p['timer'] for p in points if p['status'] == 'ok')})",
         title_justify="left",
         show_lines=True,
         show_edge=False,
@@ -224,7 +193,7 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
         table.add_column(col, justify=just)
     for s in summarize(points):
         table.add_row(
-            _case_title(s.case),
+            _case_title(s.case, run_window(run.config)),
             str(s.case["nranks"]),
             f"{usec(s.latency_s)} @ {format_size(s.latency_bytes)}",
             f"{gbps(s.peak_busbw_gbps)} GB/s @ {format_size(s.peak_bytes)}",

@@ -149,6 +149,11 @@ class CollectiveSpec:
     def busbw_factor(self, nranks: int) -> float:
         return 1.0
 
+    def timed_region(self, mode: str, window: int) -> str:
+        """What one timed iteration is, for table titles: the sweep's mode for collectives (barrier:
+        an untimed barrier before each call; loop: back-to-back calls)."""
+        return f"{mode} mode"
+
     def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
         """Page-aligned buffers for the case's layout, from the process's pool."""
         lay = case.layout

@@ -43,6 +43,9 @@ class Latency(PointToPoint):
     osu_title = "Latency Test"
     receives_on = (ROLE_INITIATOR, ROLE_RESPONDER)
 
+    def timed_region(self, mode: str, window: int) -> str:
+        return "ping-pong, half a round trip, no barrier"
+
 
 class Bandwidth(PointToPoint):
     name = "bw"
@@ -50,12 +53,18 @@ class Bandwidth(PointToPoint):
     osu_title = "Bandwidth Test"
     receives_on = (ROLE_RESPONDER,)
 
+    def timed_region(self, mode: str, window: int) -> str:
+        return f"window of {window} sends + ack, per message, no barrier"
+
 
 class BidirectionalBandwidth(PointToPoint):
     name = "bibw"
     busbw_formula = "2 (both directions)"
     osu_title = "Bi-Directional Bandwidth Test"
     receives_on = (ROLE_BOTH,)
+
+    def timed_region(self, mode: str, window: int) -> str:
+        return f"windows of {window} sends both ways + ack, per message, no barrier"
 
     def busbw_factor(self, nranks: int) -> float:
         return 2.0
