@@ -73,3 +73,20 @@ def test_virtual_topology_keeps_the_hardware_verdict():
     v = virtual(hw, [2, 2])
     assert v.oversubscribed and v.nnodes == 2 and v.hardware is hw
     assert v.local_rank == (0, 1, 0, 1)
+
+
+def test_sizes_that_hold_no_element_per_rank_are_skipped_with_a_note():
+    """8 B of float32 over 64 ranks is 0 elements per rank for the block collectives: a no-op call,
+    never a "0 B" row. Size 0 asked for on purpose is still measured."""
+    config = SweepConfig(
+        collectives=["allgather", "reduce_scatter", "alltoall", "allreduce"], sizes=[0, 8, 64, 1024], dtypes=["float32"]
+    )
+    points, notes = make_plan(config, _topo([64]), [])
+    sized = {(p.collective, p.requested_bytes) for p in points}
+    for coll in ("allgather", "reduce_scatter", "alltoall"):
+        assert {b for c, b in sized if c == coll} == {0, 1024}, coll
+        assert (
+            f"{coll} float32 at 64 ranks: 8 B, 64 B round to 0 elements per rank; skipped (not a measurement)" in notes
+        )
+    assert {b for c, b in sized if c == "allreduce"} == {0, 8, 64, 1024}
+    assert all(p.layout.count > 0 for p in points if p.requested_bytes > 0)

@@ -167,6 +167,7 @@ def _plan_for(
             )
 
     used: set[str] = set()
+    rounded: dict[tuple[str, str], set[int]] = {}  # sizes that hold no whole element per rank
     collectives_planned = list(config.collectives)
     for coll in config.collectives:
         baseline = SPECS[coll].compared_with
@@ -231,6 +232,10 @@ def _plan_for(
                         for pair in pairs:
                             for nbytes in sizes:
                                 layout = spec.layout(nbytes, itemsize, nranks)
+                                if nbytes > 0 and layout.count == 0:
+                                    # a no-op call is not a measurement of the size asked for
+                                    rounded.setdefault((coll, dtype), set()).add(nbytes)
+                                    continue
                                 if max(layout.send_len, layout.recv_len) > _INT_MAX:
                                     notes.append(
                                         f"{coll} {dtype} {format_size(nbytes)}: count exceeds the C int range; skipped"
@@ -254,6 +259,11 @@ def _plan_for(
                                                 transfer=transfer,
                                                 implementation=alg,
                                             )
+    for (coll, dtype), lost in rounded.items():
+        notes.append(
+            f"{coll} {dtype} at {nranks} ranks: {', '.join(format_size(b) for b in sorted(lost))} "
+            f"{'rounds' if len(lost) == 1 else 'round'} to 0 elements per rank; skipped (not a measurement)"
+        )
     for alg in config.algorithms:
         if alg not in used:
             notes.append(f"algorithm {alg!r} implements none of the selected collectives; nothing measured for it")
