@@ -151,3 +151,27 @@ def test_point_to_point_is_measured_once_whatever_the_modes(tmp_path):
     points = load_runs(str(path))[0].points
     assert {p["mode"] for p in points if p["collective"] == "allreduce"} == {"barrier", "loop"}
     assert len([p for p in points if p["collective"] == "latency" and p["pair"] == "intra"]) == 1
+
+
+def test_a_mean_dominated_by_outliers_is_marked(sweep_file):
+    from fabricprobe.report.groups import group_series
+    from fabricprobe.report.tables import series_table
+    from fabricprobe.store import load_runs
+
+    points = [p for p in load_runs(str(sweep_file))[0].points if p["collective"] == "allreduce"]
+    steady = [{**p, "mean_s": p["median_s"] * 1.1} for p in points]
+    skewed = [{**p, "mean_s": p["median_s"] * 2.0} if p["bytes"] == 8 else p for p in steady]
+    (key, rows), *_ = group_series(steady).items()
+    assert "†" not in str(series_table(key, rows, 2).caption)
+    (key, rows), *_ = group_series(skewed).items()
+    table = series_table(key, rows, 2)
+    assert "outliers dominate the mean" in table.caption
+    means = list(table.columns[4].cells)
+    assert means[0].endswith("†") and not means[1].endswith("†")
+    from types import SimpleNamespace
+
+    from fabricprobe.report.export import to_osu
+
+    text = to_osu([SimpleNamespace(id="0001", config={}, points=skewed)])
+    assert "Avg is a mean and outliers dominate it (mean / median of the iteration times): 8 B 2.00×" in text
+    assert "outliers" not in to_osu([SimpleNamespace(id="0001", config={}, points=steady)])

@@ -11,7 +11,8 @@ from typing import Any
 
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.report.groups import group_series
-from fabricprobe.report.labels import buffer_label
+from fabricprobe.report.labels import OUTLIER_RATIO, run_window, title
+from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
 from fabricprobe.store.schema import EMPTY, FORMAT, POINT_DTYPE, SCHEMA_VERSION
@@ -74,6 +75,29 @@ _OSU_TYPES = {
     "byte": "MPI_BYTE",
 }
 
+# OMB 7.4's columns, from its printf formats (c/util/osu_util.c, osu_latency.c, osu_bw.c; the MPI
+# build's FIELD_WIDTH is 18): checked line by line against real OMB output in tests/fixtures/omb.
+OSU_LAYOUT = "7.4"
+_SIZE_W, _FIELD_W, _ITER_W = 10, 18, 12
+
+
+def osu_header(collective: str) -> str:
+    """The column header line OMB prints for this test (-f full form for collectives)."""
+    if collective in ("bw", "bibw"):
+        return f"{'# Size':<{_SIZE_W}}{'Bandwidth (MB/s)':>{_FIELD_W}}"
+    if collective == "latency":
+        return f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}"
+    head = "# Avg Latency(us)" if collective == "barrier" else f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}"
+    return head + f"{'Min Latency(us)':>{_FIELD_W}}{'Max Latency(us)':>{_FIELD_W}}{'Iterations':>{_ITER_W}}"
+
+
+def osu_row(collective: str, size: int, avg_us: float, min_us: float = 0.0, max_us: float = 0.0, iters: int = 0) -> str:
+    """One data line as OMB prints it (bandwidths in MB/s go in avg_us's place)."""
+    if collective in ("bw", "bibw", "latency"):
+        return f"{size:<{_SIZE_W}d}{avg_us:>{_FIELD_W}.2f}"
+    head = f"{avg_us:>17.2f}" if collective == "barrier" else f"{size:<{_SIZE_W}d}{avg_us:>{_FIELD_W}.2f}"
+    return head + f"{min_us:>{_FIELD_W}.2f}{max_us:>{_FIELD_W}.2f}{iters:>{_ITER_W}d}"
+
 
 def _osu_size(point: dict[str, Any], itemsize: int) -> int:
     """OMB's "Size" column: per-rank send bytes for allgather, per-peer bytes for alltoall."""
@@ -82,50 +106,57 @@ def _osu_size(point: dict[str, Any], itemsize: int) -> int:
     return point["bytes"]
 
 
+def _osu_value(point: dict[str, Any]) -> float:
+    """OMB's number: MB/s (1e6 bytes) from the mean time per message for bw/bibw, else the mean in µs."""
+    coll = point["collective"]
+    if coll in ("bw", "bibw"):
+        mult = 2 if coll == "bibw" else 1
+        return mult * point["bytes"] / point["osu_avg_s"] / 1e6 if point["osu_avg_s"] > 0 else 0.0
+    return point["osu_avg_s"] * 1e6
+
+
 def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
-    """Text in OMB's layout. Latencies are OMB's statistics (per-rank means; avg/min/max over
-    ranks); bandwidths are MB/s (1e6 bytes) from the mean time per message, as OMB computes them."""
-    lines: list[str] = []
+    """OMB's text, line for line (OSU_LAYOUT; `-f` full form for collectives): its title, datatype,
+    column header and data lines, with OMB's statistics (Avg: mean over ranks of per-rank means;
+    Min/Max over ranks; bandwidths in MB/s from the mean time per message). A parser of OMB output
+    reads it unchanged. fabricprobe adds only '#' lines: what was measured (algorithm, ranks, timed
+    region, timer, buffers), and where Avg, a mean, is dominated by outliers (the mean iteration time
+    above 1.25 × the median). Tests without an OMB counterpart are listed in one '#' line and left out."""
+    blocks: list[str] = []
     for run in runs:
-        points = [p for p in _filtered(run, collectives) if p["collective"] != EMPTY and p["status"] != "error"]
-        for key, rows in group_series(points).items():
-            coll, alg, dtype, op, in_place, mode, pair, density, buffer, transfer, nranks = key
-            title = SPECS[coll].osu_title if coll in SPECS else coll
-            extras = "".join(
-                f", {x}"
-                for x in (
-                    "in-place" if in_place else "",
-                    f"{pair} pair" if pair else "",
-                    buffer_label(buffer, transfer),
-                )
-                if x
-            )
-            lines.append(
-                f"# OSU MPI {title} (fabricprobe {__version__} export, run {run.id}, "
-                f"algorithm {alg}, {nranks} ranks, {mode} mode{extras})"
-            )
-            lines.append(f"# Datatype: {_OSU_TYPES.get(dtype, dtype)}." + (f" Op: {op}." if op != "none" else ""))
-            itemsize = numpy_dtype(dtype).itemsize
-            if coll in ("bw", "bibw"):
-                lines.append(f"# {'Size':<10}{'Bandwidth (MB/s)':>20}")
-                mult = 2 if coll == "bibw" else 1
-                for p in rows:
-                    mbs = mult * p["bytes"] / p["osu_avg_s"] / 1e6 if p["osu_avg_s"] > 0 else 0.0
-                    lines.append(f"{p['bytes']:<12}{mbs:>20.2f}")
-            elif coll == "latency":
-                lines.append(f"# {'Size':<10}{'Latency (us)':>20}")
-                for p in rows:
-                    lines.append(f"{p['bytes']:<12}{p['osu_avg_s'] * 1e6:>20.2f}")
-            else:
-                head = "" if coll == "barrier" else f"{'Size':<10}"
+        points = [p for p in _filtered(run, collectives) if p["collective"] != EMPTY and p["status"] == "ok"]
+        left_out = sorted({p["collective"] for p in points if not getattr(SPECS.get(p["collective"]), "osu_title", "")})
+        if left_out:
+            blocks.append(f"# fabricprobe run {run.id}: no OMB counterpart, not exported: {', '.join(left_out)}\n")
+        window = run_window(run.config)
+        for key, rows in group_series([p for p in points if p["collective"] not in left_out]).items():
+            spec = SPECS[key.collective]
+            lines = ["", f"# OSU MPI {spec.osu_title} v{OSU_LAYOUT} (fabricprobe {__version__} export, OMB's layout)"]
+            what = title("# fabricprobe: run " + run.id, key._asdict(), (p["timer"] for p in rows), window)
+            lines.append(what)
+            if key.collective != "barrier":
+                dtype = _OSU_TYPES.get(key.dtype, key.dtype)
+                lines.append(f"# Datatype: {dtype}.")
+            lines.append(osu_header(key.collective))
+            itemsize = numpy_dtype(key.dtype).itemsize
+            skewed = []
+            for p in rows:
                 lines.append(
-                    f"# {head}{'Avg Latency(us)':>18}{'Min Latency(us)':>18}{'Max Latency(us)':>18}{'Iterations':>12}"
-                )
-                for p in rows:
-                    size = "" if coll == "barrier" else f"{_osu_size(p, itemsize):<12}"
-                    lines.append(
-                        f"{size}{p['osu_avg_s'] * 1e6:>18.2f}{p['osu_min_s'] * 1e6:>18.2f}"
-                        f"{p['osu_max_s'] * 1e6:>18.2f}{p['iterations']:>12}"
+                    osu_row(
+                        key.collective,
+                        _osu_size(p, itemsize),
+                        _osu_value(p),
+                        p["osu_min_s"] * 1e6,
+                        p["osu_max_s"] * 1e6,
+                        p["iterations"],
                     )
-            lines.append("")
-    return "\n".join(lines) + ("\n" if lines else "")
+                )
+                if p["median_s"] > 0 and p["mean_s"] > OUTLIER_RATIO * p["median_s"]:
+                    skewed.append(f"{format_size(p['bytes'])} {p['mean_s'] / p['median_s']:.2f}×")
+            if skewed:
+                lines.append(
+                    "# fabricprobe: Avg is a mean and outliers dominate it (mean / median of the iteration "
+                    f"times): {', '.join(skewed)}; the report's median is the robust figure"
+                )
+            blocks.append("\n".join(lines) + "\n")
+    return "".join(blocks)

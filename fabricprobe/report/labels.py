@@ -13,6 +13,9 @@ from fabricprobe.specs import SPECS
 from fabricprobe.store.schema import PAIR_LABELS
 
 SPEEDUP_RULE = "speedup = reference time / this time (above 1: faster than the reference)"
+# A mean iteration time this far above the median is dominated by outliers: the series table marks
+# the mean, the OSU export (whose Avg is a mean) says so.
+OUTLIER_RATIO = 1.25
 DEFAULT_WINDOW = 64  # the sweep's --window default, for results files that predate its record
 
 

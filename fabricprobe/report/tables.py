@@ -13,7 +13,7 @@ from rich.text import Text
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
-from fabricprobe.report.labels import DEFAULT_WINDOW, run_window, timer_label, title
+from fabricprobe.report.labels import DEFAULT_WINDOW, OUTLIER_RATIO, run_window, timer_label, title
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
 from fabricprobe.report.units import gbps, percent, usec
@@ -91,6 +91,7 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int, window: in
         table.add_column("busbw GB/s", justify="right")
     table.add_column("#wrong", justify="right")
     table.add_column("iters", justify="right")
+    outliers = False
     for p in rows:
         cells = []
         if sized:
@@ -99,6 +100,9 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int, window: in
             cells += [f"[red]{p['status'].replace('_', ' ')}[/]"] + [""] * 5
         else:
             cells += [usec(p[f]) for f in ("min_s", "median_s", "mean_s", "p99_s", "max_s")]
+            if p["median_s"] > 0 and p["mean_s"] > OUTLIER_RATIO * p["median_s"]:
+                cells[-3] += "†"
+                outliers = True
             cells.append(percent(point_noise(p)))
         if sized:
             cells += [gbps(p["algbw_gbps"]), gbps(p["busbw_gbps"])]
@@ -113,6 +117,11 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int, window: in
             f"busbw = algbw × {spec.busbw_formula} = algbw × {factor:.3g} (n={nranks}); "
             "algbw = size / median; iteration time = slowest rank; * = time cap before CI target"
         )
+        table.caption_justify = "left"
+    if outliers:
+        table.caption = (
+            table.caption + "\n" if table.caption else ""
+        ) + f"† mean above {OUTLIER_RATIO} × median: outliers dominate the mean (and OMB's Avg, a mean)"
         table.caption_justify = "left"
     reasons = sorted({p["note"] for p in rows if p["status"] == "not_runnable"})
     if reasons:
