@@ -12,7 +12,8 @@ from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.engine.config import GROUPS, KNOWN
 from fabricprobe.errors import UsageError
 
-FORMATS = ("table", "json", "csv", "osu")
+FORMATS = ("table", "json", "csv", "osu", "nccl-tests")
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def add_parser(sub: Any) -> None:
@@ -22,7 +23,9 @@ def add_parser(sub: Any) -> None:
         help="show or export the results in a file",
         description="Print every run in a results file as tables (one per collective series), or\n"
         "export it. JSON: {runs: [{provenance, config, points: [...]}]}; CSV: one row per\n"
-        "point; osu: the numbers OMB would print. Fields: docs/schema.md.",
+        "point; osu: OMB's text, line for line; nccl-tests: the JSON nccl-tests -J writes, one\n"
+        "document per case (-o F.json: F.json for one, F.0.json, F.1.json, ... for several;\n"
+        "stdout: one document per line). Fields: docs/schema.md.",
     )
     p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
     p.add_argument("--run", metavar="ID", help="only this run (id, or -1 for the last)")
@@ -38,8 +41,20 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
+def _refuse_results_file(path: str) -> None:
+    """An export never replaces an HDF5 file (a results file named by mistake would be lost)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(HDF5_SIGNATURE))
+    except OSError:
+        return
+    if head == HDF5_SIGNATURE:
+        raise UsageError(f"{path} is an HDF5 file (a results file?); an export never writes over one")
+
+
 def _write_atomically(path: str, text: str) -> None:
-    """Exports are written whole or not at all."""
+    """Exports are written whole or not at all, and never over an HDF5 file."""
+    _refuse_results_file(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
         raise UsageError(f"cannot write {path}: directory {directory} is missing or not writable")
@@ -76,11 +91,38 @@ def run(args: argparse.Namespace) -> int:
         for run in runs:
             render_run(run, console, colls)
         return 0
+    if args.format == "nccl-tests":
+        return _nccl_tests(args, runs, colls)
     text = {"json": export.to_json, "csv": export.to_csv, "osu": export.to_osu}[args.format](runs, colls)
     if args.output:
         _write_atomically(args.output, text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _nccl_tests(args: argparse.Namespace, runs: list, colls: list[str] | None) -> int:
+    import json
+
+    from fabricprobe.report.nccl_tests import nan_free, to_nccl_tests
+
+    docs = [nan_free(d) for d in to_nccl_tests(runs, colls)]
+    if not docs:
+        raise UsageError(
+            "nothing to export in nccl-tests' format: it has programs for allreduce, reduce, bcast, "
+            "allgather, reduce_scatter and alltoall only"
+        )
+    if not args.output:
+        sys.stdout.write("".join(json.dumps(d) + "\n" for d in docs))
+        return 0
+    stem, suffix = os.path.splitext(args.output)
+    paths = [args.output] if len(docs) == 1 else [f"{stem}.{i}{suffix}" for i in range(len(docs))]
+    for path in paths:
+        _refuse_results_file(path)
+    for path, doc in zip(paths, docs):
+        _write_atomically(path, json.dumps(doc, indent=1) + "\n")
+    if len(paths) > 1:
+        print(f"{len(paths)} nccl-tests documents: {paths[0]} … {paths[-1]}", file=sys.stderr)
     return 0
 
 

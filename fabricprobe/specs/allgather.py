@@ -18,6 +18,7 @@ class Allgather(CollectiveSpec):
     name = "allgather"
     busbw_formula = "(n-1)/n"
     osu_title = "Allgather Latency Test"
+    nccl_tests_binary = "all_gather_perf"
     osu_size_is_block = True
     vendor = VendorNames(
         openmpi="allgather",

@@ -23,6 +23,7 @@ class Allreduce(CollectiveSpec):
     busbw_formula = "2(n-1)/n"
     pipelinable = True
     osu_title = "Allreduce Latency Test"
+    nccl_tests_binary = "all_reduce_perf"
     vendor = VendorNames(
         openmpi="allreduce",
         openmpi_id=2,

@@ -24,6 +24,7 @@ class Alltoall(CollectiveSpec):
     name = "alltoall"
     busbw_formula = "(n-1)/n"
     osu_title = "All-to-All Personalized Exchange Latency Test"
+    nccl_tests_binary = "alltoall_perf"
     osu_size_is_block = True
     vendor = VendorNames(
         openmpi="alltoall", openmpi_id=3, openmpi_json="alltoall", mpich="ALLTOALL", mpich_size_key="total_msg_size"

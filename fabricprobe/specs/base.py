@@ -130,6 +130,7 @@ class CollectiveSpec:
     compared_with: ClassVar[str] = ""  # the collective this one's times are read against (sparse: allreduce)
     osu_title: ClassVar[str] = ""  # OMB's title line for it
     osu_size_is_block: ClassVar[bool] = False  # OMB's Size column is one rank's block, not the whole buffer
+    nccl_tests_binary: ClassVar[str] = ""  # the nccl-tests program that measures it ("" : none)
 
     @property
     def family(self) -> str:

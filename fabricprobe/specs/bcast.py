@@ -18,6 +18,7 @@ class Bcast(CollectiveSpec):
     busbw_formula = "1"
     pipelinable = True
     osu_title = "Broadcast Latency Test"
+    nccl_tests_binary = "broadcast_perf"
     vendor = VendorNames(
         openmpi="bcast",
         openmpi_id=7,

@@ -24,6 +24,7 @@ class Reduce(CollectiveSpec):
     busbw_formula = "1"
     pipelinable = True
     osu_title = "Reduce Latency Test"
+    nccl_tests_binary = "reduce_perf"
     vendor = VendorNames(
         openmpi="reduce",
         openmpi_id=11,

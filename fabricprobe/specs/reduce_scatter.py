@@ -27,6 +27,7 @@ class ReduceScatter(CollectiveSpec):
     reduces = True
     busbw_formula = "(n-1)/n"
     osu_title = "Reduce_scatter Latency Test"
+    nccl_tests_binary = "reduce_scatter_perf"
     vendor = VendorNames(
         openmpi="reduce_scatter_block",
         openmpi_id=13,
