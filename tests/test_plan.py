@@ -90,3 +90,22 @@ def test_sizes_that_hold_no_element_per_rank_are_skipped_with_a_note():
         )
     assert {b for c, b in sized if c == "allreduce"} == {0, 8, 64, 1024}
     assert all(p.layout.count > 0 for p in points if p.requested_bytes > 0)
+
+
+def test_the_copy_is_measured_right_after_the_kernel_at_every_size():
+    """The kernel/copy ratio comes from adjacent measurements, not from two passes minutes apart."""
+    config = SweepConfig(
+        collectives=["allreduce", "reduce_local", "copy_local"], sizes=[4096, 1 << 20], ops=["sum", "max"]
+    )
+    points, _ = make_plan(config, _topo([2]), [])
+    local = [(p.collective, p.op, p.requested_bytes) for p in points if p.collective.endswith("_local")]
+    assert local == [
+        ("reduce_local", "sum", 4096),
+        ("reduce_local", "max", 4096),
+        ("copy_local", "none", 4096),
+        ("reduce_local", "sum", 1 << 20),
+        ("reduce_local", "max", 1 << 20),
+        ("copy_local", "none", 1 << 20),
+    ]
+    assert [p.index for p in points] == list(range(len(points)))
+    assert [p.collective for p in points[:4]] == ["allreduce"] * 4  # the rest keeps its order

@@ -175,3 +175,21 @@ def test_a_mean_dominated_by_outliers_is_marked(sweep_file):
     text = to_osu([SimpleNamespace(id="0001", config={}, points=skewed)])
     assert "Avg is a mean and outliers dominate it (mean / median of the iteration times): 8 B 2.00×" in text
     assert "outliers" not in to_osu([SimpleNamespace(id="0001", config={}, points=steady)])
+
+
+def test_kernel_against_copy_from_adjacent_points(sweep_file):
+    from fabricprobe.report.kernels import kernel_tables
+    from fabricprobe.store import load_runs
+
+    run = load_runs(str(sweep_file))[0]
+    order = [(p["collective"], p["bytes"]) for p in sorted(run.points, key=lambda p: p["index"])]
+    local = [x for x in order if x[0].endswith("_local")]
+    assert local == [("reduce_local", 8), ("copy_local", 8), ("reduce_local", 65536), ("copy_local", 65536)]
+    copy = next(p for p in run.points if p["collective"] == "copy_local" and p["bytes"] == 65536)
+    assert copy["busbw_factor"] == 3.0  # the copy's destination is read before it is written
+    (table,) = kernel_tables(run.points)
+    kernel = next(p for p in run.points if p["collective"] == "reduce_local" and p["bytes"] == 65536)
+    cells = [list(c.cells) for c in table.columns]
+    assert cells[0] == ["8 B", "64 KiB"]
+    assert float(cells[-1][1]) == pytest.approx(copy["median_s"] / kernel["median_s"], abs=0.006)
+    assert "reduction kernel against a copy" in run_local(["report", str(sweep_file)]).stdout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fabricprobe import collectives
 from fabricprobe.collectives.algorithm import MPI_TRANSPORT, Algorithm
@@ -259,6 +259,7 @@ def _plan_for(
                                                 transfer=transfer,
                                                 implementation=alg,
                                             )
+    points = _interleaved(points, first_index)
     for (coll, dtype), lost in rounded.items():
         notes.append(
             f"{coll} {dtype} at {nranks} ranks: {', '.join(format_size(b) for b in sorted(lost))} "
@@ -268,3 +269,23 @@ def _plan_for(
         if alg not in used:
             notes.append(f"algorithm {alg!r} implements none of the selected collectives; nothing measured for it")
     return points, notes
+
+
+def _interleaved(points: list[PlannedPoint], first_index: int) -> list[PlannedPoint]:
+    """A reference collective (spec.interleave_with: the copy for the reduction kernel) measured at each
+    datatype and size right after the collective it is read against, so the two share the machine's
+    phases and their ratio comes from adjacent measurements; the other points keep their order."""
+    for spec in SPECS.values():
+        ref = [p for p in points if spec.interleave_with and p.collective == spec.name]
+        main = [p for p in points if ref and p.collective == spec.interleave_with]
+        if not ref or not main:
+            continue
+        position = {id(p): i for i, p in enumerate(points)}
+        slots = sorted(position[id(p)] for p in ref + main)
+        ordered = sorted(
+            ref + main, key=lambda p: (p.dtype, p.mode, p.requested_bytes, p.collective == spec.name, position[id(p)])
+        )
+        points = list(points)
+        for slot, p in zip(slots, ordered):
+            points[slot] = p
+    return [replace(p, index=first_index + i) for i, p in enumerate(points)]

@@ -13,6 +13,7 @@ from rich.text import Text
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
+from fabricprobe.report.kernels import kernel_tables
 from fabricprobe.report.labels import DEFAULT_WINDOW, OUTLIER_RATIO, run_window, timer_label, title
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
@@ -137,7 +138,7 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     ]
     if not points:
         console.print("(no measured points)")
-    for table in sparse_tables(points) + gpudirect_tables(points):
+    for table in sparse_tables(points) + gpudirect_tables(points) + kernel_tables(points):
         console.print(table)
         console.print()
     window = run_window(run.config)

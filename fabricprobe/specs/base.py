@@ -131,6 +131,7 @@ class CollectiveSpec:
     osu_title: ClassVar[str] = ""  # OMB's title line for it
     osu_size_is_block: ClassVar[bool] = False  # OMB's Size column is one rank's block, not the whole buffer
     nccl_tests_binary: ClassVar[str] = ""  # the nccl-tests program that measures it ("" : none)
+    interleave_with: ClassVar[str] = ""  # a reference: measured at each size right after this collective
 
     @property
     def family(self) -> str:
