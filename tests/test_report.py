@@ -193,3 +193,28 @@ def test_kernel_against_copy_from_adjacent_points(sweep_file):
     assert cells[0] == ["8 B", "64 KiB"]
     assert float(cells[-1][1]) == pytest.approx(copy["median_s"] / kernel["median_s"], abs=0.006)
     assert "reduction kernel against a copy" in run_local(["report", str(sweep_file)]).stdout
+
+
+def test_every_ratio_is_a_speedup_above_one_when_faster(sweep_file):
+    """One convention (report/labels.py): reference time / this time, in the algorithms, GPUDirect and
+    kernel tables alike."""
+    from fabricprobe.report.algorithms import comparison_groups, comparison_table
+    from fabricprobe.report.gpudirect import gpudirect_groups, gpudirect_table
+    from fabricprobe.store import load_runs
+
+    base = next(
+        p for p in load_runs(str(sweep_file))[0].points if p["collective"] == "allreduce" and p["bytes"] == 65536
+    )
+    library = {**base, "median_s": 2e-6}
+    ring = {**base, "algorithm": "ring", "median_s": 1e-6}
+    ((case, by_algorithm),) = comparison_groups([library, ring]).items()
+    table = comparison_table(case, by_algorithm)
+    assert "speedup" in table.columns[2].header and "above 1: faster than the library" in table.caption
+    assert "2.00[/])" in list(table.columns[2].cells)[0]  # ring: 1 µs against the library's 2 µs
+    device = {**base, "buffer": "cupy"}
+    staged = {**device, "transfer": "staged", "median_s": 4e-6}
+    direct = {**device, "transfer": "direct", "median_s": 1e-6}
+    pipelined = {**device, "transfer": "pipelined", "median_s": 2e-6}
+    ((case, by_size),) = gpudirect_groups([staged, direct, pipelined]).items()
+    cells = [list(c.cells)[0] for c in gpudirect_table(case, by_size).columns]
+    assert cells[4:6] == ["4.00×", "2.00×"]  # direct and pipelined: speedups over staging
