@@ -127,6 +127,9 @@ def test_model_command_on_a_real_run(tmp_path):
     assert {r["algorithm"] for r in rows} == {"ring", "recursive_doubling", "rabenseifner"}
     assert all(r["predicted_s"] > 0 for r in rows)
     assert doc["scales"][0]["nodes"] == 2
+    # the measured side says what it is: the library timed natively, the hand-written ones in Python
+    measured = doc["comparisons"][0]["measured"]
+    assert "barrier mode" in measured and "native and python timers" in measured and "host buffers" in measured
 
 
 @pytest.mark.parametrize(

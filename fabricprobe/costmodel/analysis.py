@@ -13,6 +13,7 @@ from fabricprobe.costmodel.crossover import best, crossovers, measured_crossover
 from fabricprobe.costmodel.fit import Fitted
 from fabricprobe.costmodel.predict import predict, supported, unmodelled
 from fabricprobe.report.algorithms import comparison_groups
+from fabricprobe.report.labels import describe
 
 SCALE_SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]
 BANDWIDTH_REGIME = 64 << 10  # from here on, messages dominate the Python implementations' bookkeeping
@@ -27,6 +28,7 @@ class Comparison:
     predicted_crossovers: list[tuple[float, str, str]] = field(default_factory=list)
     measured_crossovers: list[tuple[int, str, str]] = field(default_factory=list)
     unmodelled: list[str] = field(default_factory=list)  # measured algorithms without a cost formula
+    measured: str = ""  # what the measured side is: timed region, timers, buffers, ranks (report.labels)
 
     def median_abs_error(self, algorithm: str | None = None, regime: str | None = None) -> float:
         """Median |relative error|; regime "latency" (< 64 KiB), "bandwidth" (≥ 64 KiB) or None (all)."""
@@ -69,7 +71,15 @@ def compare(
         if collectives is not None and collective not in collectives:
             continue
         modelled = {a: rows for a, rows in by_algorithm.items() if supported(collective, a)}
-        comp = Comparison(collective, dtype, op, unmodelled=unmodelled(collective, sorted(by_algorithm)))
+        timers = [p["timer"] for rows in by_algorithm.values() for p in rows.values()]
+        what = {k: v for k, v in case._asdict().items() if k not in ("dtype", "op")}
+        comp = Comparison(
+            collective,
+            dtype,
+            op,
+            unmodelled=unmodelled(collective, sorted(by_algorithm)),
+            measured=" · ".join(describe(what, timers)),
+        )
         for algorithm, rows in sorted(modelled.items()):
             for size, point in sorted(rows.items()):
                 if size == 0:

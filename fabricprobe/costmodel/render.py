@@ -63,7 +63,8 @@ def comparison_table(comp: Comparison) -> Table:
     sizes = sorted({r["size"] for r in comp.rows})
     cell = {(r["size"], r["algorithm"]): r for r in comp.rows}
     t = Table(
-        title=f"[bold]{comp.collective}[/] {comp.dtype} {comp.op}: measured / predicted µs (error)",
+        title=f"[bold]{comp.collective}[/] {comp.dtype} {comp.op}: measured / predicted µs (error)"
+        + (f" · measured: {comp.measured}" if comp.measured else ""),
         title_justify="left",
         show_edge=False,
     )
@@ -243,6 +244,7 @@ def to_json(
                 collective=c.collective,
                 dtype=c.dtype,
                 op=c.op,
+                measured=c.measured,
                 rows=c.rows,
                 predicted_crossovers=c.predicted_crossovers,
                 measured_crossovers=c.measured_crossovers,
