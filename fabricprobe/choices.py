@@ -9,6 +9,17 @@ from typing import Iterable
 from fabricprobe.errors import UsageError
 
 
+def list_items(text: str, what: str) -> list[str]:
+    """The items of a comma-separated option, stripped; an empty list or an empty item ("8,,16") is an
+    error rather than something silently dropped."""
+    items = [t.strip() for t in text.split(",")]
+    if not any(items):
+        raise UsageError(f"empty {what} list")
+    if not all(items):
+        raise UsageError(f"invalid {what} list {text!r}: an item is empty")
+    return items
+
+
 def choice_list(
     text: str, choices: Iterable[str], what: str, groups: dict[str, Iterable[str]] | None = None
 ) -> list[str]:
@@ -16,10 +27,7 @@ def choice_list(
     allowed = list(choices)
     groups = groups or {}
     out: list[str] = []
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise UsageError(f"empty {what} list")
-    for item in items:
+    for item in list_items(text, what):
         for name in list(groups[item]) if item in groups else [item]:
             check_choices([name], allowed, what, groups)
             if name not in out:

@@ -64,9 +64,11 @@ def size_range(begin: str, end: str, factor: str | None = None, increment: str |
 
 def size_list(text: str) -> list[int]:
     """Sizes from a comma-separated list such as "8,1K,1M"; sorted, duplicates removed."""
-    parts = [p for p in text.split(",") if p.strip()]
-    if not parts:
+    parts = text.split(",")
+    if not text.strip():
         raise UsageError("empty size list")
+    if any(not p.strip() for p in parts):
+        raise UsageError(f"invalid size list {text!r}: an item is empty")
     return sorted({parse_size(p) for p in parts})
 
 

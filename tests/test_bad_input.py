@@ -23,6 +23,11 @@ BAD_SWEEPS = [
     (["--root", "7"], "not a rank"),
     (["--bogus"], "unrecognized arguments"),
     (["--library-variant", "a" * 57], "at most 56 characters"),
+    (["--sizes", "8,,16"], "an item is empty"),  # an empty item is an error, never silently dropped
+    (["--collectives", "allreduce,,bcast"], "an item is empty"),
+    (["--comm-sizes", "2,,4"], "an item is empty"),
+    (["--point-timeout", "nan"], "--point-timeout must be at least 0"),
+    (["--max-time", "inf"], "--max-time must be positive"),
 ]
 
 
@@ -136,3 +141,31 @@ def test_python_dash_m(tmp_path):
         env={**os.environ},
     )
     assert out.returncode == 0 and "fabricprobe" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["tune-sweep", "-n", "2", "--mpiexec", "/nonexistent/mpiexec"], "no such executable"),
+        (["tune-sweep", "-n", "4", "--comm-sizes", "2,,4"], "an item is empty"),
+        (["tune-sweep", "-n", "2", "--collectives", "allreduce", "--only", "nosuchalg"], "--only nosuchalg"),
+        (["tune", "r.h5", "--min-gain", "-1"], "--min-gain must be a fraction"),
+        (["tune", "r.h5", "--min-gain", "nan"], "--min-gain must be a fraction"),
+        (["model", "r.h5", "--scale", "2x2,,4x4"], "an item is empty"),
+        (["train", "dp_sgd", "--hidden", "64,,32"], "an item is empty"),
+    ],
+)
+def test_bad_numbers_lists_and_names_in_other_commands(args, fragment, tmp_path):
+    out = run_local(args, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    lines = error_lines(out.stderr)
+    assert len(lines) == 1 and fragment in lines[0], out.stderr
+    assert "Traceback" not in out.stderr and not list(tmp_path.iterdir())
+
+
+def test_tune_sweep_checks_its_output_before_any_job(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    out = run_local(["tune-sweep", "-n", "2", "--collectives", "allreduce", "-o", str(notes)], timeout=60)
+    assert out.returncode == 2 and "not a fabricprobe results file" in error_lines(out.stderr)[0]
+    assert notes.read_text() == "my notes\n" and "[1/" not in out.stderr  # no job was launched

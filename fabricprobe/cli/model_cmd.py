@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from fabricprobe.choices import choice_list
+from fabricprobe.choices import choice_list, list_items
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.costmodel.predict import modelled_collectives
 from fabricprobe.errors import UsageError
@@ -59,7 +59,7 @@ def add_parser(sub: Any) -> None:
 
 def parse_scales(text: str) -> list[tuple[int, int]]:
     out = []
-    for item in (t.strip() for t in text.split(",") if t.strip()):
+    for item in list_items(text, "--scale"):
         nodes, sep, per_node = item.lower().partition("x")
         if not sep or not nodes.isdigit() or not per_node.isdigit() or int(nodes) < 1 or int(per_node) < 1:
             raise UsageError(f"invalid scale {item!r}: expected NODESxRANKS_PER_NODE such as 1024x64")

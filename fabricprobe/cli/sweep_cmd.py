@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from fabricprobe import collectives
-from fabricprobe.choices import choice_list
+from fabricprobe.choices import choice_list, list_items
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.console import warn_line
 from fabricprobe.engine.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig
@@ -232,16 +232,16 @@ def _sizes(args: argparse.Namespace, quick: bool) -> list[int]:
     return size_range(args.minbytes or "8", args.maxbytes or "4M", args.stepfactor, args.stepbytes)
 
 
-def _comm_sizes(text: str) -> list[int]:
-    parts = [t.strip() for t in text.split(",") if t.strip()]
-    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+def parse_comm_sizes(text: str) -> list[int]:
+    parts = list_items(text, "--comm-sizes")
+    if not all(p.isdigit() and int(p) >= 1 for p in parts):
         raise UsageError(f"invalid --comm-sizes {text!r}: expected positive rank counts such as 2,4,8")
     return sorted({int(p) for p in parts})
 
 
 def _densities(text: str) -> list[float]:
     out = []
-    for item in (t.strip() for t in text.split(",") if t.strip()):
+    for item in list_items(text, "--density"):
         try:
             value = float(item)
         except ValueError:
@@ -288,7 +288,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         window=args.window,
         pairs=choice_list(args.pairs, PAIRS, "pair kind"),
         ranks_per_node=parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node else None,
-        comm_sizes=_comm_sizes(args.comm_sizes) if args.comm_sizes else None,
+        comm_sizes=parse_comm_sizes(args.comm_sizes) if args.comm_sizes else None,
         library_variant=args.library_variant,
         root=args.root,
         point_timeout=args.point_timeout,

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from fabricprobe.choices import list_items
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.init import THREAD_LEVELS
@@ -25,7 +26,7 @@ def _positive_int(text: str) -> int:
 
 def _hidden(text: str) -> tuple[int, ...]:
     try:
-        sizes = tuple(int(t) for t in text.split(",") if t.strip())
+        sizes = tuple(int(t) for t in list_items(text, "--hidden"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated layer widths, e.g. 128,64") from None
     if not sizes or min(sizes) < 1:

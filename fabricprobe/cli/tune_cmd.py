@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fabricprobe.choices import choice_list
+from fabricprobe.choices import choice_list, list_items
 from fabricprobe.cli.parser import HelpFormatter
+from fabricprobe.cli.sweep_cmd import parse_comm_sizes
 from fabricprobe.errors import EXIT_OK, UsageError
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning import COLLECTIVES
@@ -84,7 +85,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     if args.ranks < 2:
         raise UsageError("-n must be at least 2")
     collectives = choice_list(args.collectives, COLLECTIVES, "collective")
-    comm_sizes = [int(x) for x in args.comm_sizes.split(",")] if args.comm_sizes else default_comm_sizes(args.ranks)
+    comm_sizes = parse_comm_sizes(args.comm_sizes) if args.comm_sizes else default_comm_sizes(args.ranks)
     if any(c < 1 or c > args.ranks for c in comm_sizes):
         raise UsageError(f"--comm-sizes must lie between 1 and -n {args.ranks}")
     sizes = size_list(args.sizes) if args.sizes else [8 << (2 * k) for k in range(10)] + [4 << 20]
@@ -97,7 +98,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         if variant is not None:
             console.print(f"[{i + 1}/{total}] {variant.collective}: {variant.name}")
 
-    only = args.only.split(",") if args.only else None
+    only = list_items(args.only, "--only") if args.only else None
     vendor, launches = measure(
         args.ranks,
         args.output,
@@ -214,6 +215,10 @@ class ConsoleReporter:
 def run_tune(args: argparse.Namespace) -> int:
     from fabricprobe.tuning.workflow import TuneOptions, tune
 
+    if not 0 <= args.min_gain < 1:  # NaN fails too
+        raise UsageError(f"--min-gain must be a fraction in [0, 1) (got {args.min_gain:g})")
+    if args.reps < 1:
+        raise UsageError(f"--reps must be at least 1 (got {args.reps})")
     opts = TuneOptions(
         file=args.file,
         output=args.output,

@@ -19,6 +19,7 @@ from pathlib import Path
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.library import identify_library
+from fabricprobe.store import check_output_path
 from fabricprobe.tuning.libraries import DEFAULT, Library, Variant, for_vendor
 
 # Before/after re-measurements: a first batch of 100 iterations and 0.5 s per point, as tune-sweep's defaults.
@@ -64,6 +65,8 @@ def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
     path = mpiexec or str(Path(sys.executable).parent / "mpiexec")
     if not Path(path).exists() and mpiexec is None:
         raise UsageError("no mpiexec next to this Python; give --mpiexec")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise UsageError(f"--mpiexec {path}: no such executable")
     args = shlex.split(extra)
     if vendor == "Open MPI" and "--oversubscribe" not in args and n > (os.cpu_count() or 1):
         args.append("--oversubscribe")
@@ -113,6 +116,14 @@ def variant_label(name: str) -> str:
 
 
 def variants_for(library: Library, collectives: list[str], only: list[str] | None) -> list[Variant]:
+    if only is not None:
+        known = {v.name for coll in collectives for v in library.variants(coll)}
+        unknown = [name for name in only if name not in known]
+        if unknown:
+            raise UsageError(
+                f"--only {','.join(unknown)}: not an algorithm of {library.vendor} for "
+                f"{', '.join(collectives)} (it has: {', '.join(sorted(known))})"
+            )
     out = []
     for coll in collectives:
         for v in library.variants(coll):
@@ -133,7 +144,9 @@ def measure(
     timeout: float = 900,
     progress=None,
 ) -> tuple[str, list[Launch]]:
-    """tune-sweep: one job per (collective, variant), each measuring `template` on every communicator size."""
+    """tune-sweep: one job per (collective, variant), each measuring `template` on every communicator size.
+    Everything that can be refused is refused before the first job: the output, the launcher, --only."""
+    check_output_path(output)
     vendor = library_in_use()
     library = for_vendor(vendor)
     base = launcher(mpiexec, mpiexec_args, n, vendor)
