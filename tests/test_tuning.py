@@ -385,3 +385,16 @@ def test_a_library_tool_that_fails_is_an_error_not_an_empty_answer(tmp_path):
     tool.write_text("#!/bin/sh\necho 'nothing useful'\n")
     with pytest.raises(UsageError, match="no I_MPI_ADJUST preset"):
         IntelMPI(impi_info=str(tool))
+
+
+def test_a_failed_jobs_own_error_line_is_shown_not_the_launchers_banner():
+    from fabricprobe.tuning.measure import job_error
+
+    banner = (
+        "fabricprobe: error: cannot write results to /x/r.h5: directory /x does not exist\n"
+        "--------------------------------------------------------------------------\n"
+        "prterun detected that one or more processes exited with non-zero status,\n"
+        "thus causing the job to be terminated.\n"
+    )
+    assert job_error(banner) == "fabricprobe: error: cannot write results to /x/r.h5: directory /x does not exist"
+    assert job_error("a\nb\nc\nd\n") == "b\nc\nd"

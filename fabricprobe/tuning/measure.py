@@ -80,6 +80,14 @@ def job_config(template: SweepConfig, collective: str, comm_sizes: list[int], va
     return replace(template, collectives=[collective], comm_sizes=list(comm_sizes), library_variant=label).check()
 
 
+def job_error(stderr: str) -> str:
+    """What a failed job said: fabricprobe's own error line when there is one (the launcher's banner
+    that follows it says only that a rank exited), else the last lines of stderr."""
+    lines = stderr.strip().splitlines()
+    own = [line for line in lines if line.startswith("fabricprobe: error:")]
+    return own[0] if own else "\n".join(lines[-3:])
+
+
 def run_variant(base: list[str], output: str, variant: Variant, config: SweepConfig, timeout: float) -> Launch:
     """Launch one sweep job with the variant's environment (the library reads it at MPI_Init)."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="fabricprobe-job-", delete=False) as f:
@@ -101,9 +109,7 @@ def run_variant(base: list[str], output: str, variant: Variant, config: SweepCon
     comm_sizes = tuple(config.comm_sizes or ())
     try:
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
-        return Launch(
-            config.collectives[0], variant, out.returncode, "\n".join(out.stderr.strip().splitlines()[-3:]), comm_sizes
-        )
+        return Launch(config.collectives[0], variant, out.returncode, job_error(out.stderr), comm_sizes)
     except subprocess.TimeoutExpired:
         return Launch(config.collectives[0], variant, 124, f"no result within {timeout:g} s", comm_sizes)
     finally:
