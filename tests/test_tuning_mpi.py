@@ -288,3 +288,17 @@ def test_tune_bad_inputs(tmp_path):
         timeout=120,
     )
     assert nested.returncode == 2 and "not under mpiexec" in nested.stderr
+
+
+def test_tune_sweep_whose_every_job_fails_says_so_and_exits_1(tmp_path):
+    if launcher() is None:
+        pytest.skip("no mpiexec in this environment")
+    out = run_local(
+        ["tune-sweep", "-n", "2", "--collectives", "allreduce", "--only", "default", "--sizes", "8"]
+        + ["--comm-sizes", "2", "-o", str(tmp_path / "t.h5")],
+        env={"FABRICPROBE_FAULT_WRONG": "allreduce:0"},  # every job's validation fails
+        timeout=300,
+    )
+    assert out.returncode == 1, out.stderr
+    assert "none of 1 jobs measured anything" in error_lines(out.stderr)[0]
+    assert "Traceback" not in out.stderr

@@ -9,7 +9,8 @@ from typing import Any
 from fabricprobe.choices import choice_list, list_items
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.cli.sweep_cmd import parse_comm_sizes
-from fabricprobe.errors import EXIT_OK, UsageError
+from fabricprobe.console import error_line
+from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.emitters import FORMATS
@@ -118,6 +119,9 @@ def run_sweep(args: argparse.Namespace) -> int:
             f"[yellow]{launch.collective}/{launch.variant.name} on {sizes} ranks failed "
             f"(exit {launch.returncode}):[/] {launch.stderr_tail}"
         )
+    if launches and len(failed) == len(launches):
+        error_line(f"{vendor}: none of {len(launches)} jobs measured anything (their errors are above)")
+        return EXIT_WRONG
     console.print(
         f"{vendor}: {len(launches) - len(failed)} of {len(launches)} jobs measured into {args.output}; "
         f"next: fabricprobe tune {args.output}"
