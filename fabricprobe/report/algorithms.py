@@ -48,7 +48,7 @@ def comparison_table(case: tuple, by_algorithm: dict[str, dict[int, dict]], wind
     table = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("size", justify="right")
     for name in names:
-        table.add_column(f"{name} µs" if name == LIBRARY else f"{name} µs (speedup)", justify="right")
+        table.add_column(f"{name} µs" if name == LIBRARY else f"{name} µs (speedup = lib / this)", justify="right")
     table.add_column("winner")
     best = winners(by_algorithm)
     library = by_algorithm.get(LIBRARY, {})

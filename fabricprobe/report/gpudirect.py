@@ -57,8 +57,8 @@ def gpudirect_table(case: tuple, by_size: dict[int, dict[str, dict]]) -> Table:
         "on (direct) µs",
         "off staged µs",
         "off pipelined µs",
-        "on: speedup over staged",
-        "pipelined: speedup over staged",
+        "on: speedup (staged / on)",
+        "pipelined: speedup (staged / pipelined)",
         "gap recovered",
     ):
         table.add_column(name, justify="right")

@@ -28,7 +28,7 @@ def kernel_tables(points: list[dict[str, Any]]) -> list[Table]:
         what = dict(collective=KERNEL, dtype=dtype, mode=mode, buffer=buffer, transfer="", nranks=nranks)
         heading = title("[bold]reduction kernel against a copy[/]", what, (p["timer"] for p in kernels))
         t = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
-        for col in ("size", "op", "kernel µs", "copy µs", "kernel GB/s", "copy GB/s", "kernel speedup over copy"):
+        for col in ("size", "op", "kernel µs", "copy µs", "kernel GB/s", "copy GB/s", "kernel speedup (copy / kernel)"):
             t.add_column(col, justify="left" if col == "op" else "right")
         for p in sorted(kernels, key=lambda q: (q["bytes"], q["op"])):
             c = copies[p["bytes"]]

@@ -79,7 +79,7 @@ def sparse_tables(points: list[dict[str, Any]]) -> list[Table]:
         for col in ("size", "density", "k", "dense µs", "dense KiB/rank"):
             t.add_column(col, justify="right")
         for a in algorithms:
-            t.add_column(f"{a}\nµs (speedup) KiB", justify="right")
+            t.add_column(f"{a}\nµs (speedup = dense / this) KiB", justify="right")
         t.add_column("top-k select µs\nnumba / argpartition", justify="right")
         crossings = []
         for size in sorted({p["bytes"] for p in rows}):
