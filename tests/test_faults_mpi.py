@@ -54,3 +54,30 @@ def test_watchdog_aborts_a_hung_collective_and_keeps_completed_points(results):
     done = [p for p in run.points if p["collective"] == "allreduce"]
     assert len(done) == 2 and all(p["status"] == "ok" for p in done)
     assert not any(p["collective"] == "bcast" for p in run.points)
+
+
+def test_watchdog_makes_no_mpi_call_unless_the_thread_level_allows_it(tmp_path):
+    """At MPI_THREAD_SINGLE (the default) MPI_Abort from the watchdog's thread is not allowed: it ends
+    the process (exit 3) and the launcher ends the job; the abort callback is used only when given."""
+    import subprocess
+    import sys
+
+    code = (
+        "import time\n"
+        "from fabricprobe.engine.watchdog import Watchdog\n"
+        "calls = []\n"
+        "abort = (lambda code: open({marker!r}, 'w').write(str(code))) if {with_abort} else None\n"
+        "w = Watchdog(0.3, 0, abort)\n"
+        "w.arm('allreduce float32 8 B')\n"
+        "time.sleep(10)\n"
+    )
+    for with_abort in (False, True):
+        marker = tmp_path / f"abort-{with_abort}"
+        out = subprocess.run(
+            [sys.executable, "-c", code.format(marker=str(marker), with_abort=with_abort)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert out.returncode == 3 and "watchdog limit" in out.stderr
+        assert marker.exists() == with_abort

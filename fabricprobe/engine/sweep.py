@@ -46,7 +46,10 @@ def execute(
         if writer is not None:
             writer.update_run({"status": STATUS_ABORTED, "status_reason": f"watchdog: {label}"})
 
-    watchdog = Watchdog(config.point_timeout, comm.rank, comm.Abort, on_timeout=mark_aborted)
+    # MPI_Abort from the watchdog's thread only where the standard allows it (MPI_THREAD_MULTIPLE);
+    # otherwise the watchdog ends the process and the launcher ends the job.
+    abort = comm.Abort if MPI.Query_thread() == MPI.THREAD_MULTIPLE else None
+    watchdog = Watchdog(config.point_timeout, comm.rank, abort, on_timeout=mark_aborted)
     comms = _sub_communicators(comm, sorted({p.nranks for p in points if p.nranks}), MPI)
     measured = failed = 0
     current = 0

@@ -2,7 +2,10 @@
 
 A daemon thread on every rank watches the point in progress. When it overruns, rank 0 names
 the point, marks the run aborted in the results file (completed points are already on disk)
-and aborts the job; other ranks abort a little later in case rank 0 cannot.
+and ends its process; other ranks end theirs a little later in case rank 0 cannot. A rank that
+exits without MPI_Finalize makes the launcher (mpiexec, srun) tear the whole job down, so no MPI
+call is needed: MPI_Abort from this second thread is allowed only at MPI_THREAD_MULTIPLE, and the
+sweep runs at single by default, so the watchdog calls it only when the library granted multiple.
 MPI calls and compiled timing loops release the GIL, so the thread runs while they block.
 """
 
@@ -21,8 +24,13 @@ _GRACE_NON_ROOT = 5.0  # seconds other ranks wait for rank 0 to report first
 
 class Watchdog:
     def __init__(
-        self, limit: float, rank: int, abort: Callable[[int], None], on_timeout: Callable[[str], None] | None = None
+        self,
+        limit: float,
+        rank: int,
+        abort: Callable[[int], None] | None = None,
+        on_timeout: Callable[[str], None] | None = None,
     ) -> None:
+        """abort: MPI_Abort, only where the thread level allows it from this thread (None: exit only)."""
         self.limit = limit
         self.rank = rank
         self._abort = abort
@@ -73,6 +81,7 @@ class Watchdog:
         else:
             time.sleep(_GRACE_NON_ROOT)
         try:
-            self._abort(EXIT_WATCHDOG)
+            if self._abort is not None:
+                self._abort(EXIT_WATCHDOG)
         finally:
             os._exit(EXIT_WATCHDOG)
