@@ -49,3 +49,54 @@ def test_readme_quick_start_has_two_commands():
     assert "mpiexec" in commands[0] and "sweep" in commands[0]
     assert commands[1] == "pip install nox && nox"
     assert commands[1] in (ROOT / ".ci" / "run").read_text()
+
+
+# Options of other programs that the docs quote: the launchers, ompi_info, pip, unshare, ruff and the
+# benchmark scripts. Anything else that looks like an option must be one of fabricprobe's.
+FOREIGN_OPTIONS = {
+    "--bind-to": "mpiexec (Open MPI)",
+    "--host": "mpiexec (Open MPI)",
+    "--mca": "mpiexec (Open MPI)",
+    "--oversubscribe": "mpiexec (Open MPI)",
+    "--parsable": "ompi_info",
+    "--param": "ompi_info",
+    "--level": "ompi_info",
+    "--no-binary": "pip",
+    "--uts": "unshare",
+    "--check": "ruff format",
+    "--omb": "benchmarks/omb_imb_side_by_side.py",
+    "--imb": "benchmarks/omb_imb_side_by_side.py",
+    "--transfer": "tests/drivers/check_algorithms.py",
+}
+
+
+def _fabricprobe_options() -> set[str]:
+    import argparse
+
+    from fabricprobe.cli.main import build_parser
+
+    found: set[str] = set()
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            found.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    walk(sub)
+
+    walk(build_parser())
+    return found
+
+
+def test_every_option_the_docs_name_exists():
+    """A documented option that the program does not have (renamed, removed, mistyped) fails here."""
+    known = _fabricprobe_options() | set(FOREIGN_OPTIONS)
+    assert "--point-timeout" in known and "--format" in known
+    docs = [ROOT / "README.md"] + [p for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "cli.md"]
+    missing = {
+        (path.name, option)
+        for path in docs
+        for option in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", path.read_text())
+        if option not in known
+    }
+    assert not missing, sorted(missing)
