@@ -56,3 +56,42 @@ def test_sentinel_never_matches_a_result():
     ibuf = np.empty(4, np.int32)
     patterns.sentinel_fill(ibuf)
     assert (ibuf < -1).all()
+
+
+INDEX = np.arange(4 * 64 * 3)  # every multiplier, every rank's factor 2, every sign phase
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_every_rank_is_distinguishable_up_to_64(op):
+    """Rank b's data in rank a's place, a dropped rank or a doubled one changes the result, p ≤ 64."""
+    for nranks in (2, 3, 5, 8, 9, 16, 33, 64):
+        parts = np.stack([patterns.reduction_input(r, nranks, INDEX, op) for r in range(nranks)])
+        full = patterns.reduction_result(nranks, INDEX, op)
+        for a in range(nranks):
+            others = np.delete(parts, a, axis=0)
+            assert np.any(REDUCE[op](others, axis=0) != full), (op, nranks, "drop", a)
+            assert np.any(REDUCE[op](np.vstack([parts, parts[a : a + 1]]), axis=0) != full), (op, nranks, "dup", a)
+            for b in range(nranks):
+                if b != a:
+                    swapped = parts.copy()
+                    swapped[a] = parts[b]
+                    assert np.any(REDUCE[op](swapped, axis=0) != full), (op, nranks, a, b)
+
+
+def test_rank_r_plus_4_no_longer_passes_for_rank_r():
+    """The hole the old `rank % 4` term left: at p ≥ 8 rank r+4's data passed for rank r's."""
+    parts = [patterns.reduction_input(r, 8, INDEX, "sum") for r in range(8)]
+    parts[1] = patterns.reduction_input(5, 8, INDEX, "sum")
+    assert np.any(np.sum(parts, axis=0) != patterns.reduction_result(8, INDEX, "sum"))
+
+
+@pytest.mark.parametrize("nranks", list(range(2, 65)))
+def test_every_op_is_told_from_every_other(nranks):
+    """A kernel computing the wrong op is caught: for each op's inputs, every other reduction differs
+    from the expected result at some index (the old ±1 prod inputs made prod and min agree at p ≤ 3)."""
+    for op in OPS:
+        parts = np.stack([patterns.reduction_input(r, nranks, INDEX, op) for r in range(nranks)])
+        expected = patterns.reduction_result(nranks, INDEX, op)
+        for wrong in OPS:
+            if wrong != op:
+                assert np.any(REDUCE[wrong](parts, axis=0) != expected), (op, wrong, nranks)

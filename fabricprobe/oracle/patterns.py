@@ -3,8 +3,20 @@
 All values are small integers, so every sum, max, min and product is exact in float32,
 float64, int32 and int64 whatever order an algorithm reduces in (sums stay below 2^24 for
 up to 65,536 ranks). The index term varies along the buffer, so a block that lands in the
-wrong place is caught; the rank term varies across ranks, so a contribution that is missing
-or counted twice is caught.
+wrong place is caught; the rank term varies across ranks, so a contribution that is missing,
+counted twice or taken from the wrong rank is caught.
+
+Injective up to 64 ranks, and every op told from every other (the planted faults in
+tests/test_mutations.py are all caught at p = 2, 3, 5, 8):
+- sum: the rank term is (rank × m) mod 64 with m odd and changing with the index, a permutation
+  of 0..63 at every index, so a rank's contribution is distinguishable from any other's below 64
+  ranks (the old `rank % 4` let rank r+4's data pass for rank r's at p ≥ 8);
+- prod: ±1 by (rank + index) mod 3, and a factor 2 from rank (index mod 64) alone, so a dropped,
+  doubled or swapped rank below 64 changes the product, which never exceeds 2 in magnitude; its
+  values -2..2 make prod differ from min, max and sum at some index for every p ≥ 2 (the old ±1
+  inputs made prod and min agree at p ≤ 3);
+- max/min: the rank holding the extreme rotates with the index, so every rank's data matters
+  (a doubled contribution cannot show in an idempotent op).
 """
 
 from __future__ import annotations
@@ -12,22 +24,32 @@ from __future__ import annotations
 import numpy as np
 
 _PERIOD = 251  # prime, so block boundaries rarely line up with the pattern
+_SUM_PERIOD = 127  # the sum's index term: (127 + 64) × 65,536 ranks < 2^24
+_RANKS = 64  # contributions are pairwise distinguishable up to this many ranks
+_MULTIPLIERS = np.array([1, 3, 5, 7])  # odd: r -> r·m mod 64 is a permutation
+# _PREFIX[j][k] = sum over r < k of (r · m_j) mod 64, for the closed-form sum
+_PREFIX = np.array([np.concatenate([[0], np.cumsum((np.arange(_RANKS) * m) % _RANKS)]) for m in _MULTIPLIERS])
 
 
 def _index_term(index: np.ndarray) -> np.ndarray:
     return index % _PERIOD
 
 
+def _sum_rank_term(rank: int, index: np.ndarray) -> np.ndarray:
+    return (rank * _MULTIPLIERS[index % len(_MULTIPLIERS)]) % _RANKS
+
+
 def reduction_input(rank: int, nranks: int, index: np.ndarray, op: str) -> np.ndarray:
     """What `rank` contributes at global element positions `index` for reduction `op`."""
     index = np.asarray(index, dtype=np.int64)
     if op == "sum":
-        return _index_term(index) + 1 + (rank % 4)
+        return index % _SUM_PERIOD + 1 + _sum_rank_term(rank, index)
     if op in ("max", "min"):
         # The rank holding the extreme rotates with the index: every rank's data matters.
         return _index_term(index) + (rank + index) % nranks
     if op == "prod":
-        return np.where((rank + index) % 3 == 0, -1, 1)
+        sign = np.where((rank + index) % 3 == 0, -1, 1)
+        return sign * np.where(index % _RANKS == rank, 2, 1)
     raise ValueError(f"unknown op {op!r}")
 
 
@@ -35,8 +57,9 @@ def reduction_result(nranks: int, index: np.ndarray, op: str) -> np.ndarray:
     """The exact reduction over ranks 0..nranks-1 of reduction_input, at positions `index`."""
     index = np.asarray(index, dtype=np.int64)
     if op == "sum":
-        q, m = divmod(nranks, 4)
-        return nranks * (_index_term(index) + 1) + 6 * q + m * (m - 1) // 2
+        q, m = divmod(nranks, _RANKS)
+        j = index % len(_MULTIPLIERS)
+        return nranks * (index % _SUM_PERIOD + 1) + q * _PREFIX[j, _RANKS] + _PREFIX[j, m]
     if op == "max":
         return _index_term(index) + nranks - 1
     if op == "min":
@@ -44,7 +67,8 @@ def reduction_result(nranks: int, index: np.ndarray, op: str) -> np.ndarray:
     if op == "prod":
         k = (-index) % 3  # ranks r with (r + i) % 3 == 0 are r = k, k + 3, ...
         negatives = np.where(k < nranks, (nranks - 1 - k) // 3 + 1, 0)
-        return np.where(negatives % 2 == 1, -1, 1)
+        sign = np.where(negatives % 2 == 1, -1, 1)
+        return sign * np.where(index % _RANKS < nranks, 2, 1)
     raise ValueError(f"unknown op {op!r}")
 
 
