@@ -1,8 +1,8 @@
-"""Validation catches wrong implementations: tests/drivers/mutants.py plants nine realistic bugs in
+"""Validation catches wrong implementations: tests/drivers/mutants.py plants ten realistic bugs in
 hand-written collectives (wrong op, a dropped and a duplicated contribution, off-by-one blocks in ring
 allgather and reduce-scatter, the wrong root, the non-power-of-two fold skipped, a stale buffer reused,
-the wrong datatype width) and the unchanged sweep must mark each one wrong at p = 2, 3, 5 and 8, while
-correct controls pass. The mutation score is in docs/testing.md."""
+the wrong datatype width, a switch to a wrong path after three calls) and the unchanged sweep must mark
+each one wrong at p = 2, 3, 5 and 8, while correct controls pass. The score is in docs/testing.md."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ MUTANTS = [
     "allreduce/m_fold_skipped",
     "allreduce/m_stale_buffer",
     "allreduce/m_wrong_width",
+    "allreduce/m_late_switch",
 ]
 # Equivalent mutants: with p a power of two there are no extra ranks to fold, so skipping the fold
 # changes nothing; the score counts the (mutant, p) pairs where the bug can show.
@@ -46,3 +47,7 @@ def test_every_planted_bug_is_caught(nranks, tmp_path):
             assert tally["wrong"] == 0, mutant  # nothing to catch: the code path is never taken
         else:
             assert tally["wrong"] > 0, (mutant, nranks, tally)
+    # right in the call validated before the warm-up, wrong in the timed calls: only the steady-state
+    # check sees it, and the point's note says so
+    late = verdicts["allreduce/m_late_switch"]
+    assert late["wrong"] == late["steady_only"] > 0

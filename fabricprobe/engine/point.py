@@ -58,6 +58,24 @@ class _NotRunnable(Exception):
     """This point cannot run in this setting; every rank reaches the same reason (it is recorded)."""
 
 
+def _steady_checkable(spec: Any, point: PlannedPoint) -> bool:
+    """Whether the output after the timed calls is the result of one call: out of place, and not a local
+    kernel (dst = dst op src accumulates) or a sparse collective (its inputs are consumed)."""
+    return not point.in_place and not spec.local and not spec.sparse
+
+
+def _where_wrong(first: int, steady: int, steady_checked: bool) -> str:
+    """Which validation failed: the call before the warm-up, the last timed call, or both."""
+    if first and steady:
+        return f"wrong in the first validated call ({first}) and after the timed calls ({steady})"
+    if first:
+        after = "right after the timed calls" if steady_checked else "the timed calls' output is not checkable"
+        return f"wrong in the first validated call ({first}); {after}"
+    if steady:
+        return f"wrong only after the timed calls ({steady} elements): the steady state differs from the first call"
+    return ""
+
+
 def run_point(
     point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, topo: Topology, device: DeviceContext | None = None
 ) -> PointResult:
@@ -71,7 +89,8 @@ def run_point(
         ci_target=config.ci_target,
         min_iterations=config.min_iterations,
     )
-    wrong = checked = 0
+    wrong = checked = wrong_steady = 0
+    steady_checked = False
     bytes_sent = result_nnz = -1
     note = ""
     error = ""
@@ -148,6 +167,16 @@ def run_point(
                 bytes_sent = sent
                 result_nnz = case.recv.nnz
         measurement = harness.measure(batch, comm, budget, mode)
+        if validated and _steady_checkable(spec, point):
+            # The last timed call's output, checked too: a library may switch algorithms after its first
+            # calls on a communicator (MPICH moves allreduce to shared memory after ~5), so the timed
+            # calls can run other code than the one validated before the warm-up.
+            if dev is not None:
+                device_point.fetch(case, dev, device.memory)
+            faults.corrupt_result(point.collective, comm.rank, case.recv)
+            wrong_steady = spec.check(case)
+            checked += spec.checked_elements(case)
+            steady_checked = True
     except _NotRunnable as exc:
         unrunnable = str(exc)
         measurement = None
@@ -160,7 +189,10 @@ def run_point(
 
     errors = comm.gather(error, root=0)
     bytes_sent = comm.reduce(bytes_sent, op=MPI.MAX, root=0)
-    totals = comm.reduce(np.array([wrong, checked], dtype=np.int64), op=MPI.SUM, root=0)
+    totals = comm.reduce(np.array([wrong, checked, wrong_steady], dtype=np.int64), op=MPI.SUM, root=0)
+    if comm.rank == 0:
+        note = _where_wrong(int(totals[0]), int(totals[2]), steady_checked) or note
+        totals[0] += totals[2]
     any_failed = comm.bcast(bool(any(errors) or totals[0] > 0) if comm.rank == 0 else None, root=0)
     if comm.rank != 0:
         return PointResult(None, None, any_failed)

@@ -139,6 +139,20 @@ def wrong_width(comm, sendbuf, recvbuf, op, root=0):
         allreduce_ring(comm, mine, recvbuf, op, root)
 
 
+_CALLS: dict[tuple, int] = {}
+
+
+def late_switch(comm, sendbuf, recvbuf, op, root=0):
+    """Right for the first three calls of a shape, then another (wrong) path: what a library that changes
+    algorithm after a few calls looks like, caught only by validating the timed calls' output."""
+    shape = (recvbuf.size, recvbuf.dtype.str, op)
+    _CALLS[shape] = _CALLS.get(shape, 0) + 1
+    if _CALLS[shape] <= 3:
+        allreduce_ring(comm, sendbuf, recvbuf, op, root)
+    else:
+        dropped(comm, sendbuf, recvbuf, op, root)
+
+
 MUTANTS = (
     Algorithm("m_wrong_op", "allreduce", "planted: prod computed as min", run=wrong_op),
     Algorithm("m_dropped", "allreduce", "planted: last rank's contribution dropped", run=dropped),
@@ -149,6 +163,7 @@ MUTANTS = (
     Algorithm("m_fold_skipped", "allreduce", "planted: extra ranks not folded", run=fold_skipped),
     Algorithm("m_stale_buffer", "allreduce", "planted: first call's scratch reused", run=stale_buffer),
     Algorithm("m_wrong_width", "allreduce", "planted: float64 reduced as float32", run=wrong_width),
+    Algorithm("m_late_switch", "allreduce", "planted: wrong after three calls", run=late_switch),
     # controls: the same engine must pass correct code
     Algorithm("control", "allreduce", "correct ring", run=allreduce_ring),
     Algorithm("control", "allgather", "correct ring", run=allgather_ring),
@@ -183,8 +198,9 @@ def main() -> int:
         for p in load_runs(path)[-1].points:
             if p["algorithm"] in {a.name for a in MUTANTS}:
                 name = f"{p['collective']}/{p['algorithm']}"
-                tally = verdicts.setdefault(name, {"ok": 0, "wrong": 0, "other": 0})
+                tally = verdicts.setdefault(name, {"ok": 0, "wrong": 0, "other": 0, "steady_only": 0})
                 tally[p["status"] if p["status"] in ("ok", "wrong") else "other"] += 1
+                tally["steady_only"] += "wrong only after the timed calls" in p["note"]
         print(json.dumps({"exit_code": outcome.exit_code, "verdicts": verdicts}))
     return 0
 
