@@ -18,6 +18,7 @@ from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
 from fabricprobe.mpienv.topology import parse_ranks_per_node
 from fabricprobe.sizes import parse_size, size_list, size_range
+from fabricprobe.specs.base import OMB_WINDOW
 from fabricprobe.timing.loops import MODES
 
 DEFAULT_OUTPUT = "fabricprobe.h5"
@@ -145,7 +146,9 @@ def add_parser(sub: Any) -> None:
         help="native: C calls from a compiled loop (what C benchmarks time); python: mpi4py calls",
     )
     t.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
-    t.add_argument("--window", type=int, default=64, metavar="N", help="messages per window in bw/bibw (OMB: 64)")
+    t.add_argument(
+        "--window", type=int, default=OMB_WINDOW, metavar="N", help="messages per window in bw/bibw (OMB: 64)"
+    )
     t.add_argument(
         "--pairs",
         default="intra,inter",

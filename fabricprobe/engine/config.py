@@ -18,6 +18,7 @@ from fabricprobe.memory import BUFFER_KINDS
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
 from fabricprobe.specs import SPECS, family
+from fabricprobe.specs.base import OMB_WINDOW
 from fabricprobe.timing.choice import TIMERS
 from fabricprobe.timing.loops import MODES
 
@@ -78,7 +79,7 @@ class SweepConfig:
     check_iters: int = 1
     timer: str = "auto"
     thread_level: str = "single"
-    window: int = 64
+    window: int = OMB_WINDOW
     pairs: list[str] = field(default_factory=lambda: ["intra", "inter"])
     ranks_per_node: list[int] | None = None  # virtual topology; None = the hardware's
     comm_sizes: list[int] | None = None  # sub-communicators of the first k ranks; None = the world only

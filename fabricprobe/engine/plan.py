@@ -275,17 +275,23 @@ def _interleaved(points: list[PlannedPoint], first_index: int) -> list[PlannedPo
     """A reference collective (spec.interleave_with: the copy for the reduction kernel) measured at each
     datatype and size right after the collective it is read against, so the two share the machine's
     phases and their ratio comes from adjacent measurements; the other points keep their order."""
+    points = list(points)
     for spec in SPECS.values():
-        ref = [p for p in points if spec.interleave_with and p.collective == spec.name]
-        main = [p for p in points if ref and p.collective == spec.interleave_with]
-        if not ref or not main:
-            continue
-        position = {id(p): i for i, p in enumerate(points)}
-        slots = sorted(position[id(p)] for p in ref + main)
-        ordered = sorted(
-            ref + main, key=lambda p: (p.dtype, p.mode, p.requested_bytes, p.collective == spec.name, position[id(p)])
+        pair = (spec.interleave_with, spec.name)
+        slots = [i for i, p in enumerate(points) if spec.interleave_with and p.collective in pair]
+        if {points[i].collective for i in slots} != set(pair):
+            continue  # one of the two alone keeps its own order
+        order = sorted(
+            slots,
+            key=lambda i: (
+                points[i].dtype,
+                points[i].mode,
+                points[i].requested_bytes,
+                points[i].collective == spec.name,
+                i,
+            ),
         )
-        points = list(points)
-        for slot, p in zip(slots, ordered):
+        moved = [points[i] for i in order]
+        for slot, p in zip(slots, moved):
             points[slot] = p
     return [replace(p, index=first_index + i) for i, p in enumerate(points)]

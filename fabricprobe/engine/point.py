@@ -58,6 +58,15 @@ class _NotRunnable(Exception):
     """This point cannot run in this setting; every rank reaches the same reason (it is recorded)."""
 
 
+def _check_output(spec: Any, case: Case, dev: Any, device: DeviceContext | None) -> tuple[int, int]:
+    """(wrong, checked) elements of the output now in case's buffers (fetched from the device first);
+    the planted-fault hook corrupts it first, so both checks can be shown to fail."""
+    if dev is not None:
+        device_point.fetch(case, dev, device.memory)
+    faults.corrupt_result(case.collective, case.rank, case.recv)
+    return spec.check(case), spec.checked_elements(case)
+
+
 def _steady_checkable(spec: Any, point: PlannedPoint) -> bool:
     """Whether the output after the timed calls is the result of one call: out of place, and not a local
     kernel (dst = dst op src accumulates) or a sparse collective (its inputs are consumed)."""
@@ -150,11 +159,8 @@ def run_point(
                     if dev is not None:
                         device_point.load(case, dev, device.memory)
                     batch(np.empty(1), loops.BARRIER)
-                    if dev is not None:
-                        device_point.fetch(case, dev, device.memory)
-                    faults.corrupt_result(point.collective, comm.rank, case.recv)
-                    wrong += spec.check(case)
-                    checked += spec.checked_elements(case)
+                    bad, seen = _check_output(spec, case, dev, device)
+                    wrong, checked = wrong + bad, checked + seen
                 sent = traffic.sent() // config.check_iters
             else:
                 spec.prepare(case)
@@ -171,11 +177,8 @@ def run_point(
             # The last timed call's output, checked too: a library may switch algorithms after its first
             # calls on a communicator (MPICH moves allreduce to shared memory after ~5), so the timed
             # calls can run other code than the one validated before the warm-up.
-            if dev is not None:
-                device_point.fetch(case, dev, device.memory)
-            faults.corrupt_result(point.collective, comm.rank, case.recv)
-            wrong_steady = spec.check(case)
-            checked += spec.checked_elements(case)
+            wrong_steady, seen = _check_output(spec, case, dev, device)
+            checked += seen
             steady_checked = True
     except _NotRunnable as exc:
         unrunnable = str(exc)

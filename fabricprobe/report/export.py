@@ -32,7 +32,8 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def _filtered(run: Run, collectives: list[str] | None) -> list[dict[str, Any]]:
+def filtered(run: Run, collectives: list[str] | None) -> list[dict[str, Any]]:
+    """The run's points of these collectives (all for None): what every export writes."""
     return [p for p in run.points if collectives is None or p["collective"] in collectives]
 
 
@@ -48,7 +49,7 @@ def to_json(runs: list[Run], collectives: list[str] | None = None) -> str:
                 "status": run.status,
                 "config": run.config,
                 "provenance": {k: v for k, v in run.attrs.items() if k != _CONFIG_KEY},
-                "points": _filtered(run, collectives),
+                "points": filtered(run, collectives),
             }
             for run in runs
         ],
@@ -62,7 +63,7 @@ def to_csv(runs: list[Run], collectives: list[str] | None = None) -> str:
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for run in runs:
-        for point in _filtered(run, collectives):
+        for point in filtered(run, collectives):
             writer.writerow({"run": run.id, **point})
     return out.getvalue()
 
@@ -124,7 +125,7 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
     above 1.25 × the median). Tests without an OMB counterpart are listed in one '#' line and left out."""
     blocks: list[str] = []
     for run in runs:
-        points = [p for p in _filtered(run, collectives) if p["collective"] != EMPTY and p["status"] == "ok"]
+        points = [p for p in filtered(run, collectives) if p["collective"] != EMPTY and p["status"] == "ok"]
         left_out = sorted({p["collective"] for p in points if not getattr(SPECS.get(p["collective"]), "osu_title", "")})
         if left_out:
             blocks.append(f"# fabricprobe run {run.id}: no OMB counterpart, not exported: {', '.join(left_out)}\n")

@@ -10,13 +10,13 @@ from typing import Any
 
 from fabricprobe.mpienv.datatypes import BYTE, NO_OP
 from fabricprobe.specs import SPECS
+from fabricprobe.specs.base import OMB_WINDOW
 from fabricprobe.store.schema import PAIR_LABELS
 
-SPEEDUP_RULE = "speedup = reference time / this time (above 1: faster than the reference)"
 # A mean iteration time this far above the median is dominated by outliers: the series table marks
 # the mean, the OSU export (whose Avg is a mean) says so.
 OUTLIER_RATIO = 1.25
-DEFAULT_WINDOW = 64  # the sweep's --window default, for results files that predate its record
+DEFAULT_WINDOW = OMB_WINDOW  # for results files that predate the window's record
 
 
 def speedup(reference_s: float, time_s: float) -> float:

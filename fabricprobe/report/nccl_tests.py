@@ -22,10 +22,11 @@ import math
 from typing import Any
 
 from fabricprobe.mpienv.datatypes import NO_OP
+from fabricprobe.report.export import filtered
 from fabricprobe.report.labels import describe, run_window
 from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
-from fabricprobe.store.schema import EMPTY, identity
+from fabricprobe.store.schema import identity
 from fabricprobe.version import __version__
 
 JSON_FILE_VERSION = 3
@@ -91,7 +92,7 @@ def _document(run: Run, case: dict[str, Any], rows: dict[int, dict[bool, dict]])
     spec = SPECS[case["collective"]]
     sizes = sorted(rows)
     step_key, step = _step(sizes)
-    root = int(config.get("root", 0)) if case["collective"] in ("reduce", "bcast") else -1
+    root = int(config.get("root", 0)) if spec.rooted else -1
     results, bus, wrong = [], [], 0
     for size in sizes:
         by_place = rows[size]
@@ -163,14 +164,7 @@ def to_nccl_tests(runs: list[Run], collectives: list[str] | None = None) -> list
     (barrier, point-to-point, local kernels, sparse) are left out."""
     docs = []
     for run in runs:
-        points = [
-            p
-            for p in run.points
-            if p["collective"] != EMPTY
-            and SPECS.get(p["collective"]) is not None
-            and SPECS[p["collective"]].nccl_tests_binary
-            and (collectives is None or p["collective"] in collectives)
-        ]
+        points = [p for p in filtered(run, collectives) if getattr(SPECS.get(p["collective"]), "nccl_tests_binary", "")]
         cases: dict[tuple, dict[int, dict[bool, dict]]] = {}
         timers: dict[tuple, set[str]] = {}
         for p in points:

@@ -21,6 +21,7 @@ from fabricprobe.mpienv.datatypes import DTYPES, mpi_datatype, mpi_op
 from fabricprobe.oracle import patterns
 
 Call = Callable[[], object]
+OMB_WINDOW = 64  # messages per window in osu_bw/osu_bibw: the --window default
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Case:
     recv: np.ndarray = field(default_factory=lambda: np.empty(0))
     peer: int = -1  # point-to-point partner, -1 when this rank sits the point out
     role: int = -1  # point-to-point role (spec-defined), -1 when idle
-    window: int = 64  # messages per window in the bandwidth tests
+    window: int = OMB_WINDOW  # messages per window in the bandwidth tests
     hugepages: bool = False  # 2 MiB-aligned, madvised transparent huge pages for large buffers
     density: float = 0.0  # sparse tests: the fraction of elements each rank contributes
     semantics: str = "exact"  # sparse allreduce: which reference result applies
@@ -118,6 +119,7 @@ class CollectiveSpec:
     name: ClassVar[str]
     reduces: ClassVar[bool] = False  # takes a reduction op
     sized: ClassVar[bool] = True  # False for barrier: one point, no message size
+    rooted: ClassVar[bool] = False  # takes a root rank (reduce, bcast)
     pt2pt: ClassVar[bool] = False
     local: ClassVar[bool] = False  # no communication (the kernel tests)
     sparse: ClassVar[bool] = False  # measured per density (--density)

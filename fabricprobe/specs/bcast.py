@@ -13,6 +13,7 @@ from fabricprobe.specs.base import Case, CollectiveSpec, Layout, VendorNames, c_
 
 class Bcast(CollectiveSpec):
     name = "bcast"
+    rooted = True
     in_place_supported = False
     has_send = False  # a broadcast has one buffer
     busbw_formula = "1"

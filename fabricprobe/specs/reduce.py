@@ -20,6 +20,7 @@ from fabricprobe.specs.base import (
 
 class Reduce(CollectiveSpec):
     name = "reduce"
+    rooted = True
     reduces = True
     busbw_formula = "1"
     pipelinable = True
