@@ -75,17 +75,16 @@ def test_existing_file_that_is_not_ours_is_left_alone(tmp_path):
 def test_mismatched_options_across_ranks(tmp_path):
     """An MPMD launch whose ranks disagree is refused before anything is measured."""
     found = need_ranks(2)
-    import subprocess
     import sys
 
-    from mpirun import mpi_env
+    from mpirun import mpi_env, run_launched
 
     results = tmp_path / "r.h5"
     prog = [sys.executable, "-m", "fabricprobe", "sweep", "-o", str(results), "--sizes", "8"]
     argv = found.argv(1) + prog + ["-d", "float32", ":", "-n", "1"] + prog + ["-d", "float64"]
     if found.vendor == "Open MPI":
         argv = [found.mpiexec, "--oversubscribe", "-n", "1"] + argv[4:]
-    out = subprocess.run(argv, capture_output=True, text=True, env=mpi_env(), timeout=120)
+    out = run_launched(argv, env=mpi_env(), timeout=120)
     _assert_clean_failure(out, "options differ between ranks", results)
 
 

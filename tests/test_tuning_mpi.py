@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mpirun import error_lines, launcher, mpi_env, run_local
+from mpirun import error_lines, launcher, mpi_env, run_launched, run_local
 
 from fabricprobe.store import ResultsWriter
 from fabricprobe.tuning import emit_mpich, emit_openmpi
@@ -278,14 +278,8 @@ def test_tune_bad_inputs(tmp_path):
     text = tmp_path / "junk.h5"
     text.write_text("junk")
     assert run_local(["tune", str(text)]).returncode == 2
-    import subprocess
-
-    nested = subprocess.run(
-        found.argv(1) + [sys.executable, "-m", "fabricprobe", "tune-sweep", "-n", "2"],
-        capture_output=True,
-        text=True,
-        env=mpi_env(),
-        timeout=120,
+    nested = run_launched(
+        found.argv(1) + [sys.executable, "-m", "fabricprobe", "tune-sweep", "-n", "2"], env=mpi_env(), timeout=120
     )
     assert nested.returncode == 2 and "not under mpiexec" in nested.stderr
 
