@@ -9,7 +9,7 @@ import pytest
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, load_runs
-from fabricprobe.tuning import emit_intel, emit_mpich, emit_nccl, emit_openmpi, emit_selection
+from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi, emit_selection
 from fabricprobe.tuning.choose import choose
 from fabricprobe.tuning.libraries import MPICH, OpenMPI, names, parse_mpivars, parse_ompi_info
 
@@ -269,11 +269,12 @@ def test_intel_adjust_covers_everything_without_gaps(measured):
         emit_intel.parse_adjust("1:0-100@1-2147483647")
 
 
-def test_nccl_csv(measured):
-    table = choose(load_runs(measured))
-    table.rules["allreduce"][4][1].winner = "tree.ll128"
-    lines = emit_nccl.tuner_csv(table, nodes=2).splitlines()
-    assert "allreduce,1048576,-1,tree,ll128,-1,2,4" in lines and lines[0].startswith("# collective_type")
+def test_no_nccl_tuner_file_is_offered(measured):
+    """NCCL's tuner CSV could only come from NCCL measurements on GPUs (none here): not an output."""
+    from mpirun import error_lines, run_local
+
+    out = run_local(["tune", str(measured), "--emit", "nccl"])
+    assert out.returncode == 2 and "nccl" in error_lines(out.stderr)[0]
 
 
 def test_selection_table_drives_tuned(measured, tmp_path, monkeypatch):

@@ -105,8 +105,8 @@ EMITTERS = {
     )
 }
 SELECTION = "fabricprobe"  # fabricprobe's own runtime selection table, for any library
-NCCL = "nccl"  # NCCL's tuner CSV: it needs NCCL measurements, which come only from GPU runs
-FORMATS = (*EMITTERS, NCCL, SELECTION)
+# No NCCL tuner CSV: it could only come from NCCL measurements on GPUs, and none was lent to this work.
+FORMATS = (*EMITTERS, SELECTION)
 
 
 def for_library(vendor: str) -> list[str]:
@@ -120,8 +120,6 @@ def check(emits: list[str], vendor: str, source: str) -> None:
         needs = EMITTERS[name].vendor if name in EMITTERS else None
         if needs and needs != vendor:
             raise UsageError(f"--emit {name} needs {needs} measurements; {source} measured {vendor}")
-    if NCCL in emits:
-        raise UsageError(f"{source} holds no NCCL measurements (they come with GPU runs): leave out --emit nccl")
 
 
 def write_library_files(table: Table, emits: list[str], library: Library, runs: list[Any], out: Path) -> Emitted:
