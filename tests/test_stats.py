@@ -57,3 +57,39 @@ def test_bandwidths():
     assert bandwidths(2_000_000_000, 1.0, 1.5) == (2.0, 3.0)
     assert bandwidths(0, 1.0, 1.0) == (0.0, 0.0)
     assert bandwidths(8, float("nan"), 1.0) == (0.0, 0.0)
+
+
+def test_median_interval_of_few_values_is_exact_or_absent():
+    """[min, max] of n values covers the median with probability 1 - 2^(1-n): 93.75% at n = 5, so no 95%
+    interval below 6 values; at 9 the interval drops one value from each end (96.1%)."""
+    from fabricprobe.stats import median_ci_exact
+
+    assert all(median_ci_exact(np.arange(n, dtype=float)) is None for n in range(6))
+    assert median_ci_exact(np.arange(1.0, 7.0)) == (1.0, 6.0)
+    assert median_ci_exact(np.arange(1.0, 10.0)) == (2.0, 8.0)
+
+
+def _before_after_runs(pairs):
+    from types import SimpleNamespace
+
+    runs = []
+    for base, tuned in pairs:
+        for label, t in (("baseline", base), ("tuned", tuned)):
+            point = dict(algorithm=f"library:{label}", status="ok", collective="allreduce", nranks=4, bytes=1 << 20)
+            runs.append(SimpleNamespace(points=[{**point, "median_s": t}]))
+    return runs
+
+
+def test_before_after_never_collapses_disagreeing_repetitions():
+    """The reviewer's case: 2.24× in one repetition, 0.32× in the other was reported as 1.23×."""
+    from fabricprobe.tuning.measure import speedups
+
+    (row,) = speedups(_before_after_runs([(2.24, 1.0), (0.32, 1.0)]), None)
+    assert row["verdict"] == "repetitions disagree" and row["ratios"] == [0.32, 2.24] and row["ci_low"] is None
+    assert not row["slower"]
+    (row,) = speedups(_before_after_runs([(2.0 + i / 10, 1.0) for i in range(6)]), None)
+    assert row["verdict"] == "faster" and (row["ci_low"], row["ci_high"]) == pytest.approx((2.0, 2.5))
+    (row,) = speedups(_before_after_runs([(1.0, 2.0)] * 3), None)
+    assert row["verdict"] == "slower in all 3" and row["slower"]
+    (row,) = speedups(_before_after_runs([(1.5, 1.0)] * 5 + [(0.5, 1.0)]), None)
+    assert row["verdict"] == "no difference shown"  # the interval [min, max] holds 1

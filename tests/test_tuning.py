@@ -10,7 +10,7 @@ from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, load_runs
 from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi, emit_selection
-from fabricprobe.tuning.choose import choose
+from fabricprobe.tuning.choose import Decision, Range, Table, choose
 from fabricprobe.tuning.libraries import MPICH, OpenMPI, names, parse_mpivars, parse_ompi_info
 
 OMPI_INFO = """mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:0:ignore
@@ -122,13 +122,45 @@ def test_open_mpi_classic_rules_avoid_every_silent_failure(measured):
     text = emit_openmpi.classic_rules(table, OpenMPI(text=OMPI_INFO))
     parsed = emit_openmpi.parse_classic_rules(text)
     sections = parsed[2]  # allreduce's collective id
-    assert [c for c, _ in sections] == [0, 4]  # first section keyed 0: it also serves smaller communicators
+    assert [c for c, _ in sections] == [0, 2, 3, 4, 5]  # first keyed 0: it also serves smaller communicators
     assert all(rules[0][0] == 0 for _, rules in sections)  # every section starts at message size 0
-    assert sections[1][1] == [(0, 0, 0, 0), (1 << 20, 4, 0, 0)]  # default = 0 (fixed decision), ring = 4
+    assert sections[3][1] == [(0, 0, 0, 0), (1 << 20, 4, 0, 0)]  # default = 0 (fixed decision), ring = 4
     assert not any(
         tok.startswith("0") and len(tok) > 1 for line in text.splitlines() for tok in line.split("#")[0].split()
     )
     assert text.isascii()
+
+
+def _open_mpi_section(sections, comm_size):
+    """Open MPI's lookup: the last section whose key is <= the size (the first one below its key too)."""
+    return [rules for key, rules in sections if key <= comm_size][-1] if comm_size >= sections[0][0] else sections[0][1]
+
+
+def test_rules_serve_only_the_communicator_sizes_they_were_measured_on(measured):
+    """Rules measured on 4 ranks once served 5 and 1000 ranks ("comm size >= 4"), and MPICH's last
+    section was "comm_size=any": every unmeasured size now gets the library's own decision."""
+    table = choose(load_runs(measured))
+    table.rules["allreduce"][2] = [Range(0, None, "ring", [Decision(8, "x", 1.0, 1.0, 0.0)])]
+    sections = emit_openmpi.parse_classic_rules(emit_openmpi.classic_rules(table, OpenMPI(text=OMPI_INFO)))[2]
+    own = [(0, 0, 0, 0)]
+    for n, expected in {1: own, 2: [(0, 4, 0, 0)], 3: own, 5: own, 1000: own}.items():
+        assert _open_mpi_section(sections, n) == expected, n
+    assert _open_mpi_section(sections, 4) == [(0, 0, 0, 0), (1 << 20, 4, 0, 0)]
+
+    original = {"algorithm=MPIR_Allreduce_intra_original": {}}
+    trees = {"mpir": {"collective=allreduce": {"comm_type=intra": original}}}
+    mpich_table = Table("MPICH", "", 4, "float32", {"allreduce": table.rules["allreduce"]})
+    chain = emit_mpich.mpir_tree(mpich_table, trees)["collective=allreduce"]["comm_type=intra"]
+
+    def mpich_section(n):  # MPICH: the first condition that holds, in order
+        for cond, node in chain.items():
+            if cond == "comm_size=any" or n <= int(cond.split("<=")[1]):
+                return node
+
+    for n in (1, 3, 5, 1000):
+        assert mpich_section(n) == original, n
+    assert "MPIR_Allreduce_intra_ring" in json.dumps(mpich_section(2))
+    assert "MPIR_Allreduce_intra_ring" in json.dumps(mpich_section(4))
 
 
 @pytest.mark.parametrize(
@@ -187,22 +219,26 @@ def test_mpich_trees_are_spliced_into_the_default(measured):
     trees = {"mpir": TREE, "posix": POSIX, "_symbols": b"MPIR_Allreduce_intra_ring"}
     mpir = emit_mpich.mpir_tree(table, trees)
     intra = mpir["collective=allreduce"]["comm_type=intra"]
-    assert list(intra) == ["comm_size<=3", "comm_size=any"]  # MPICH reads "<" as "<=": write what is meant
-    assert list(intra["comm_size=any"]) == ["avg_msg_size<=1048575", "avg_msg_size=any"]
-    assert intra["comm_size=any"]["avg_msg_size<=1048575"] == TREE["collective=allreduce"]["comm_type=intra"]
+    # MPICH reads "<" as "<=": write what is meant; sizes 2 and 4 measured, every other keeps MPICH's own
+    original = TREE["collective=allreduce"]["comm_type=intra"]
+    assert list(intra) == ["comm_size<=1", "comm_size<=2", "comm_size<=3", "comm_size<=4", "comm_size=any"]
+    assert intra["comm_size<=1"] == intra["comm_size<=3"] == intra["comm_size=any"] == original
+    assert list(intra["comm_size<=4"]) == ["avg_msg_size<=1048575", "avg_msg_size=any"]
+    assert intra["comm_size<=4"]["avg_msg_size<=1048575"] == original
     # ring needs a commutative op (a JSON leaf has no fallback): other calls keep MPICH's subtree
-    assert intra["comm_size=any"]["avg_msg_size=any"] == {
+    assert intra["comm_size<=4"]["avg_msg_size=any"] == {
         "is_commutative=yes": {"algorithm=MPIR_Allreduce_intra_ring": {}},
-        "is_commutative=any": TREE["collective=allreduce"]["comm_type=intra"],
+        "is_commutative=any": original,
     }
     assert mpir["collective=allgather"] == TREE["collective=allgather"]  # the rest of the tree is kept
     assert mpir["collective=allreduce"]["comm_type=inter"] == TREE["collective=allreduce"]["comm_type=inter"]
     assert _catch_alls(mpir)
     posix = emit_mpich.posix_tree(table, trees)
     chain = posix["collective=allreduce"]["comm_type=intra"]["is_multi_threaded=no"]["is_commutative=yes"]
-    leaf = chain["comm_size=any"]["avg_msg_size=any"]
-    assert leaf == {"is_multi_threaded=yes": {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}}
-    assert chain["comm_size=any"]["avg_msg_size<=1048575"] == {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}
+    own = {"algorithm=MPIDI_POSIX_mpi_allreduce_release_gather": {}}
+    assert chain["comm_size<=4"]["avg_msg_size=any"] == {"is_multi_threaded=yes": own}
+    assert chain["comm_size<=4"]["avg_msg_size<=1048575"] == own
+    assert chain["comm_size=any"] == chain["comm_size<=3"] == own
 
 
 def test_mpich_guards_follow_the_restrictions():

@@ -164,6 +164,46 @@ def test_mpich_parameterised_leaf_needs_its_parameters(tmp_path):
     assert results["bare"].startswith("error") and results["emitted"] == "ok"
 
 
+USER_OP_ALLREDUCE = """
+import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+op = MPI.Op.Create(lambda a, b, t: np.add(np.frombuffer(a, np.float32), np.frombuffer(b, np.float32),
+                   out=np.frombuffer(b, np.float32)), commute=True)
+x = (np.arange(1 << 18, dtype=np.float32) % 97) * (comm.rank + 1)
+for _ in range(13):  # past MPICH's switch to its shared-memory path
+    y = np.empty_like(x)
+    comm.Allreduce(x, y, op=op)
+expected = (np.arange(1 << 18, dtype=np.float32) % 97) * sum(range(1, comm.size + 1))
+assert np.array_equal(y, expected), "wrong sum"
+print("correct", flush=True)
+"""
+
+
+def test_mpich_k_reduce_scatter_allgather_runs_user_ops_so_it_is_not_guarded_from_them(tmp_path):
+    """The leaf once carried a built-in-op guard (by analogy with its sibling): user ops in its ranges ran
+    another algorithm than the one measured, and the range stayed unverifiable. It sums correctly with a
+    user-defined op, and the trace of the emitted file matches the forced algorithm's."""
+    from mpirun import run_mpi
+
+    found = _needs("MPICH")
+    from fabricprobe.tuning.libraries import MPICH
+
+    assert not emit_mpich.needs_builtin_op("allreduce", "k_reduce_scatter_allgather")
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    table = Table(
+        "MPICH", "", 2, "float32", {"allreduce": {2: [Range(0, None, "k_reduce_scatter_allgather", [d(1 << 20)])]}}
+    )
+    env = _emit("MPICH", table, tmp_path)
+    out = run_mpi(2, [], env=env, python_args=["-c", USER_OP_ALLREDUCE], timeout=120)
+    assert out.returncode == 0 and "correct" in out.stdout, out.stderr[-2000:]
+    forced = next(v for v in MPICH().variants("allreduce") if v.name == "k_reduce_scatter_allgather")
+    with_file = probe(_base(found), 2, "allreduce", 1 << 20, "trace", env)
+    assert not with_file.startswith("error") and with_file == probe(
+        _base(found), 2, "allreduce", 1 << 20, "trace", forced.env
+    )
+
+
 # ---- proof: emitted files apply, and a file that is not applied is caught ----
 
 
@@ -235,10 +275,96 @@ def test_tune_sweep_and_tune_end_to_end(tmp_path):
     manifest = json.loads((tmp_path / "tuning" / "tuning.json").read_text())
     assert (tmp_path / "tuning" / "fabricprobe_selection.json").exists()
     tuned = any(r["winner"] != "default" for s in manifest["rules"]["rules"].values() for rs in s.values() for r in rs)
+    for path in manifest["files"].values():
+        assert Path(path).exists()
     if tuned:
         assert manifest["verification"]["passed"] and manifest["before_after"]
-        for path in manifest["files"].values():
-            assert Path(path).exists()
+    else:  # nothing to write for the library, so nothing verified or offered as verified
+        assert set(manifest["files"]) == {"fabricprobe"} and "verification" not in manifest
+        assert manifest["proof"].startswith("unverified") and "# verified" not in out.stdout
+
+
+def _planted_sweep(path: Path, vendor: str, n: int) -> None:
+    """A tune-sweep file where the library's ring is twice as fast as its default from 64 KiB: the
+    rules are certain, so what tune does with them (names, proof, before/after) can be asserted."""
+    w = ResultsWriter(str(path))
+    w.start_run({"mpi_vendor": vendor, "mpi_library_version": vendor, "nranks": n})
+    i = 0
+    for alg in ("library", "library:ring"):
+        for size in (8, 65536, 1 << 20):
+            t = 1e-4 if alg == "library" or size == 8 else 5e-5
+            point = dict(index=i, key=str(i), collective="allreduce", algorithm=alg, dtype="float32", op="sum")
+            point.update(mode="barrier", nranks=n, bytes=size, median_s=t, ci_low_s=t, ci_high_s=t, status="ok")
+            w.append_point(point, None)
+            i += 1
+
+
+def test_tune_says_what_it_has_not_proven(tmp_path):
+    """Without --verify the files are named *.unverified.* and their load lines say so; with it, the
+    names and lines say verified or partly verified (each rule kept without proof listed, with why),
+    and the before/after rows give every repetition's ratio, never one ratio standing for disagreeing ones."""
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    n = 4 if found.vendor == "Open MPI" else 2
+    data = tmp_path / "planted.h5"
+    _planted_sweep(data, found.vendor, n)
+    out = run_local(["tune", str(data), "-o", str(tmp_path / "plain")], timeout=300)
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads((tmp_path / "plain" / "tuning.json").read_text())
+    library_files = [Path(p) for k, p in manifest["files"].items() if k != "fabricprobe"]
+    assert library_files and all(".unverified." in p.name and p.exists() for p in library_files)
+    assert manifest["proof"].startswith("unverified") and "# unverified: written without --verify" in out.stdout
+
+    out = run_local(["tune", str(data), "-o", str(tmp_path / "proved"), "--verify", "--reps", "1"], timeout=600)
+    assert out.returncode == 0, out.stderr + out.stdout
+    manifest = json.loads((tmp_path / "proved" / "tuning.json").read_text())
+    verification = manifest["verification"]
+    assert verification["passed"]
+    # Open MPI 6's JSON rules cannot be loaded here: they stay named unverified
+    assert all(".unverified." in Path(p).name for k, p in manifest["files"].items() if k == "openmpi-json")
+    library_files = [Path(p) for k, p in manifest["files"].items() if k not in ("fabricprobe", "openmpi-json")]
+    assert library_files and all(p.exists() for p in library_files)
+    assert not [p for p in (tmp_path / "proved").glob("*.unverified.*") if p.name != "ompi_rules.unverified.json"]
+    if verification["kept_without_proof"]:
+        assert manifest["proof"].startswith("partly verified") and "# partly verified" in out.stdout
+        assert all(".partly-verified." in p.name for p in library_files)
+        assert all(": ring: " in line for line in verification["kept_without_proof"])
+    else:
+        assert manifest["proof"].startswith("verified") and "# verified" in out.stdout
+        assert all(".unverified." not in p.name and ".partly-verified." not in p.name for p in library_files)
+    rows = manifest["before_after"]
+    assert {r["size"] for r in rows} == {8, 65536, 1 << 20}
+    for r in rows:  # one repetition: no interval, a verdict only as "in all 1", the ratio itself kept
+        assert r["reps"] == 1 and r["ci_low"] is None and len(r["ratios"]) == 1
+        assert r["verdict"] in ("faster in all 1", "slower in all 1", "repetitions disagree")
+
+
+@pytest.mark.parametrize("fault", ["malformed", "another communicator size"])
+def test_a_file_the_library_ignores_is_never_verified(tmp_path, fault):
+    """The issue's bar: a file the library does not apply, because it is malformed or written for
+    another communicator size than the one run, never comes out verified (real Open MPI and MPICH)."""
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    from fabricprobe.tuning.libraries import for_vendor
+    from fabricprobe.tuning.verify import passed
+
+    n = 4 if found.vendor == "Open MPI" else 2
+    table = _ring_above_64k(found.vendor, n)
+    if fault == "malformed":
+        env = _emit(found.vendor, table, tmp_path)
+        path = Path(next(v for v in env.values() if v.endswith((".conf", ".json"))))
+        if found.vendor == "Open MPI":  # a first rule not at 0: Open MPI drops the whole file silently
+            path.write_text(path.read_text().replace("\n0 0 ", "\n1 0 "))
+        else:  # no catch-all at the end of the allreduce chain: MPICH refuses the file
+            tree = json.loads(path.read_text())
+            del tree["collective=allreduce"]["comm_type=intra"]["comm_size=any"]
+            path.write_text(json.dumps(tree))
+    else:
+        env = _emit(found.vendor, _ring_above_64k(found.vendor, n + 1), tmp_path)
+    checks = verify(table, for_vendor(found.vendor), env, _base(found))
+    assert not passed(checks), [c.as_dict() for c in checks]
 
 
 def test_tune_bad_inputs(tmp_path):

@@ -68,7 +68,13 @@ def add_parser(sub: Any) -> None:
         help="a winner must be this much faster than the default, beyond both confidence intervals",
     )
     t.add_argument("--verify", action="store_true", help="prove the files apply, then re-measure before/after")
-    t.add_argument("--reps", type=int, default=2, metavar="N", help="before/after repetitions with --verify")
+    t.add_argument(
+        "--reps",
+        type=int,
+        default=6,
+        metavar="N",
+        help="before/after repetitions with --verify (6 or more give a 95%% interval of the speedup)",
+    )
     t.add_argument("--mpiexec", metavar="PATH", help="launcher for --verify")
     t.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
     t.set_defaults(handler=run_tune)
@@ -198,22 +204,30 @@ class ConsoleReporter:
         from fabricprobe.report.units import usec
 
         t = Table(
-            title="[bold]before / after[/] (median of repetitions; default vs tuned)",
+            title="[bold]before / after[/] (default and tuned alternately; speedup = default time / tuned time)",
             title_justify="left",
             show_edge=False,
         )
-        for col in ("collective", "comm size", "size", "default µs", "tuned µs", "speedup"):
+        for col in ("collective", "comm size", "size", "reps", "default µs", "tuned µs", "speedup", "95% CI", "range"):
             t.add_column(col, justify="right")
+        t.add_column("verdict")
         for r in rows:
+            colour = "green" if r["verdict"].startswith("faster") else "red" if r["slower"] else "yellow"
             t.add_row(
                 r["collective"],
                 str(r["comm_size"]),
                 format_size(r["size"]),
+                str(r["reps"]),
                 usec(r["baseline_s"]),
                 usec(r["tuned_s"]),
                 f"{r['speedup']:.2f}×",
+                "—" if r["ci_low"] is None else f"{r['ci_low']:.2f}–{r['ci_high']:.2f}",
+                f"{min(r['ratios']):.2f}–{max(r['ratios']):.2f}",
+                f"[{colour}]{r['verdict']}[/]",
             )
         self.console.print(t)
+        if any(r["ci_low"] is None for r in rows):
+            self.console.print("fewer than 6 repetitions: no 95% interval, a verdict only where every one agrees")
 
 
 def run_tune(args: argparse.Namespace) -> int:

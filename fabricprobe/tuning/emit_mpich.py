@@ -6,7 +6,8 @@ with the measured parts spliced in:
 
 - the MPIR tree (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE): for each tuned collective, its
   "comm_type=intra" subtree becomes a chain of communicator-size sections ("comm_size<=N", which
-  MPICH evaluates as <=, and a "comm_size=any" catch-all) of message-size rules ("avg_msg_size<=N" for
+  MPICH evaluates as <=, and a "comm_size=any" catch-all; rules only on the sizes they were measured
+  on, MPICH's original subtree on every other) of message-size rules ("avg_msg_size<=N" for
   allreduce, bcast and reduce; "total_msg_size<=N" for allgather, reduce_scatter_block and alltoall,
   the sizes MPICH defines for them); every chain ends in an "=any" catch-all, and ranges where the
   default won keep MPICH's original subtree.
@@ -38,11 +39,12 @@ MPIR_DEFAULT = "mpir"  # candidate: MPICH's own MPIR tree, without the POSIX sha
 # What an algorithm needs of a call (MPICH's src/mpi/coll/coll_algorithms.txt "restrictions"). A forced
 # CVAR falls back when they fail; a JSON leaf does not: reduce_scatter_allgather reached with a
 # user-defined op aborts with "Internal error" (found by tune --verify). So every leaf is guarded, and
-# calls that fail the guard take MPICH's original subtree. k_reduce_scatter_allgather is not in that
-# list before 4.2; it is guarded like its sibling (an assumption: a needless guard only costs a branch).
+# calls that fail the guard take MPICH's original subtree. k_reduce_scatter_allgather needs a
+# commutative op only: with a user-defined one it runs and sums correctly (tests/test_tuning_mpi.py),
+# so user ops in its ranges run the algorithm that was measured, and the trace can verify it.
 RESTRICTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("allreduce", "reduce_scatter_allgather"): ("size-ge-pof2", "builtin-op"),
-    ("allreduce", "k_reduce_scatter_allgather"): ("builtin-op", "commutative"),
+    ("allreduce", "k_reduce_scatter_allgather"): ("commutative",),
     ("allreduce", "ring"): ("commutative",),
     ("allreduce", "smp"): ("commutative",),
     ("reduce", "reduce_scatter_gather"): ("size-ge-pof2", "builtin-op"),
@@ -199,13 +201,17 @@ def _chain(collective: str, ranges: list[Range], leaf) -> dict[str, Any]:
     return chain
 
 
-def _sections(sections: dict[int, list[Range]], make_chain) -> dict[str, Any]:
-    """Communicator-size sections: the rules measured on c ranks serve every size from c up to the next."""
-    sizes = sorted(sections)
+def _sections(sections: dict[int, list[Range]], make_chain, default: dict) -> dict[str, Any]:
+    """Communicator-size sections: the rules measured on c ranks serve exactly c ranks; every size
+    nothing was measured on (below, between, above) keeps a copy of `default`, MPICH's own subtree."""
     out: dict[str, Any] = {}
-    for i, c in enumerate(sizes):
-        cond = "comm_size=any" if i == len(sizes) - 1 else f"comm_size<={sizes[i + 1] - 1}"
-        out[cond] = make_chain(sections[c])
+    below = 0  # the sizes up to here are covered
+    for c in sorted(sections):
+        if c - 1 > below:
+            out[f"comm_size<={c - 1}"] = copy.deepcopy(default)
+        out[f"comm_size<={c}"] = make_chain(sections[c])
+        below = c
+    out["comm_size=any"] = copy.deepcopy(default)
     return out
 
 
@@ -227,7 +233,7 @@ def mpir_tree(table: Table, trees: dict) -> dict:
             leaf = {f"algorithm={name}": leaf_params(coll, r.winner, trees.get("_cvars", {}))}
             return guarded(coll, r.winner, leaf, original)
 
-        node["comm_type=intra"] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf))
+        node["comm_type=intra"] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf), original)
     return tree
 
 
@@ -250,7 +256,7 @@ def posix_tree(table: Table, trees: dict) -> dict | None:
         def leaf(r: Range, default_leaf=default_leaf, mpir_leaf=mpir_leaf):
             return copy.deepcopy(default_leaf if r.winner == DEFAULT else mpir_leaf)
 
-        parent[cond] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf))
+        parent[cond] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf), default_leaf)
         changed = True
     return tree if changed else None
 
@@ -265,14 +271,16 @@ def _leaf(node: dict) -> tuple[dict, str, dict]:
         parent, cond, node = node, key, node[key]
 
 
-def write(table: Table, directory: Path, trees: dict) -> dict[str, Path]:
+def write(table: Table, directory: Path, trees: dict, name=None) -> dict[str, Path]:
+    """The trees as files in `directory` (`name(filename)` gives another path, e.g. a marked one)."""
+    name = name or (lambda filename: directory / filename)
     files = {}
-    mpir = directory / "mpich_mpir_tuned.json"
+    mpir = name("mpich_mpir_tuned.json")
     mpir.write_text(json.dumps(mpir_tree(table, trees), indent=1) + "\n")
     files["mpir"] = mpir
     posix = posix_tree(table, trees)
     if posix is not None:
-        path = directory / "mpich_posix_tuned.json"
+        path = name("mpich_posix_tuned.json")
         path.write_text(json.dumps(posix, indent=1) + "\n")
         files["posix"] = path
     return files

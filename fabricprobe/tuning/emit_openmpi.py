@@ -5,7 +5,9 @@ Classic format (ompi/mca/coll/tuned/coll_tuned_dynamic_file.c), every quirk of t
 respected: numbers written plainly (a leading zero would make `%li` read octal), the first
 communicator section keyed 0 (sections are looked up as "the last key <= comm size", and the first
 applies even below it), every section's first rule at message size 0 (otherwise the whole file is
-dropped silently), algorithm 0 meaning "Open MPI's fixed decision".
+dropped silently), algorithm 0 meaning "Open MPI's fixed decision". Rules hold only on the
+communicator sizes they were measured on: every other size gets a section of algorithm 0 (rules
+measured on 2 ranks once served 3 and 1000 ranks alike).
 """
 
 from __future__ import annotations
@@ -46,21 +48,36 @@ def classic_rules(table: Table, library: OpenMPI) -> str:
     ]
     for coll in colls:
         sections = table.rules[coll]
-        sizes = sorted(sections)
-        lines.append(f"{names(coll).openmpi_id}  # {names(coll).openmpi}")
-        lines.append(f"{len(sizes)}  # number of communicator-size sections")
-        for i, comm_size in enumerate(sizes):
-            ranges = sections[comm_size]
-            key = 0 if i == 0 else comm_size
-            covers = f"measured on {comm_size} ranks" + (", also used below" if i == 0 else "")
-            lines.append(f"{key} {len(ranges)}  # comm size >= {key} ({covers}); message-size rules")
+        fanout = getattr(library, "chain_fanout", {}).get(names(coll).openmpi, 0)
+        blocks = []
+        for key, ranges in measured_only(sections):
+            if ranges is None:  # a size nothing was measured on: Open MPI's own decision
+                blocks.append(f"{key} 1  # comm size >= {key}: not measured, Open MPI's fixed decision")
+                blocks.append("0 0 0 0")
+                continue
+            blocks.append(f"{key} {len(ranges)}  # comm size {key} (measured); message-size rules")
             for r in ranges:
                 hi = "inf" if r.hi is None else r.hi
                 # A forced algorithm (how it was measured) gets the chain fan-out MCA default; a rule's
                 # fan-in/out of 0 builds a different tree (bcast "chain" became a plain pipeline).
-                fanout = getattr(library, "chain_fanout", {}).get(names(coll).openmpi, 0)
-                lines.append(f"{r.lo} {_alg(library, coll, r)} {fanout} 0  # [{r.lo}, {hi}) -> {r.winner}")
+                blocks.append(f"{r.lo} {_alg(library, coll, r)} {fanout} 0  # [{r.lo}, {hi}) -> {r.winner}")
+        lines.append(f"{names(coll).openmpi_id}  # {names(coll).openmpi}")
+        lines.append(f"{sum(1 for b in blocks if '# comm size' in b)}  # number of communicator-size sections")
+        lines += blocks
     return "\n".join(lines) + "\n"
+
+
+def measured_only(sections: dict[int, list[Range]]) -> list[tuple[int, list[Range] | None]]:
+    """The communicator-size sections that confine each measured size's rules to that size: Open MPI
+    takes the last section whose key is <= the communicator's size (and the first below its key too),
+    so a section of Open MPI's own decision (None) is keyed 0 and put after every measured size that
+    the next measured size does not follow directly."""
+    out: list[tuple[int, list[Range] | None]] = [(0, None)]
+    for c in sorted(sections):
+        out.append((c, sections[c]))
+        if c + 1 not in sections:
+            out.append((c + 1, None))
+    return out
 
 
 def parse_classic_rules(text: str) -> dict[int, list[tuple[int, list[tuple[int, int, int, int]]]]]:

@@ -33,42 +33,54 @@ class Emitted:
 class Emitter:
     name: str  # the --emit value
     vendor: str  # the MPI library whose measurements it needs
-    write: Callable[[Table, Library, list[Any], Path], Emitted]
+    write: Callable[[Table, Library, list[Any], Path, str], Emitted]
 
 
-def _openmpi(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
-    path = out / "ompi_rules.conf"
+# What a file's name says of its proof (the same files, before and after `tune --verify`):
+UNVERIFIED = "unverified"  # nothing has shown the library applies it (written without --verify, or not yet)
+PARTLY_VERIFIED = "partly-verified"  # verified, but some rules are kept without positive evidence
+VERIFIED = ""  # every rule it keeps was seen to run: the plain name
+
+
+def marked(out: Path, filename: str, marker: str) -> Path:
+    """out/filename with the marker before the extension: ompi_rules.unverified.conf."""
+    stem, dot, ext = filename.rpartition(".")
+    return out / (f"{stem}.{marker}.{ext}" if marker else filename)
+
+
+def _openmpi(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
+    path = marked(out, "ompi_rules.conf", marker)
     text = emit_openmpi.classic_rules(table, library)
     emit_openmpi.parse_classic_rules(text)  # re-read with our own strict reader before writing
     path.write_text(text)
     return Emitted({"openmpi": path}, emit_openmpi.load_env(path), [emit_openmpi.load_lines(path)])
 
 
-def _openmpi_json(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
-    path = out / "ompi_rules.json"
+def _openmpi_json(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
+    path = marked(out, "ompi_rules.json", UNVERIFIED)  # Open MPI 6's format: nothing here can load it
     path.write_text(emit_openmpi.json_rules(table))
     return Emitted({"openmpi-json": path})
 
 
-def _mpich(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
+def _mpich(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
     trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
     trees["_cvars"] = getattr(library, "cvars", {})  # the values the forced measurements ran with
-    written = emit_mpich.write(table, out, trees)
+    written = emit_mpich.write(table, out, trees, lambda filename: marked(out, filename, marker))
     return Emitted(
         {f"mpich-{k}": v for k, v in written.items()}, emit_mpich.load_env(written), [emit_mpich.load_lines(written)]
     )
 
 
-def _intel(table: Table, library: Library, runs: list[Any], out: Path) -> Emitted:
+def _intel(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
     fallbacks = emit_intel.fallbacks(runs, table)
     notes = intel_defaults_as_presets(table, fallbacks)
     adjust, left = emit_intel.adjust_strings(table, fallbacks)
-    path = out / "impi_tuning.json"
+    path = marked(out, "impi_tuning.json", marker)
     path.write_text(emit_intel.tuning_json(table, fallbacks, ppn=table.world))
     env = emit_intel.load_env(path)
     emitted = Emitted({"intel-tuning": path}, env, [f"export I_MPI_TUNING={env['I_MPI_TUNING']}\n"], notes)
     if adjust:
-        emitted.files["intel-adjust"] = out / "impi_adjust.env"
+        emitted.files["intel-adjust"] = marked(out, "impi_adjust.env", marker)
         emitted.files["intel-adjust"].write_text(emit_intel.adjust_file(adjust, left))
     return emitted
 
@@ -122,11 +134,14 @@ def check(emits: list[str], vendor: str, source: str) -> None:
             raise UsageError(f"--emit {name} needs {needs} measurements; {source} measured {vendor}")
 
 
-def write_library_files(table: Table, emits: list[str], library: Library, runs: list[Any], out: Path) -> Emitted:
-    """The MPI library's files for `table` (nothing where no rule beats the default)."""
+def write_library_files(
+    table: Table, emits: list[str], library: Library, runs: list[Any], out: Path, marker: str = UNVERIFIED
+) -> Emitted:
+    """The MPI library's files for `table` (nothing where no rule beats the default), their names
+    carrying `marker`."""
     emitted = Emitted()
     if table.tuned():
         for name in emits:
             if name in EMITTERS:
-                emitted.update(EMITTERS[name].write(table, library, runs, out))
+                emitted.update(EMITTERS[name].write(table, library, runs, out, marker))
     return emitted

@@ -16,9 +16,12 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.library import identify_library
+from fabricprobe.stats import median_ci_exact
 from fabricprobe.store import check_output_path
 from fabricprobe.tuning.libraries import DEFAULT, Library, Variant, for_vendor
 
@@ -179,18 +182,19 @@ def measure(
 
 
 def before_after(
-    base: list[str], output: str, table, tuned_env: dict[str, str], reps: int = 2, timeout: float = 900
+    base: list[str], output: str, table, tuned_env: dict[str, str], reps: int = 6, timeout: float = 900
 ) -> list[Launch]:
     """Re-measure the tuned collectives with the library's default and with the tuning files,
-    alternately `reps` times, labelled library:baseline and library:tuned."""
+    alternately `reps` times (which runs first alternates too), labelled library:baseline and library:tuned."""
     launches = []
     for coll, sections in table.rules.items():
         if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
             continue
         sizes = sorted({d.size for rs in sections.values() for r in rs for d in r.decisions})
         template = replace(BEFORE_AFTER, sizes=sizes)
-        for _ in range(reps):
-            for label, env in (("baseline", {}), ("tuned", tuned_env)):
+        for rep in range(reps):
+            order = (("baseline", {}), ("tuned", tuned_env))
+            for label, env in order if rep % 2 == 0 else order[::-1]:  # neither always runs first
                 variant = Variant(coll, label, "", env)
                 launches.append(
                     run_variant(base, output, variant, job_config(template, coll, sorted(sections), variant), timeout)
@@ -199,27 +203,46 @@ def before_after(
 
 
 def speedups(runs, table) -> list[dict]:
-    """Per tuned point: baseline and tuned medians (median over repetitions) and their ratio."""
-    import statistics
-
+    """Per tuned point, default against tuned over the alternating repetitions of `runs` (the
+    before/after runs of one `tune --verify`): each repetition's ratio (default time / tuned time,
+    above 1: the files are faster), their median, and what the repetitions allow one to claim. With at
+    least 6 repetitions the median ratio gets a distribution-free 95% interval and a verdict only when
+    the interval excludes 1; with fewer, a verdict only when every repetition agrees. Disagreeing
+    repetitions are reported as such, never as one ratio."""
     times: dict[tuple, dict[str, list[float]]] = {}
-    for run in runs:
+    for run in runs:  # in file order: baseline, tuned, baseline, tuned, ...
         for p in run.points:
             if p["algorithm"] in ("library:baseline", "library:tuned") and p["status"] == "ok":
                 key = (p["collective"], p["nranks"], p["bytes"])
                 times.setdefault(key, {}).setdefault(p["algorithm"].split(":")[1], []).append(p["median_s"])
     out = []
     for (coll, n, size), t in sorted(times.items()):
-        if "baseline" in t and "tuned" in t:
-            base, tuned = statistics.median(t["baseline"]), statistics.median(t["tuned"])
-            out.append(
-                dict(
-                    collective=coll,
-                    comm_size=n,
-                    size=size,
-                    baseline_s=base,
-                    tuned_s=tuned,
-                    speedup=base / tuned if tuned > 0 else float("nan"),
-                )
+        pairs = list(zip(t.get("baseline", []), t.get("tuned", [])))
+        ratios = np.sort([b / u for b, u in pairs if u > 0])
+        if ratios.size == 0:
+            continue
+        ci = median_ci_exact(ratios)
+        low, high = ci if ci is not None else (float(ratios[0]), float(ratios[-1]))
+        if low > 1:
+            verdict = "faster" if ci is not None else f"faster in all {ratios.size}"
+        elif high < 1:
+            verdict = "slower" if ci is not None else f"slower in all {ratios.size}"
+        else:
+            verdict = "no difference shown" if ci is not None else "repetitions disagree"
+        out.append(
+            dict(
+                collective=coll,
+                comm_size=n,
+                size=size,
+                reps=int(ratios.size),
+                baseline_s=float(np.median([b for b, _ in pairs])),
+                tuned_s=float(np.median([u for _, u in pairs])),
+                ratios=[float(r) for r in ratios],
+                speedup=float(np.median(ratios)),
+                ci_low=None if ci is None else low,
+                ci_high=None if ci is None else high,
+                verdict=verdict,
+                slower=high < 1,
             )
+        )
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable
 
+from fabricprobe.sizes import format_size
 from fabricprobe.tuning.choose import Table
 from fabricprobe.tuning.emit_mpich import needs_builtin_op
 from fabricprobe.tuning.fingerprint import method_for, probe
@@ -164,3 +165,28 @@ def summary(checks: list[Check]) -> dict[str, int]:
 def passed(checks: list[Check]) -> bool:
     """A file is offered as good only when nothing mismatched or failed."""
     return not any(c.status in (MISMATCH, ERROR) for c in checks)
+
+
+def unproven(table: Table, checks: list[Check]) -> list[str]:
+    """The rules the file keeps (a winner other than the default) that lack positive evidence: some
+    checked size of their range was not VERIFIED (the default leaves the same fingerprint, or none
+    exists), or no size was checked. One line per rule, with the reason."""
+    out = []
+    for coll, sections in table.rules.items():
+        for n, ranges in sorted(sections.items()):
+            for r in ranges:
+                if r.winner == DEFAULT:
+                    continue
+                mine = [
+                    c
+                    for c in checks
+                    if c.collective == coll and c.comm_size == n and r.lo <= c.size and (r.hi is None or c.size < r.hi)
+                ]
+                reasons = sorted(
+                    {f"{c.status} at {format_size(c.size)} ({c.detail})" for c in mine if c.status != VERIFIED}
+                )
+                if reasons or not mine:
+                    hi = "∞" if r.hi is None else format_size(r.hi)
+                    why = "; ".join(reasons) or "no size of the range was checked"
+                    out.append(f"{coll} on {n} ranks [{format_size(r.lo)}, {hi}): {r.winner}: {why}")
+    return out

@@ -18,9 +18,7 @@ from fabricprobe.tuning import emit_intel, emit_selection, emitters
 from fabricprobe.tuning.choose import Table, choose
 from fabricprobe.tuning.libraries import DEFAULT, Library, for_vendor, names
 from fabricprobe.tuning.measure import before_after, launcher, library_in_use, speedups
-from fabricprobe.tuning.verify import ERROR, MISMATCH, Check, passed, summary, verify
-
-REGRESSION = 0.9  # tuned slower than this fraction of the default's speed is flagged
+from fabricprobe.tuning.verify import ERROR, MISMATCH, Check, passed, summary, unproven, verify
 
 
 class Reporter(Protocol):
@@ -41,7 +39,7 @@ class TuneOptions:
     dtype: str = "float32"
     min_gain: float = 0.05
     verify: bool = False
-    reps: int = 2
+    reps: int = 6  # before/after repetitions: 6 is the fewest whose [min, max] ratio is a 95% interval
     mpiexec: str | None = None
     mpiexec_args: str = ""
 
@@ -70,9 +68,18 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
             "no algorithm beats the library's default beyond the measured noise: nothing to write for the library",
             "warning",
         )
-    emitted = emitters.write_library_files(table, emits, library, runs, out)
+    emitted = emitters.write_library_files(table, emits, library, runs, out)  # named *.unverified until proven
     for note in emitted.notes:
         say.line(note)
+    manifest: dict[str, Any] = {"source": str(Path(opts.file).resolve())}
+    status, proof = EXIT_OK, NOT_VERIFIED
+    if opts.verify and emitted.load_env:
+        reemit = lambda t, marker=emitters.UNVERIFIED: emitters.write_library_files(  # noqa: E731
+            t, emits, library, runs, out, marker
+        )
+        status, emitted, proof = _verify(opts, table, library, emitted, manifest, say, reemit)
+    elif opts.verify and emitted.files:
+        say.line("nothing in these files can be loaded by this library, so nothing was verified", "warning")
     if emitters.SELECTION in emits:
         own = choose(
             runs,
@@ -85,30 +92,35 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         path = out / "fabricprobe_selection.json"
         path.write_text(emit_selection.selection_json(own))
         emitted.files[emitters.SELECTION] = path
-        emitted.load_lines.append(f"# fabricprobe.tuned: export FABRICPROBE_SELECTION={path.resolve()}\n")
-    for kind, path in emitted.files.items():
-        say.line(f"wrote {kind}: {path}")
-    for text in emitted.load_lines:
-        say.line(text)
-    manifest: dict[str, Any] = {
-        "source": str(Path(opts.file).resolve()),
-        "rules": table.as_dict(),
-        "files": {k: str(v) for k, v in emitted.files.items()},
-        "load_env": emitted.load_env,
-    }
-    status = EXIT_OK
-    if opts.verify and emitted.load_env:
-        status = _verify(
-            opts,
-            table,
-            library,
-            emitted,
-            manifest,
-            say,
-            reemit=lambda t: emitters.write_library_files(t, emits, library, runs, out),
-        )
+    _offer(emitted, proof, say)
+    manifest.update(
+        rules=table.as_dict(),
+        files={k: str(v) for k, v in emitted.files.items()},
+        load_env=emitted.load_env,
+        proof=proof,
+    )
     (out / "tuning.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
     return status
+
+
+# What the printed load lines say of the files' proof, and tuning.json's "proof".
+NOT_VERIFIED = "unverified: written without --verify, nothing shows the library applies them"
+ALL_VERIFIED = "verified: every rule the files keep was seen to run with them"
+PARTLY = "partly verified: the rules listed in tuning.json (verification.kept_without_proof) have no positive evidence"
+REJECTED = "rejected: the library did not apply them as measured (renamed *.REJECTED: do not use)"
+
+
+def _offer(emitted: emitters.Emitted, proof: str, say: Reporter) -> None:
+    """Say what was written and how to load it, the library's load lines under their proof."""
+    for kind, path in emitted.files.items():
+        say.line(f"wrote {kind}: {path}")
+    if emitted.load_lines:
+        say.line(f"# {proof}", "" if proof == ALL_VERIFIED else "warning")
+        for text in emitted.load_lines:
+            say.line(text)
+    if emitters.SELECTION in emitted.files:
+        path = emitted.files[emitters.SELECTION].resolve()
+        say.line(f"# fabricprobe.tuned: export FABRICPROBE_SELECTION={path}\n")
 
 
 def prune(table: Table, checks: list[Check]) -> list[str]:
@@ -129,18 +141,41 @@ def prune(table: Table, checks: list[Check]) -> list[str]:
 
 
 def withdraw(files: dict[str, Path]) -> None:
-    """Rename the library's files *.UNVERIFIED so nobody loads them (fabricprobe's own table stays)."""
+    """Rename the library's files *.REJECTED so nobody loads them (fabricprobe's own table stays)."""
     for kind, path in files.items():
         if kind != emitters.SELECTION and path.exists():
-            path.rename(path.with_name(path.name + ".UNVERIFIED"))
+            path.rename(path.with_name(path.name + ".REJECTED"))
+
+
+def replace_files(old: emitters.Emitted, new: emitters.Emitted) -> None:
+    """Remove the files of `old` that `new` does not write again (a smaller file after pruning may need
+    no POSIX tree)."""
+    keep = {p.resolve() for p in new.files.values()}
+    for path in old.files.values():
+        if path.exists() and path.resolve() not in keep:
+            path.unlink()
+
+
+def promote(verified: emitters.Emitted, fresh: emitters.Emitted) -> None:
+    """The verified files under their new names: `fresh` was written again from the same rules with
+    the new marker, so it must hold the same bytes; the old names go (withdrawn kinds stay withdrawn)."""
+    for kind, path in fresh.files.items():
+        old = verified.files.get(kind)
+        if old is None or not old.exists():
+            path.unlink()  # withdrawn on its own (Intel's ADJUST file): not offered again
+            continue
+        if old.read_bytes() != path.read_bytes():
+            raise RuntimeError(f"{path} differs from the file that was verified ({old})")
+        if old.resolve() != path.resolve():
+            old.unlink()
+    fresh.files = {k: p for k, p in fresh.files.items() if p.exists()}
 
 
 def _verify(
     opts: TuneOptions, table: Table, library: Library, emitted: emitters.Emitted, manifest: dict, say: Reporter, reemit
-) -> int:
+) -> tuple[int, emitters.Emitted, str]:
     base = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)[:-2]  # without "-n N"
-    tuned_env, files = emitted.load_env, emitted.files
-    checks = verify(table, library, tuned_env, base, progress=lambda text: say.line(f"verifying {text}"))
+    checks = verify(table, library, emitted.load_env, base, progress=lambda text: say.line(f"verifying {text}"))
     dropped: list[str] = []
     if not passed(checks):
         # Rules the library does not apply as measured (an algorithm that calls other collectives
@@ -150,45 +185,51 @@ def _verify(
         say.line("not applied as measured, given back to the default: " + "; ".join(dropped), "warning")
         if table.tuned():
             again = reemit(table)
-            files.update(again.files)
-            tuned_env = again.load_env
-            manifest["rules"], manifest["load_env"] = table.as_dict(), tuned_env
-            checks = verify(table, library, tuned_env, base, progress=lambda text: say.line(f"verifying again {text}"))
+            replace_files(emitted, again)
+            emitted = again
+            checks = verify(
+                table, library, emitted.load_env, base, progress=lambda text: say.line(f"verifying again {text}")
+            )
     say.verification(checks)
     ok = passed(checks)
+    kept = unproven(table, checks) if ok else []
     manifest["verification"] = {
         "passed": ok,
         "summary": summary(checks),
         "checks": [c.as_dict() for c in checks],
         "dropped_rules": dropped,
+        "kept_without_proof": kept,
     }
-    if ok and files.get("intel-adjust") is not None and files["intel-adjust"].exists():
-        _verify_adjust(table, library, files, manifest, base, say)
+    if ok and emitted.files.get("intel-adjust") is not None and emitted.files["intel-adjust"].exists():
+        _verify_adjust(table, library, emitted.files, manifest, base, say)
     if not ok:
-        withdraw(files)
+        withdraw(emitted.files)
         say.line(
-            "the library did not apply the files as intended: they are renamed *.UNVERIFIED and must not be used",
+            "the library did not apply the files as intended: they are renamed *.REJECTED and must not be used",
             "error",
         )
-        return EXIT_WRONG
+        return EXIT_WRONG, _withdrawn(emitted), REJECTED
+    for line in kept:
+        say.line(f"kept without proof: {line}", "warning")
     full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
-    launches = before_after(full, opts.file, table, tuned_env, reps=opts.reps)
+    runs_before = len(load_runs(opts.file))
+    launches = before_after(full, opts.file, table, emitted.load_env, reps=opts.reps)
     failed = [la for la in launches if la.returncode != 0]
     if failed:
         manifest["before_after_failures"] = [f"{la.collective} {la.variant.name}: {la.stderr_tail}" for la in failed]
         if any(la.variant.name == "tuned" for la in failed):
-            withdraw(files)
+            withdraw(emitted.files)
             say.line(
                 "the library failed with the files while re-measuring: "
                 + "; ".join(manifest["before_after_failures"])
-                + ". The files are renamed *.UNVERIFIED.",
+                + ". The files are renamed *.REJECTED.",
                 "error",
             )
-            return EXIT_WRONG
-    rows = speedups(load_runs(opts.file), table)
+            return EXIT_WRONG, _withdrawn(emitted), REJECTED
+    rows = speedups(load_runs(opts.file)[runs_before:], table)
     manifest["before_after"] = rows
     say.before_after(rows)
-    slower = [r for r in rows if r["speedup"] < REGRESSION]
+    slower = [r for r in rows if r["slower"]]
     manifest["regressions"] = slower
     if slower:
         # The rule was chosen on the sweep's medians; a re-measurement that disagrees means one of
@@ -196,14 +237,22 @@ def _verify(
         say.line(
             "slower with the files than without at: "
             + "; ".join(
-                f"{r['collective']} on {r['comm_size']} ranks at {format_size(r['size'])} ({r['speedup']:.2f}×)"
+                f"{r['collective']} on {r['comm_size']} ranks at {format_size(r['size'])} ({r['verdict']})"
                 for r in slower
             )
             + ". Re-run tune-sweep with more --iters before trusting those rules.",
             "warning",
         )
     say.line(f"verification: {summary(checks)}; before/after stored in {opts.file}")
-    return EXIT_OK
+    fresh = reemit(table, emitters.PARTLY_VERIFIED if kept else emitters.VERIFIED)
+    promote(emitted, fresh)
+    return EXIT_OK, fresh, PARTLY if kept else ALL_VERIFIED
+
+
+def _withdrawn(emitted: emitters.Emitted) -> emitters.Emitted:
+    """What is left to say of withdrawn files: their new names, and no line that loads them."""
+    files = {k: p.with_name(p.name + ".REJECTED") if k != emitters.SELECTION else p for k, p in emitted.files.items()}
+    return emitters.Emitted(files)
 
 
 def _verify_adjust(
@@ -227,5 +276,6 @@ def _verify_adjust(
     }
     say.line(f"impi_adjust.env: {', '.join(f'{k} {v}' for k, v in summary(checks).items())}")
     if not ok:
-        files["intel-adjust"].rename(files["intel-adjust"].with_name("impi_adjust.env.UNVERIFIED"))
-        say.line("the ADJUST file is not applied as intended: renamed impi_adjust.env.UNVERIFIED", "error")
+        path = files["intel-adjust"]
+        path.rename(path.with_name(path.name + ".REJECTED"))
+        say.line(f"the ADJUST file is not applied as intended: renamed {path.name}.REJECTED", "error")
