@@ -72,7 +72,8 @@ def sparse_hier_index(comm, sendbuf, recvbuf, op="sum", root=0) -> None:
     node, g, n, dtype = h.node, h.min_local, sendbuf.n, sendbuf.val.dtype
     regions = block_displacements(n, g)
     # 1. Region j of this rank's vector goes to local rank j (ranks beyond the smallest node's size own none).
-    cuts = np.searchsorted(sendbuf.idx, np.asarray(regions, dtype=np.int64))
+    # keys of the indices' own type: int64 keys would make searchsorted copy all the indices to int64
+    cuts = np.searchsorted(sendbuf.idx, np.asarray(regions, dtype=sendbuf.idx.dtype))
     sizes = np.zeros(node.size, dtype=np.int64)
     parts = []
     for j in range(g):
@@ -119,21 +120,7 @@ def sparse_hier_index(comm, sendbuf, recvbuf, op="sum", root=0) -> None:
         st.decode_state(gathered[displs[q] : displs[q] + all_sizes[q]], regions[q], regions[q + 1] - regions[q], dtype)
         for q in range(g)
     ]
-    _store_regions(pieces, recvbuf, n, dtype)
-
-
-def _store_regions(pieces: list[st.State], recvbuf, n: int, dtype) -> None:
-    if any(p.is_dense for p in pieces):
-        dense = np.zeros(n, dtype)
-        for p in pieces:
-            seg = dense[p.offset : p.offset + p.length]
-            if p.is_dense:
-                seg[:] = p.dense
-            else:
-                seg[p.idx - p.offset] = p.val
-        recvbuf.set_dense(dense)
-    else:
-        recvbuf.set_sparse(np.concatenate([p.idx for p in pieces]), np.concatenate([p.val for p in pieces]))
+    st.store_regions(pieces, recvbuf)
 
 
 def hier_leader_cost(s: Shape) -> Cost:

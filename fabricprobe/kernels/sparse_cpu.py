@@ -16,7 +16,6 @@ from numba import njit
 _DIGIT = 16  # bits of the first histogram for large inputs; small ones use 8 (a 65,536-bucket
 _SMALL_DIGIT = 8  # histogram would cost more to clear and scan than the data)
 _SMALL = 1 << 12
-_FEW = 1024  # boundary candidates left to a sort
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -28,41 +27,20 @@ def _key(raw, signed_int, sign_mask):  # pragma: no cover - compiled
     return np.uint64(raw) & sign_mask
 
 
-@njit(cache=True, nogil=True)
-def _merge_sorted(a, b):  # pragma: no cover - compiled
-    out = np.empty(a.size + b.size, dtype=np.int64)
-    i = j = m = 0
-    while i < a.size or j < b.size:
-        if j >= b.size or (i < a.size and a[i] < b[j]):
-            out[m] = a[i]
-            i += 1
-        else:
-            out[m] = b[j]
-            j += 1
-        m += 1
-    return out
+# The one histogram every selection on this process counts into (allocated once: a timed call must
+# not allocate; docs/methodology.md). fabricprobe runs one thread per rank.
+_HIST = np.zeros(1 << _DIGIT, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
-def _boundary(hist, need):  # pragma: no cover - compiled
-    """(the bucket holding the need-th largest key counting from the top, the keys above it)."""
-    above = 0
-    d = hist.size - 1
-    while d > 0 and above + hist[d] < need:
-        above += hist[d]
-        d -= 1
-    return d, above
-
-
-@njit(cache=True, nogil=True)
-def topk_raw(raw, width, signed_int, sign_mask, k, out_idx):  # pragma: no cover - compiled
-    """Indices of the k largest magnitudes (ties: lowest index first), ascending, in out_idx.
+def topk_raw(raw, width, signed_int, sign_mask, k, out_idx, hist):  # pragma: no cover - compiled
+    """Radix select without any allocation: `hist` (1 << 16 counters) is the only workspace.
 
     raw is the value array itself (signed ints) or its unsigned bit view (floats, whose sign bit
-    sign_mask clears). Two passes over the data: a histogram of the top key bits, then one pass
-    collecting, in index order, the elements certainly in and the candidates of the boundary
-    bucket. While the candidates are many, the next 16 bits of their keys split them again; the
-    last few are ordered by (key, index) and the ordered lists merged.
+    sign_mask clears). Each pass histograms the next digit of the keys that share the threshold's
+    digits found so far and finds the digit holding the need-th largest key; it stops early when that
+    digit's whole bucket is taken. A last pass writes, in index order, every key above the threshold
+    prefix and, of the keys equal to it, the lowest-indexed ones still needed.
     """
     n = raw.size
     if k <= 0:
@@ -71,71 +49,60 @@ def topk_raw(raw, width, signed_int, sign_mask, k, out_idx):  # pragma: no cover
         for i in range(n):
             out_idx[i] = i
         return n
-    digit = _DIGIT if n >= _SMALL else _SMALL_DIGIT
-    shift = width - digit
-    hist = np.zeros(1 << digit, dtype=np.int64)
-    for i in range(n):
-        hist[_key(raw[i], signed_int, sign_mask) >> np.uint64(shift)] += 1
-    d, above = _boundary(hist, k)
-    sure = np.empty(above, dtype=np.int64)
-    cand = np.empty(hist[d], dtype=np.int64)
-    cand_keys = np.empty(hist[d], dtype=np.uint64)
-    ns = nc = 0
-    for i in range(n):
-        key = _key(raw[i], signed_int, sign_mask)
-        top = key >> np.uint64(shift)
-        if top > d:
-            sure[ns] = i
-            ns += 1
-        elif top == d:
-            cand[nc] = i
-            cand_keys[nc] = key
-            nc += 1
-    need = k - above
-    while nc > _FEW and shift > 0:
-        lower = max(shift - _DIGIT, 0)
-        bits = shift - lower
+    shift = width  # the digits above `shift` are decided: they equal `prefix`
+    prefix = np.uint64(0)
+    need = k
+    whole = False
+    while shift > 0:
+        digit = _DIGIT if n >= _SMALL else _SMALL_DIGIT
+        bits = min(digit, shift)
+        lower = shift - bits
         mask = np.uint64((1 << bits) - 1)
-        hist2 = np.zeros(1 << bits, dtype=np.int64)
-        for j in range(nc):
-            hist2[(cand_keys[j] >> np.uint64(lower)) & mask] += 1
-        d2, above2 = _boundary(hist2, need)
-        more = np.empty(above2, dtype=np.int64)
-        keep = np.empty(hist2[d2], dtype=np.int64)
-        keep_keys = np.empty(hist2[d2], dtype=np.uint64)
-        a = b = 0
-        for j in range(nc):
-            dig = (cand_keys[j] >> np.uint64(lower)) & mask
-            if dig > d2:
-                more[a] = cand[j]
-                a += 1
-            elif dig == d2:
-                keep[b] = cand[j]
-                keep_keys[b] = cand_keys[j]
-                b += 1
-        sure = _merge_sorted(sure, more)
-        cand, cand_keys, nc = keep, keep_keys, b
-        need -= above2
+        for b in range(1 << bits):
+            hist[b] = 0
+        for i in range(n):
+            key = _key(raw[i], signed_int, sign_mask)
+            if shift == width or (key >> np.uint64(shift)) == prefix:
+                hist[(key >> np.uint64(lower)) & mask] += 1
+        above = 0
+        d = (1 << bits) - 1
+        while d > 0 and above + hist[d] < need:
+            above += hist[d]
+            d -= 1
+        need -= above
+        prefix = (prefix << np.uint64(bits)) | np.uint64(d) if shift != width else np.uint64(d)
         shift = lower
-    if shift == 0:  # every key bit used: the candidates are all equal, lowest indices first
-        chosen = cand[:need]
-    else:  # the few left: the `need` largest keys, lowest index first on ties (cand is in index order)
-        order = np.argsort(-cand_keys.astype(np.float64), kind="mergesort")
-        chosen = np.sort(cand[order[:need]])
-    merged = _merge_sorted(sure, chosen)
-    for m in range(merged.size):
-        out_idx[m] = merged[m]
-    return merged.size
-
-
-_RAW = {"f4": (np.uint32, 32, False), "f8": (np.uint64, 64, False), "i4": (None, 32, True), "i8": (None, 64, True)}
+        if hist[d] == need:  # the whole bucket is taken: no ties to order
+            whole = True
+            break
+    m = 0
+    for i in range(n):
+        top = _key(raw[i], signed_int, sign_mask) >> np.uint64(shift)
+        if top > prefix or (top == prefix and whole):
+            out_idx[m] = i
+            m += 1
+        elif top == prefix and need > 0:  # ties at the full key: the lowest indices
+            out_idx[m] = i
+            m += 1
+            need -= 1
+    return m
 
 
 def topk_indices(values: np.ndarray, k: int, out_idx: np.ndarray) -> int:
     """Indices of the k largest |values| (ties: lowest index first), ascending, into out_idx."""
-    view, width, signed_int = _RAW[values.dtype.str[1:]]
-    sign_mask = np.uint64((1 << (width - 1)) - 1)
-    return topk_raw(values.view(view) if view is not None else values, width, signed_int, sign_mask, k, out_idx)
+    view, width, signed_int, sign_mask = _RAW[values.dtype.str[1:]]
+    return topk_raw(values.view(view) if view is not None else values, width, signed_int, sign_mask, k, out_idx, _HIST)
+
+
+_RAW = {  # value dtype -> (unsigned view, key width, signed integer, mask of the magnitude bits)
+    f"{kind}{size}": (view, 8 * size, signed, np.uint64((1 << (8 * size - 1)) - 1))
+    for kind, size, view, signed in (
+        ("f", 4, np.uint32, False),
+        ("f", 8, np.uint64, False),
+        ("i", 4, None, True),
+        ("i", 8, None, True),
+    )
+}
 
 
 @njit(cache=True, nogil=True)
@@ -183,6 +150,14 @@ def scatter_add(dense, idx, val):  # pragma: no cover - compiled
     """dense[idx[j]] += val[j] (indices may repeat: every pair is added)."""
     for j in range(idx.size):
         dense[idx[j]] += val[j]
+
+
+@njit(cache=True, nogil=True)
+def scatter_add_offset(dense, idx, val, offset):  # pragma: no cover - compiled
+    """dense[idx[j] - offset] += val[j]: a region's dense values from global indices, without the
+    temporary array `idx - offset` would allocate."""
+    for j in range(idx.size):
+        dense[idx[j] - offset] += val[j]
 
 
 @njit(cache=True, nogil=True)

@@ -53,12 +53,32 @@ class SparseVector:
 
 @dataclass
 class SparseResult:
-    """What a sparse allreduce leaves on a rank: a sparse vector, or a dense one once it filled up."""
+    """What a sparse allreduce leaves on a rank: a sparse vector, or a dense one once it filled up.
+
+    Its storage (n values dense, n pairs sparse) is allocated with it, before any timed call, and the
+    algorithms write into it (`dense_buffer`, `sparse_buffers`): a result built afresh in every call
+    costs page faults that grow with n exactly where the sparse-vs-dense crossover is measured."""
 
     n: int
     dtype: np.dtype
     sparse: SparseVector | None = None
     dense: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self._dense = np.zeros(self.n, self.dtype)
+        self._idx = np.zeros(self.n, INDEX)
+        self._val = np.zeros(self.n, self.dtype)
+
+    def dense_buffer(self) -> np.ndarray:
+        """The result's own n dense values (contents left from before), now the result."""
+        self.sparse, self.dense = None, self._dense
+        return self._dense
+
+    def sparse_buffers(self, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """The result's own storage for m pairs (indices, values), now the result."""
+        idx, val = self._idx[:m], self._val[:m]
+        self.sparse, self.dense = SparseVector(self.n, idx, val), None
+        return idx, val
 
     def set_sparse(self, idx: np.ndarray, val: np.ndarray) -> None:
         self.sparse, self.dense = SparseVector(self.n, idx, val), None

@@ -16,6 +16,7 @@ import numpy as np
 
 from fabricprobe import kernels
 from fabricprobe.collectives.blocks.common import scratch
+from fabricprobe.kernels import sparse_cpu
 from fabricprobe.memory import DIRECT
 from fabricprobe.sparse import traffic
 from fabricprobe.sparse.vector import INDEX, SparseResult, capacity, decode, encode_dense, encode_sparse
@@ -93,7 +94,7 @@ class State:
             return self
         dense = _buffer(self.length, self.dtype)
         dense.fill(0)
-        kernels.scatter_add(dense, self.idx - self.offset, self.val)
+        sparse_cpu.scatter_add_offset(dense, self.idx, self.val, self.offset)
         return State(self.offset, self.length, self.dtype, dense=dense)
 
     def switch_if_full(self) -> "State":
@@ -120,7 +121,7 @@ def merge(a: State, b: State, reselect: int | None = None) -> State:
         if other.is_dense:
             kernels.reduce_into(out, other.dense, "sum")
         else:
-            kernels.scatter_add(out, other.idx - a.offset, other.val)
+            sparse_cpu.scatter_add_offset(out, other.idx, other.val, a.offset)
         return State(a.offset, a.length, a.dtype, dense=out)
     total = a.nnz + b.nnz
     out_i = _buffer(total, INDEX)
@@ -128,9 +129,12 @@ def merge(a: State, b: State, reselect: int | None = None) -> State:
     m = kernels.merge_sum(a.idx, a.val, b.idx, b.val, out_i, out_v)
     idx, val = out_i[:m], out_v[:m]
     if reselect is not None and m > reselect:
-        keep = np.empty(reselect, dtype=np.int64)
+        keep = _buffer(reselect, np.int64)
         kernels.topk_indices(val, reselect, keep)
-        idx, val = idx[keep], val[keep]  # keep is ascending, so indices stay sorted
+        kept_i, kept_v = _buffer(reselect, INDEX), _buffer(reselect, a.dtype)
+        kernels.pack(idx, keep, kept_i)  # keep is ascending, so indices stay sorted
+        kernels.pack(val, keep, kept_v)
+        idx, val = kept_i, kept_v
     return State(a.offset, a.length, a.dtype, idx=idx, val=val)
 
 
@@ -190,11 +194,34 @@ def recv(comm: Any, source: int, offset: int, length: int, dtype: np.dtype, pair
 
 
 def store(state: State, result: SparseResult) -> None:
-    """Leave the final state in the caller's result (copied: the state lives in scratch)."""
+    """Leave the final state in the caller's result, copied into the result's own storage (the state
+    lives in scratch; nothing is allocated)."""
     if state.is_dense:
-        full = np.zeros(result.n, state.dtype) if state.length != result.n else np.array(state.dense)
+        full = result.dense_buffer()
         if state.length != result.n:
-            full[state.offset : state.offset + state.length] = state.dense
-        result.set_dense(full)
+            full.fill(0)
+        full[state.offset : state.offset + state.length] = state.dense
     else:
-        result.set_sparse(np.array(state.idx), np.array(state.val))
+        idx, val = result.sparse_buffers(state.nnz)
+        idx[:] = state.idx
+        val[:] = state.val
+
+
+def store_regions(pieces: list[State], result: SparseResult) -> None:
+    """Leave states of consecutive regions that cover the vector in the caller's result (dense if any
+    of them is), in the result's own storage."""
+    if any(p.is_dense for p in pieces):
+        full = result.dense_buffer()
+        full.fill(0)
+        for p in pieces:
+            if p.is_dense:
+                full[p.offset : p.offset + p.length] = p.dense
+            else:
+                sparse_cpu.scatter_add_offset(full, p.idx, p.val, 0)
+        return
+    idx, val = result.sparse_buffers(sum(p.nnz for p in pieces))
+    at = 0
+    for p in pieces:
+        idx[at : at + p.nnz] = p.idx
+        val[at : at + p.nnz] = p.val
+        at += p.nnz
