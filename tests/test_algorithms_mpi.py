@@ -44,7 +44,7 @@ def test_every_algorithm_matches_the_library(n):
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 
 
-@pytest.mark.parametrize("n,layout", [(8, "4"), (8, "2"), (8, "3,3,2"), (5, "2,3")])
+@pytest.mark.parametrize("n,layout", [(8, "4"), (8, "2"), (8, "3,3,2"), (7, "3,3,1"), (5, "2,3")])
 def test_hierarchical_on_virtual_topologies(n, layout):
     report = _run(n, "--ranks-per-node", layout, "--collectives", "allreduce", "--algorithms", HIERARCHICAL)
     # Every named algorithm ran its full case list (all dtypes and ops at the small and large counts).

@@ -133,13 +133,17 @@ def test_harness_floor_is_recorded(results):
 
 
 def test_native_and_python_timers_agree_on_results(results):
-    """The two timing paths call the same MPI function: both validate, and native is not slower."""
+    """The two timing paths call the same MPI function: each is the one recorded, each ran its
+    iterations, and both results were checked and found right (their speeds are compared in
+    docs/performance.md, never asserted: timings here are noisy)."""
     args = [*SMALL, "--collectives", "allreduce", "--sizes", "8", "--iters", "200", "--ci-target", "0"]
     assert run_mpi(2, ["sweep", "-o", str(results), *args, "--timer", "native"]).returncode == 0
     assert run_mpi(2, ["sweep", "-o", str(results), *args, "--timer", "python"]).returncode == 0
     native, python = (_measured(r)[0] for r in load_runs(str(results)))
     assert native["timer"] == "native" and python["timer"] == "python"
-    assert native["wrong"] == python["wrong"] == 0
+    for p in (native, python):
+        assert p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 and p["iterations"] >= 200
+        assert p["median_s"] > 0 and p["min_s"] <= p["median_s"] <= p["max_s"]
 
 
 def test_rich_progress_bar_when_launched_from_a_terminal(tmp_path):
