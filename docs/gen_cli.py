@@ -16,8 +16,12 @@ INTRO = """# Command-line reference
 Generated from the program's own `--help` by `python docs/gen_cli.py > docs/cli.md`; a test
 checks it is current. Every subcommand accepts `--help`. Under `mpiexec`, only rank 0 prints.
 
-Exit status: 0 success; 1 a measured point failed validation or raised an MPI error; 2 bad input
-(one line on stderr, nothing written); 3 the watchdog aborted a hung point; 130 interrupted.
+Exit status: 0 success; 1 a measured point failed validation or raised an MPI error, or results
+could not be written (disk full: one line, the run marked `aborted`, every earlier point kept); 2 bad
+input (one line on stderr, nothing written); 3 the watchdog aborted a hung point; 130 interrupted
+(Ctrl-C, SIGTERM, SIGHUP: the run is marked `interrupted` and every rank exits 130 at once, even inside
+a long timed batch; Open MPI's `mpiexec` itself returns 1 after Ctrl-C whatever its ranks return,
+MPICH's returns 130).
 """
 
 

@@ -11,3 +11,8 @@ EXIT_INTERRUPTED = 130
 
 class UsageError(Exception):
     """Bad input. The message is printed as one line on rank 0 and every rank exits 2."""
+
+
+class StorageError(Exception):
+    """Results could not be written (disk full, file system gone). One line, exit 1; what was written
+    before is kept (the journal and the HDF5 file are never left damaged)."""

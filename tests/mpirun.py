@@ -124,3 +124,37 @@ def run_local(
 
 def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("fabricprobe: error:")]
+
+
+def kill_session(sid: int, timeout: float = 30.0) -> None:
+    """SIGKILL every process of session `sid` (a launcher started with start_new_session=True) and wait
+    until they are gone. Open MPI puts each rank in its own process group, so killpg(launcher) would
+    leave the ranks running on; they do share the launcher's session."""
+    import signal
+    import time
+
+    def members() -> list[int]:
+        out = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":  # state, ppid, pgrp, session
+                out.append(int(entry))
+        return out
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = members()
+        if not alive:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)

@@ -56,6 +56,20 @@ def test_watchdog_aborts_a_hung_collective_and_keeps_completed_points(results):
     assert not any(p["collective"] == "bcast" for p in run.points)
 
 
+def test_a_hang_in_the_set_up_is_caught_too(results):
+    """A rank that never leaves the set-up (one launched with another MCA environment hung in the
+    topology's split) left the job waiting forever: the set-up has a watchdog of its own."""
+    out = run_mpi(
+        2,
+        ["sweep", "-o", str(results), *ARGS, "--collectives", "barrier", "--point-timeout", "3"],
+        env={"FABRICPROBE_FAULT_HANG": "setup:1"},
+        timeout=120,
+    )
+    assert out.returncode == 3, out.stderr
+    lines = error_lines(out.stderr)
+    assert len(lines) == 1 and "the set-up" in lines[0] and "watchdog" in lines[0]
+
+
 def test_watchdog_makes_no_mpi_call_unless_the_thread_level_allows_it(tmp_path):
     """At MPI_THREAD_SINGLE (the default) MPI_Abort from the watchdog's thread is not allowed: it ends
     the process (exit 3) and the launcher ends the job; the abort callback is used only when given."""

@@ -1,6 +1,6 @@
 """Training runs in the results file: /training/NNNN beside the sweeps' /runs, written by rank 0
-once the ranks' logs are gathered (a run is one group, written whole with signals held, so a file
-never holds half a training run). See docs/trainers.md for the layout."""
+once the ranks' logs are gathered (a run is one group, added to a copy of the file that replaces it
+whole, so a file never holds half a training run). See docs/trainers.md for the layout."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import h5py
 import numpy as np
 
 from fabricprobe.store.attrs import write_attrs
-from fabricprobe.store.safety import deferred_signals
-from fabricprobe.store.writer import open_results
+from fabricprobe.store.fold import update
 from trainers.core import Log
 
 STEP_DTYPE = np.dtype(
@@ -62,15 +61,19 @@ def summary(steps: np.ndarray) -> dict[str, float]:
 
 
 def write(path: str, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarray, per_rank: np.ndarray) -> str:
-    with deferred_signals(), open_results(path) as f:
-        root = f.require_group("training")
-        number = max((int(k) for k in root.keys() if k.isdigit()), default=0) + 1
-        run_id = f"{number:04d}"
-        group = root.create_group(run_id)
-        group.create_dataset("steps", data=steps, compression="gzip")
-        group.create_dataset("evals", data=evals)
-        group.create_dataset("rank_times", data=per_rank.astype(np.float32), compression="gzip")
-        write_attrs(group, attrs)
+    """Add one training run to path (a copy written and renamed over it: never damaged, as for sweeps)."""
+    return update(path, lambda f: _add(f, attrs, steps, evals, per_rank))
+
+
+def _add(f: h5py.File, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarray, per_rank: np.ndarray) -> str:
+    root = f.require_group("training")
+    number = max((int(k) for k in root.keys() if k.isdigit()), default=0) + 1
+    run_id = f"{number:04d}"
+    group = root.create_group(run_id)
+    group.create_dataset("steps", data=steps, compression="gzip")
+    group.create_dataset("evals", data=evals)
+    group.create_dataset("rank_times", data=per_rank.astype(np.float32), compression="gzip")
+    write_attrs(group, attrs)
     return run_id
 
 

@@ -17,6 +17,7 @@ from fabricprobe.cli import (
     lab_cmd,
     model_cmd,
     plot_cmd,
+    repair_cmd,
     report_cmd,
     sweep_cmd,
     train_cmd,
@@ -24,7 +25,7 @@ from fabricprobe.cli import (
 )
 from fabricprobe.cli.parser import HelpFormatter, Parser
 from fabricprobe.console import error_line, is_root
-from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, EXIT_WRONG, StorageError, UsageError
 from fabricprobe.mpienv.launcher import launched_by_mpiexec
 from fabricprobe.version import __version__
 
@@ -42,7 +43,18 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"fabricprobe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
     sub.required = True
-    for module in (sweep_cmd, report_cmd, compare_cmd, plot_cmd, model_cmd, tune_cmd, train_cmd, info_cmd, lab_cmd):
+    for module in (
+        sweep_cmd,
+        report_cmd,
+        compare_cmd,
+        plot_cmd,
+        model_cmd,
+        tune_cmd,
+        train_cmd,
+        info_cmd,
+        lab_cmd,
+        repair_cmd,
+    ):
         module.add_parser(sub)
     return parser
 
@@ -69,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         error_line("interrupted")
         return EXIT_INTERRUPTED
+    except StorageError as exc:
+        error_line(str(exc))
+        _abort_mpi(EXIT_WRONG)  # the other ranks would wait for rank 0 in the next point
+        return EXIT_WRONG
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: say so loudly, never leave other ranks hanging

@@ -2,6 +2,7 @@
 
     FABRICPROBE_FAULT_WRONG=<collective>:<rank>  rank corrupts its result after validation calls
     FABRICPROBE_FAULT_HANG=<collective>:<rank>   rank never enters that collective's first point
+                                                 (setup:<rank>: never leaves the sweep's set-up)
 
 They are read from the environment, so every run that uses them records them in its
 provenance (environment variables with the FABRICPROBE_ prefix are stored).

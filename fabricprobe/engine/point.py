@@ -15,6 +15,7 @@ from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.plan import PlannedPoint, pair_ranks
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.mpienv.topology import Topology
+from fabricprobe.sizes import format_size
 from fabricprobe.sparse import traffic
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
@@ -85,6 +86,24 @@ def _where_wrong(first: int, steady: int, steady_checked: bool) -> str:
     return ""
 
 
+def _allocate_everywhere(spec: Any, case: Case, comm: Any, MPI: Any) -> None:
+    """The point's buffers on every rank, or _NotRunnable on every rank when any rank cannot have them
+    (a size too large for memory is recorded and skipped, not a traceback; the ranks must agree, or the
+    ones that could allocate would wait in the first collective for the one that could not)."""
+    try:
+        spec.allocate(case)
+        reason = ""
+    except (MemoryError, OSError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        reason = f"cannot allocate the buffers of {format_size(case.layout.nbytes)}: {why}"
+    reasons = comm.allgather(reason)
+    failed = [(rank, r) for rank, r in enumerate(reasons) if r]
+    if failed:
+        rank, why = failed[0]
+        case.send = case.recv = None  # give back what this rank did get
+        raise _NotRunnable(f"{why} (rank {rank})")
+
+
 def run_point(
     point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, topo: Topology, device: DeviceContext | None = None
 ) -> PointResult:
@@ -139,7 +158,7 @@ def run_point(
                 if pairing is not None:
                     case.peer, first = pairing
                     case.role = spec.roles(first)
-            spec.allocate(case)
+            _allocate_everywhere(spec, case, comm, MPI)
             spec.prepare(case)  # inputs exist before the algorithm is bound to them
             factor = spec.busbw_factor(comm.size)
             if on_device:

@@ -5,21 +5,27 @@ stored, and the run's status kept true to what happened (running, complete, inte
 
 from __future__ import annotations
 
+import contextlib
+import os
 import resource
+import signal
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fabricprobe.console import set_rank, warn_line
+from fabricprobe.console import error_line, set_rank, warn_line
+from fabricprobe.engine import faults
 from fabricprobe.engine.config import SweepConfig, differing_fields
 from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.gpudirect import direct_reason
 from fabricprobe.engine.sweep import execute
-from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
+from fabricprobe.engine.watchdog import Watchdog
+from fabricprobe.errors import EXIT_INTERRUPTED, StorageError, UsageError
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import init_mpi
-from fabricprobe.mpienv.launcher import launched_by_mpiexec
-from fabricprobe.store import ResultsWriter, check_output_path, load_runs, select_run
-from fabricprobe.store.schema import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_RUNNING
+from fabricprobe.mpienv.launcher import env_rank, launched_by_mpiexec
+from fabricprobe.store import ResultsWriter, check_output_path, check_results_file, load_runs, select_run
+from fabricprobe.store.schema import STATUS_ABORTED, STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_RUNNING
 
 
 @dataclass
@@ -42,20 +48,78 @@ def run_sweep(
     """Measure `config` into `path` on every rank (resume: finish run `run_id`, or the last, of path with its
     stored options; config then only gives the thread level, which must match). Raises UsageError, the
     same on every rank, for anything the user must change."""
-    MPI = init_mpi(config.thread_level)
+    # The per-point watchdog starts with the first point; a rank that hangs before it (in MPI's
+    # start-up, or in the topology's communicator splits, e.g. a rank launched with another MCA
+    # environment) would hold the job forever. This one covers the set-up, with the same limit.
+    setup = Watchdog(config.point_timeout, env_rank())
+    setup.arm("the set-up (MPI start-up, option check, topology, provenance)")
+    job = _Job(config, path, resume, run_id, progress, warn, setup)
+    try:
+        return _run(job)
+    finally:
+        setup.stop()
+
+
+@dataclass
+class _Job:
+    """One call of run_sweep: what it was asked, and rank 0's writer once the file is checked."""
+
+    config: SweepConfig
+    path: str
+    resume: bool
+    run_id: str | None
+    progress: str
+    warn: Callable[[str], None]
+    setup: Watchdog
+    writer: ResultsWriter | None = None  # holds the file's lock from its opening to the end
+
+    def open_writer(self) -> None:
+        self.writer = ResultsWriter(self.path)  # refuses a file another process writes; folds a killed run's journal
+
+
+def _run(job: _Job) -> SessionOutcome:
+    MPI = init_mpi(job.config.thread_level)
     comm = MPI.COMM_WORLD
     set_rank(comm.rank)
-    _same_everywhere(comm, {"config": config.to_json(), "output": path, "resume_run": run_id})
+    _same_everywhere(comm, {"config": job.config.to_json(), "output": job.path, "resume_run": job.run_id})
+    try:
+        with _interrupts_end_the_run(job):
+            outcome = _measure(job, MPI, comm)
+    except StorageError:
+        if job.writer is not None:  # mark the run if a small record still fits; the error stands either way
+            with contextlib.suppress(StorageError):
+                job.writer.update_run({"status": STATUS_ABORTED, "status_reason": "results could not be written"})
+            with contextlib.suppress(StorageError):
+                job.writer.close()
+        raise
+    except BaseException:
+        if job.writer is not None:
+            with contextlib.suppress(StorageError):
+                job.writer.close()
+        raise
+    if job.writer is not None:
+        job.writer.close()
+    return outcome
+
+
+def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
+    config, path, resume, run_id, progress, warn = job.config, job.path, job.resume, job.run_id, job.progress, job.warn
     done: list[str] = []
     resumed_at: list[str] = []
     if resume:
-        run_id, stored, done, resumed_at = _root_decides(comm, lambda: _load_resume(path, run_id, comm.size))
+
+        def load() -> tuple:
+            check_results_file(path)
+            job.open_writer()
+            return _load_resume(path, run_id, comm.size)
+
+        run_id, stored, done, resumed_at = _root_decides(comm, load)
         if stored.thread_level != config.thread_level:
             raise UsageError(f"the run used --thread-level {stored.thread_level}; resume it with the same level")
         config = stored
         warn(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
     else:
-        _root_decides(comm, lambda: check_output_path(path))
+        _root_decides(comm, lambda: (check_output_path(path), job.open_writer()))
     if config.root >= comm.size:
         raise UsageError(f"--root {config.root} is not a rank of this {comm.size}-rank job")
     if comm.size == 1 and not launched_by_mpiexec():
@@ -64,6 +128,7 @@ def run_sweep(
             "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric"
         )
 
+    faults.hang_if_asked("setup", comm.rank)
     topo = topology.detect(comm)
     memory = _device_memory(comm, config.buffer, topo.local_rank[comm.rank]) if config.buffer != "host" else None
     if config.ranks_per_node:
@@ -71,7 +136,7 @@ def run_sweep(
     topology.set_active(comm, topo)
     topology.hierarchy(comm)  # communicator splits happen here, not inside a timed point
     prov = provenance.collect(MPI, comm, topo, config.thread_level)
-    writer = ResultsWriter(path) if comm.rank == 0 else None
+    writer = job.writer
     if writer is not None:
         if run_id is None:
             run_id = writer.start_run(
@@ -107,18 +172,8 @@ def run_sweep(
         device = DeviceContext(memory, reason, config.stage_chunk)
         if writer is not None and reason and config.gpudirect != "off":
             warn(f"GPUDirect points will be recorded as not runnable: {reason}")
-    try:
-        outcome = execute(config, MPI, comm, topo, writer, set(done), progress, device)
-    except KeyboardInterrupt:
-        if writer is not None:
-            writer.update_run(
-                {
-                    "status": STATUS_INTERRUPTED,
-                    "status_reason": "interrupted by a signal",
-                    "ended": provenance.utc_now(),
-                }
-            )
-        return SessionOutcome(EXIT_INTERRUPTED, path, run_id, 0, comm.rank == 0)
+    job.setup.stop()  # the points have their own watchdog
+    outcome = execute(config, MPI, comm, topo, writer, set(done), progress, device)
     rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
     if writer is not None:
         writer.update_run(
@@ -131,6 +186,54 @@ def run_sweep(
             }
         )
     return SessionOutcome(outcome.exit_code, path, run_id, outcome.failed, comm.rank == 0)
+
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _interrupts_end_the_run(job: _Job):
+    """Ctrl-C, SIGTERM or SIGHUP: rank 0 marks the run "interrupted", and every rank exits 130 at once.
+
+    Python runs signal handlers only between bytecodes of the main thread, which may be inside a
+    compiled timed batch for seconds, and Open MPI's launcher follows the SIGTERM it forwards on Ctrl-C
+    with SIGKILL 0.2 s later (measured): a handler there never ran, and runs were left "running". So a
+    thread waits on the signal wake-up fd (written by the C-level handler the moment a signal arrives;
+    the timed loops and MPI calls release the GIL), appends the status record and ends the process.
+    Nothing is lost: every completed point is already in the journal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    stopping = threading.Event()
+
+    def watch() -> None:
+        os.read(read_end, 1)
+        if stopping.is_set():
+            return
+        if job.writer is not None:
+            with contextlib.suppress(Exception):
+                reason = {"status_reason": "interrupted by a signal", "ended": provenance.utc_now()}
+                job.writer.update_run({"status": STATUS_INTERRUPTED, **reason})
+            error_line("interrupted")
+        os._exit(EXIT_INTERRUPTED)
+
+    previous = {sig: signal.signal(sig, lambda signum, frame: None) for sig in INTERRUPTS}
+    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    watcher = threading.Thread(target=watch, name="fabricprobe-interrupts", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stopping.set()
+        os.write(write_end, b"\0")
+        watcher.join()
+        signal.set_wakeup_fd(previous_fd)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        os.close(read_end)
+        os.close(write_end)
 
 
 def peak_rss_mib() -> float:

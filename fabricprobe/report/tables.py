@@ -22,14 +22,22 @@ from fabricprobe.report.warnings import run_notes, run_warnings
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.stats import point_noise
-from fabricprobe.store import Run
-from fabricprobe.store.schema import EMPTY
+from fabricprobe.store import Run, being_written
+from fabricprobe.store.schema import EMPTY, STATUS_RUNNING
+
+
+def _status(run: Run) -> str:
+    """The run's status, and for a "running" run that no process writes, what that means."""
+    text = f"status [bold]{run.status}[/]"
+    if run.status == STATUS_RUNNING and not being_written(run.path):
+        text += " (no process is writing it: it was killed; `fabricprobe sweep --resume` finishes it)"
+    return text
 
 
 def run_header(run: Run) -> Panel:
     a = run.attrs
     lines = [
-        f"[bold]run {run.id}[/] of {run.path}  status [bold]{run.status}[/]  started {a.get('started', '?')}",
+        f"[bold]run {run.id}[/] of {run.path}  {_status(run)}  started {a.get('started', '?')}",
         f"MPI: {a.get('mpi_vendor', '?')} {a.get('mpi_version', '')}   mpi4py {a.get('mpi4py_version', '?')}   "
         f"thread level {a.get('thread_level_requested', '?')} → provided {a.get('thread_level_provided', '?')}",
         f"ranks: {a.get('nranks', '?')} on {a.get('topology', '?')}   "

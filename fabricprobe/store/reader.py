@@ -1,4 +1,6 @@
-"""Reading results files. Readers never lock the file, so a running sweep can always write."""
+"""Reading results files: the HDF5 file with its journal's records on top (a run in progress, or one
+whose writer was killed, reads complete up to its last recorded point). Readers never lock anything
+and never write; a file HDF5 cannot read is reported as damaged, with the command that salvages it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import h5py
 import numpy as np
 
 from fabricprobe.errors import UsageError
+from fabricprobe.store import journal
 from fabricprobe.store.attrs import read_attrs
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
@@ -21,9 +24,17 @@ def _open_read(path: str) -> h5py.File:
         return h5py.File(path, "r")
 
 
+def damaged(path: str, exc: BaseException) -> UsageError:
+    """The one line for a results file HDF5 cannot read."""
+    why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+    return UsageError(f"{path} is damaged ({why}); fabricprobe repair {path} keeps every intact point")
+
+
 def check_results_file(path: str) -> None:
     """Raise UsageError unless `path` is a fabricprobe results file this version can read."""
     if not os.path.exists(path):
+        if journal.read(path).records:
+            return  # a first run whose journal was never folded (its writer was killed)
         raise UsageError(f"{path}: no such file")
     if not h5py.is_hdf5(path):
         raise UsageError(f"{path} is not a fabricprobe results file (not HDF5)")
@@ -32,7 +43,7 @@ def check_results_file(path: str) -> None:
             fmt = f.attrs.get("format")
             version = f.attrs.get("schema_version")
     except OSError as exc:
-        raise UsageError(f"{path} cannot be read: {exc}") from None
+        raise damaged(path, exc) from None
     if isinstance(fmt, bytes):
         fmt = fmt.decode()
     if fmt != FORMAT:
@@ -47,6 +58,7 @@ class Run:
     id: str
     attrs: dict[str, Any]
     points: list[dict[str, Any]] = field(default_factory=list)
+    journal_samples: dict[int, np.ndarray] = field(default_factory=dict)  # points not folded yet
 
     @property
     def status(self) -> str:
@@ -58,9 +70,17 @@ class Run:
         return config if isinstance(config, dict) else {}
 
     def samples(self, index: int) -> np.ndarray | None:
-        with _open_read(self.path) as f:
-            ds = f["runs"][self.id]["samples"].get(f"{index:06d}")
-            return None if ds is None else ds[()]
+        if index in self.journal_samples:
+            return self.journal_samples[index]
+        if not os.path.exists(self.path):
+            return None
+        try:
+            with _open_read(self.path) as f:
+                run = f["runs"].get(self.id)
+                ds = None if run is None else run["samples"].get(f"{index:06d}")
+                return None if ds is None else ds[()]
+        except (OSError, KeyError, ValueError, RuntimeError) as exc:
+            raise damaged(self.path, exc) from None
 
     @property
     def label(self) -> str:
@@ -68,18 +88,65 @@ class Run:
 
 
 def load_runs(path: str) -> list[Run]:
-    """Every run in a results file, oldest first."""
+    """Every run in a results file and its journal, oldest first.
+
+    The journal is read before the file, and both again if a fold replaced the file meanwhile (a fold
+    adds the journal to a new file, then removes the journal: read across it, the old file and the
+    emptied journal would miss the folded records)."""
     check_results_file(path)
-    runs = []
-    with _open_read(path) as f:
-        group = f.get("runs")
-        if group is None:
-            return []
-        for run_id in sorted(group.keys()):
-            g = group[run_id]
-            table = g["points"][()] if "points" in g else np.zeros(0)
-            runs.append(Run(path, run_id, read_attrs(g), [row_to_dict(r) for r in table]))
+    for _ in range(20):
+        before = _inode(path)
+        records = journal.read(path).records
+        runs = _read_file(path)
+        if _inode(path) == before:  # no fold replaced the file while we read
+            break
+    _overlay(runs, records, path)
+    return [runs[k] for k in sorted(runs)]
+
+
+def _inode(path: str) -> int:
+    """Which file is at path now (a fold puts a new one there), 0 when none."""
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return 0
+
+
+def _read_file(path: str) -> dict[str, Run]:
+    runs: dict[str, Run] = {}
+    if not os.path.exists(path):
+        return runs
+    try:
+        with _open_read(path) as f:
+            group = f.get("runs")
+            for run_id in sorted(group.keys()) if group is not None else []:
+                g = group[run_id]
+                table = g["points"][()] if "points" in g else np.zeros(0)
+                runs[run_id] = Run(path, run_id, read_attrs(g), [row_to_dict(r) for r in table])
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+        raise damaged(path, exc) from None
     return runs
+
+
+def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> None:
+    """The journal's records applied to runs as fold would apply them to the file."""
+    for r in records:
+        if r.kind == journal.START:
+            run = runs.setdefault(r.run, Run(path, r.run, {}))
+            run.attrs.update(_as_read(r.attrs or {}))
+        elif r.run not in runs:
+            continue
+        elif r.kind == journal.UPDATE:
+            runs[r.run].attrs.update(_as_read(r.attrs or {}))
+        elif all(p["index"] != r.index for p in runs[r.run].points):
+            runs[r.run].points.append(row_to_dict(r.row[0]))
+            if r.samples is not None and r.samples.size:
+                runs[r.run].journal_samples[r.index] = r.samples
+
+
+def _as_read(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Attributes as a reader of the folded file would see them (None is stored as "")."""
+    return {k: ("" if v is None else v) for k, v in attrs.items()}
 
 
 def select_run(runs: list[Run], which: str | None, path: str) -> Run:

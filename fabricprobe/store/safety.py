@@ -1,14 +1,11 @@
-"""Keep a result file consistent: no signal lands in the middle of a write, and a reader that
-holds the file open never makes the writer lose a point."""
+"""No signal lands in the middle of a write: the journal's appends and the fold's rename hold them."""
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import signal
 import threading
-import time
 from typing import Iterator
 
 _DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
@@ -38,22 +35,3 @@ def deferred_signals() -> Iterator[None]:
             signal.signal(sig, handler)
         for sig in pending:
             os.kill(os.getpid(), sig)
-
-
-def is_lock_error(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return isinstance(exc, (OSError, BlockingIOError)) and (
-        "lock" in text or getattr(exc, "errno", None) in (errno.EAGAIN, errno.EWOULDBLOCK)
-    )
-
-
-def retry_locked(open_file, timeout: float = 30.0):
-    """Call open_file() until it stops failing on a file lock (another reader), or time out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return open_file()
-        except OSError as exc:
-            if not is_lock_error(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)

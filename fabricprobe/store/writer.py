@@ -1,20 +1,22 @@
-"""Writing results (rank 0 only). The file is opened, appended to and closed for every point,
-so a run killed at any moment between points leaves a file that opens cleanly with every
-completed point in it."""
+"""Writing results (rank 0 only): every change goes to the file's journal first and is folded into the
+HDF5 file by an atomic replace, so a run killed at any moment leaves every completed point readable
+(docs/schema.md, "Crash consistency")."""
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Any
 
-import h5py
 import numpy as np
 
-from fabricprobe.errors import UsageError
-from fabricprobe.store.attrs import write_attrs
-from fabricprobe.store.reader import check_results_file
-from fabricprobe.store.safety import deferred_signals, retry_locked
-from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION, STATUS_RUNNING, make_row
+from fabricprobe.errors import StorageError, UsageError
+from fabricprobe.store import journal
+from fabricprobe.store.fold import WriterLock, fold
+from fabricprobe.store.reader import check_results_file, load_runs
+from fabricprobe.store.safety import deferred_signals
+from fabricprobe.store.schema import STATUS_RUNNING, make_row
 
 
 def check_output_path(path: str) -> None:
@@ -25,47 +27,38 @@ def check_output_path(path: str) -> None:
         check_results_file(path)
         if not os.access(path, os.W_OK):
             raise UsageError(f"cannot write results to {path}: permission denied")
-        return
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"cannot write results to {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not os.access(parent, os.W_OK | os.X_OK):  # the journal and the folded copy are written beside it
         raise UsageError(f"cannot write results to {path}: directory {parent} is not writable")
 
 
-def open_results(path: str) -> h5py.File:
-    """Open a results file for appending, creating its format attributes if it is new (lock-retrying)."""
-
-    def opener() -> h5py.File:
-        f = h5py.File(path, "a")
-        if "format" not in f.attrs:
-            f.attrs["format"] = FORMAT
-            f.attrs["schema_version"] = SCHEMA_VERSION
-            f.require_group("runs")
-        return f
-
-    return retry_locked(opener)
+FOLD_EVERY_S = 30.0  # a running sweep folds its journal this often (each fold copies the file once)
 
 
 class ResultsWriter:
-    """Appends one run's points to a results file."""
+    """Appends one run's points to a results file, through its journal (fabricprobe.store.journal):
+    a point is complete once its record is on disk, and the HDF5 file itself is only ever replaced
+    whole (fold), so no kill, full disk or reader can damage what was measured before. Holds the
+    file's writer lock from construction to close(); a journal left by a killed writer is folded first."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.run_id: str | None = None
-
-    def _open(self) -> h5py.File:
-        return open_results(self.path)
+        self._appending = threading.Lock()
+        self._lock: WriterLock | None = WriterLock(path)
+        try:
+            self._fold()
+        except BaseException:
+            self.close(fold_journal=False)
+            raise
 
     def start_run(self, attrs: dict[str, Any]) -> str:
-        with deferred_signals(), self._open() as f:
-            runs = f.require_group("runs")
-            number = max((int(k) for k in runs.keys() if k.isdigit()), default=0) + 1
-            run_id = f"{number:04d}"
-            group = runs.create_group(run_id)
-            write_attrs(group, {**attrs, "status": STATUS_RUNNING})
-            group.create_dataset("points", shape=(0,), maxshape=(None,), dtype=POINT_DTYPE, chunks=(64,))
-            group.create_group("samples")
+        existing = [run.id for run in load_runs(self.path)] if _has_results(self.path) else []
+        number = max((int(k) for k in existing if k.isdigit()), default=0) + 1
+        run_id = f"{number:04d}"
+        self._append(journal.Record(journal.START, run_id, attrs={**attrs, "status": STATUS_RUNNING}))
         self.run_id = run_id
         return run_id
 
@@ -74,23 +67,55 @@ class ResultsWriter:
         self.run_id = run_id
 
     def append_point(self, values: dict[str, Any], samples: np.ndarray | None) -> None:
-        row = make_row(values)
-        with deferred_signals(), self._open() as f:
-            group = f["runs"][self.run_id]
-            if samples is not None and samples.size:
-                group["samples"].create_dataset(
-                    f"{int(values['index']):06d}",
-                    data=samples,
-                    compression="gzip",
-                    compression_opts=4,
-                    shuffle=True,
-                    chunks=True if samples.size > 1024 else None,
-                )
-            table = group["points"]
-            n = table.shape[0]
-            table.resize((n + 1,))
-            table[n] = row[0]
+        self._append(journal.Record(journal.POINT, self.run_id, row=make_row(values), samples=samples))
+        if time.monotonic() - self._folded > FOLD_EVERY_S:
+            self._fold()  # so plain HDF5 readers (h5py, pandas) follow a long run too
+
+    def _fold(self) -> None:
+        try:
+            fold(self.path)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot fold the journal into {self.path}: {exc.strerror}; nothing is lost: readers see "
+                f"{journal.journal_path(self.path)}, and fabricprobe repair {self.path} folds it later"
+            ) from None
+        self._folded = time.monotonic()
 
     def update_run(self, attrs: dict[str, Any]) -> None:
-        with deferred_signals(), self._open() as f:
-            write_attrs(f["runs"][self.run_id], attrs)
+        self._append(journal.Record(journal.UPDATE, self.run_id, attrs=attrs))
+
+    def _append(self, record: journal.Record) -> None:
+        try:
+            with self._appending, deferred_signals():  # one record at a time, whole (threads: the interrupt)
+                journal.append(self.path, record)
+        except OSError as exc:
+            what = f"point {record.index}" if record.kind == journal.POINT else "the run's status"
+            raise StorageError(
+                f"cannot write {what} to {journal.journal_path(self.path)}: {exc.strerror}; every point "
+                f"recorded before it is kept (fabricprobe repair {self.path} once the cause is fixed)"
+            ) from None
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # a writer dropped without close(): its records stay in the journal
+        if getattr(self, "_lock", None) is not None:
+            self._lock.release()
+            self._lock = None
+
+    def close(self, fold_journal: bool = True) -> None:
+        """Fold the journal into the file (a copy renamed over it) and release the lock."""
+        try:
+            if fold_journal and self._lock is not None:
+                self._fold()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+
+def _has_results(path: str) -> bool:
+    return os.path.exists(path) or os.path.exists(journal.journal_path(path))
