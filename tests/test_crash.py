@@ -81,11 +81,14 @@ def test_hundreds_of_kills_lose_nothing_short_form(tmp_path):
 @pytest.mark.mpi
 def test_a_second_writer_is_refused(tmp_path):
     path = tmp_path / "r.h5"
+    _run_with_points(path, 1)  # a run left "running": something to resume
     lock = WriterLock(str(path))  # a sweep or resume holding the file
     try:
-        out = run_mpi(2, ["sweep", "-o", str(path), *SMALL])
-        assert out.returncode == 2 and "being written by another fabricprobe process" in error_lines(out.stderr)[0]
-        assert "Traceback" not in out.stderr
+        for how in (["-o", str(path), *SMALL], ["--resume", str(path)]):
+            out = run_mpi(2, ["sweep", *how])
+            assert out.returncode == 2, out.stderr
+            assert "being written by another fabricprobe process" in error_lines(out.stderr)[0]
+            assert "Traceback" not in out.stderr
     finally:
         lock.release()
     assert run_mpi(2, ["sweep", "-o", str(path), *SMALL]).returncode == 0
