@@ -55,6 +55,15 @@ def test_a_record_cut_short_is_dropped_and_every_complete_one_kept(tmp_path):
         assert f["runs"][run.id]["points"].shape == (3,)
 
 
+def test_a_copy_left_by_a_writer_killed_while_folding_is_removed(tmp_path):
+    path = tmp_path / "r.h5"
+    _run_with_points(path, 1)
+    stale = tmp_path / "r.h5.tmp-999999"  # a fold's copy, its writer SIGKILLed (seen: 14 MB each, piling up)
+    stale.write_bytes(b"x" * 1000)
+    ResultsWriter(str(path)).close()
+    assert not stale.exists() and len(load_runs(str(path))[-1].points) == 1
+
+
 def test_fold_is_idempotent(tmp_path):
     """A kill after the folded copy is renamed but before the journal is removed folds nothing twice."""
     path = tmp_path / "r.h5"

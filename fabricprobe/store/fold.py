@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import glob
 import os
 import shutil
 from typing import Any, Callable
@@ -121,6 +122,8 @@ def apply(f: h5py.File, records: list[journal.Record]) -> int:
 def fold(path: str) -> int:
     """Fold path's journal into path and remove it; returns how many records changed the file. The
     caller holds the writer lock."""
+    for stale in glob.glob(glob.escape(path) + ".tmp-*"):
+        os.remove(stale)  # a copy a killed writer was making (only the lock holder makes them)
     found = journal.read(path)
     jpath = journal.journal_path(path)
     if found.records:
