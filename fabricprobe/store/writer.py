@@ -73,7 +73,8 @@ class ResultsWriter:
 
     def _fold(self) -> None:
         try:
-            fold(self.path)
+            with self._appending:  # a record appended by another thread between the fold's read and its
+                fold(self.path)  # removal of the journal would be lost
         except OSError as exc:
             raise StorageError(
                 f"cannot fold the journal into {self.path}: {exc.strerror}; nothing is lost: readers see "
