@@ -9,15 +9,14 @@ Used by tests/test_crash.py (a few dozen kills) and benchmarks/kill_study.py (hu
 from __future__ import annotations
 
 import random
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpirun import fabricprobe_argv, kill_session, mpi_env, need_ranks
+from mpirun import kill_session, start_sweep, wait_for_points
 
 from fabricprobe.errors import UsageError
-from fabricprobe.store import load_runs
+from fabricprobe.store import journal, load_runs
 
 # Many small points: most of a sweep's time is its writes, so kills land on and around them.
 SWEEP = ["--collectives", "allreduce,bcast", "--sizes", "8,64,512,4K,32K", "--iters", "20", "--max-time", "0.01"]
@@ -38,19 +37,6 @@ class Tally:
         return not (self.corrupted or self.lost or self.duplicated)
 
 
-def _start(results: Path, resume: bool) -> subprocess.Popen:
-    found = need_ranks(2)
-    how = ["--resume", str(results)] if resume else ["-o", str(results)]
-    return subprocess.Popen(
-        found.argv(2) + fabricprobe_argv() + ["sweep", *how, *SWEEP],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=mpi_env(),
-        start_new_session=True,
-    )
-
-
 def kill_cycle(results: Path, kills: int, seed: int = 1) -> Tally:
     """`kills` kills of sweeps writing `results`: each after a random number of reported points
     (0 to all of them, so some land on the run's start and its final fold) plus 0–20 ms; one choice
@@ -60,21 +46,15 @@ def kill_cycle(results: Path, kills: int, seed: int = 1) -> Tally:
     durable = 0  # points of the current run known complete (reported by an earlier attempt)
     resume = False
     while tally.kills < kills:
-        proc = _start(results, resume)
+        proc = start_sweep(2, (["--resume", str(results)] if resume else ["-o", str(results)]) + SWEEP)
         after = rng.randint(0, POINTS - durable + 1)  # one past the end: let it finish
-        reported = 0
-        deadline = time.monotonic() + 120
-        while reported < after and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            reported += line.startswith("[")
+        reported = wait_for_points(proc, after)
         time.sleep(rng.uniform(0, 0.02))
         finished = proc.poll() is not None
         kill_session(proc.pid)  # the launcher and every rank, at once
         proc.wait()
         tally.kills += not finished
-        if not results.exists() and not Path(str(results) + ".journal").exists():
+        if not results.exists() and not Path(journal.journal_path(str(results))).exists():
             continue  # killed before anything was written: nothing to check
         try:
             run = load_runs(str(results))[-1]

@@ -109,6 +109,34 @@ def launcher_failed_to_start(out: subprocess.CompletedProcess) -> bool:
     return out.returncode != 0 and any(text in (out.stderr or "") for text in LAUNCHER_START_FAILURES)
 
 
+def start_sweep(n: int, args: list[str]) -> subprocess.Popen:
+    """`fabricprobe sweep ARGS` under mpiexec with n ranks, in a session of its own (so kill_session
+    ends the launcher and every rank), its progress lines on a pipe."""
+    return subprocess.Popen(
+        need_ranks(n).argv(n) + fabricprobe_argv() + ["sweep", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=mpi_env(),
+        start_new_session=True,
+    )
+
+
+def wait_for_points(proc: subprocess.Popen, points: int, timeout: float = 120) -> int:
+    """Read a sweep's stderr until it has reported `points` points done ("[k/N] ..." lines), it ends,
+    or the time is up; returns how many it reported."""
+    import time
+
+    reported = 0
+    deadline = time.monotonic() + timeout
+    while reported < points and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        reported += line.startswith("[")
+    return reported
+
+
 def run_local(
     args: list[str], *, env: dict[str, str] | None = None, timeout: float = 120, cwd: str | Path | None = None
 ) -> subprocess.CompletedProcess:

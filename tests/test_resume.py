@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
-
 import pytest
-from mpirun import fabricprobe_argv, mpi_env, need_ranks, run_mpi
+from mpirun import kill_session, run_mpi, start_sweep, wait_for_points
 
 from fabricprobe.store import load_runs
 
@@ -32,23 +27,9 @@ ARGS = [
 
 
 def _kill_after(results, points: int, n: int = 2) -> None:
-    found = need_ranks(n)
-    proc = subprocess.Popen(
-        found.argv(n) + fabricprobe_argv() + ["sweep", "-o", str(results), *ARGS],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=mpi_env(),
-        start_new_session=True,
-    )
-    seen = 0
-    deadline = time.monotonic() + 120
-    while seen < points and time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        seen += line.startswith("[")
-    os.killpg(proc.pid, signal.SIGKILL)  # no chance to clean up
+    proc = start_sweep(n, ["-o", str(results), *ARGS])
+    seen = wait_for_points(proc, points)
+    kill_session(proc.pid)  # the launcher and every rank (Open MPI puts ranks in process groups of their own)
     proc.wait()
     assert seen >= points, "sweep ended before it could be killed"
 

@@ -53,8 +53,8 @@ def topk_raw(raw, width, signed_int, sign_mask, k, out_idx, hist):  # pragma: no
     prefix = np.uint64(0)
     need = k
     whole = False
+    digit = _DIGIT if n >= _SMALL else _SMALL_DIGIT
     while shift > 0:
-        digit = _DIGIT if n >= _SMALL else _SMALL_DIGIT
         bits = min(digit, shift)
         lower = shift - bits
         mask = np.uint64((1 << bits) - 1)

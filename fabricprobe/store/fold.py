@@ -135,12 +135,16 @@ def fold(path: str) -> int:
     return applied
 
 
+def lock_path(path: str) -> str:
+    return path + ".lock"
+
+
 class WriterLock:
     """One writer per results file (FILE.lock, flock'd): a second `sweep -o`/`--resume` of the same
     file is refused at once instead of interleaving two runs' records."""
 
     def __init__(self, path: str) -> None:
-        self.lock_path = path + ".lock"
+        self.lock_path = lock_path(path)
         while True:
             try:
                 fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -184,7 +188,7 @@ def update(path: str, change: Callable[[h5py.File], Any]) -> Any:
 def being_written(path: str) -> bool:
     """Whether a live process holds path's writer lock (a "running" run without one was killed)."""
     try:
-        fd = os.open(path + ".lock", os.O_RDONLY)
+        fd = os.open(lock_path(path), os.O_RDONLY)
     except OSError:
         return False
     try:

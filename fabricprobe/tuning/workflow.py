@@ -140,11 +140,18 @@ def prune(table: Table, checks: list[Check]) -> list[str]:
     return dropped
 
 
-def withdraw(files: dict[str, Path]) -> None:
-    """Rename the library's files *.REJECTED so nobody loads them (fabricprobe's own table stays)."""
-    for kind, path in files.items():
-        if kind != emitters.SELECTION and path.exists():
-            path.rename(path.with_name(path.name + ".REJECTED"))
+def reject(path: Path) -> Path:
+    """Rename a file *.REJECTED so nobody loads it; returns its new name."""
+    rejected = path.with_name(path.name + ".REJECTED")
+    if path.exists():
+        path.rename(rejected)
+    return rejected
+
+
+def withdraw(emitted: emitters.Emitted) -> emitters.Emitted:
+    """Reject the library's files (fabricprobe's own table stays): what is left to say of them is
+    their new names, and no line that loads them."""
+    return emitters.Emitted({k: p if k == emitters.SELECTION else reject(p) for k, p in emitted.files.items()})
 
 
 def replace_files(old: emitters.Emitted, new: emitters.Emitted) -> None:
@@ -203,12 +210,11 @@ def _verify(
     if ok and emitted.files.get("intel-adjust") is not None and emitted.files["intel-adjust"].exists():
         _verify_adjust(table, library, emitted.files, manifest, base, say)
     if not ok:
-        withdraw(emitted.files)
         say.line(
             "the library did not apply the files as intended: they are renamed *.REJECTED and must not be used",
             "error",
         )
-        return EXIT_WRONG, _withdrawn(emitted), REJECTED
+        return EXIT_WRONG, withdraw(emitted), REJECTED
     for line in kept:
         say.line(f"kept without proof: {line}", "warning")
     full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
@@ -218,14 +224,13 @@ def _verify(
     if failed:
         manifest["before_after_failures"] = [f"{la.collective} {la.variant.name}: {la.stderr_tail}" for la in failed]
         if any(la.variant.name == "tuned" for la in failed):
-            withdraw(emitted.files)
             say.line(
                 "the library failed with the files while re-measuring: "
                 + "; ".join(manifest["before_after_failures"])
                 + ". The files are renamed *.REJECTED.",
                 "error",
             )
-            return EXIT_WRONG, _withdrawn(emitted), REJECTED
+            return EXIT_WRONG, withdraw(emitted), REJECTED
     rows = speedups(load_runs(opts.file)[runs_before:], table)
     manifest["before_after"] = rows
     say.before_after(rows)
@@ -249,12 +254,6 @@ def _verify(
     return EXIT_OK, fresh, PARTLY if kept else ALL_VERIFIED
 
 
-def _withdrawn(emitted: emitters.Emitted) -> emitters.Emitted:
-    """What is left to say of withdrawn files: their new names, and no line that loads them."""
-    files = {k: p.with_name(p.name + ".REJECTED") if k != emitters.SELECTION else p for k, p in emitted.files.items()}
-    return emitters.Emitted(files)
-
-
 def _verify_adjust(
     table: Table, library: Library, files: dict[str, Path], manifest: dict, base: list[str], say: Reporter
 ) -> None:
@@ -276,6 +275,5 @@ def _verify_adjust(
     }
     say.line(f"impi_adjust.env: {', '.join(f'{k} {v}' for k, v in summary(checks).items())}")
     if not ok:
-        path = files["intel-adjust"]
-        path.rename(path.with_name(path.name + ".REJECTED"))
-        say.line(f"the ADJUST file is not applied as intended: renamed {path.name}.REJECTED", "error")
+        rejected = reject(files["intel-adjust"])
+        say.line(f"the ADJUST file is not applied as intended: renamed {rejected.name}", "error")

@@ -194,25 +194,17 @@ def recv(comm: Any, source: int, offset: int, length: int, dtype: np.dtype, pair
 
 
 def store(state: State, result: SparseResult) -> None:
-    """Leave the final state in the caller's result, copied into the result's own storage (the state
-    lives in scratch; nothing is allocated)."""
-    if state.is_dense:
-        full = result.dense_buffer()
-        if state.length != result.n:
-            full.fill(0)
-        full[state.offset : state.offset + state.length] = state.dense
-    else:
-        idx, val = result.sparse_buffers(state.nnz)
-        idx[:] = state.idx
-        val[:] = state.val
+    """Leave the final state (covering the whole vector) in the caller's result."""
+    store_regions([state], result)
 
 
 def store_regions(pieces: list[State], result: SparseResult) -> None:
     """Leave states of consecutive regions that cover the vector in the caller's result (dense if any
-    of them is), in the result's own storage."""
+    of them is), copied into the result's own storage (the states live in scratch; nothing is allocated)."""
     if any(p.is_dense for p in pieces):
         full = result.dense_buffer()
-        full.fill(0)
+        if not all(p.is_dense for p in pieces):  # dense pieces alone overwrite every element
+            full.fill(0)
         for p in pieces:
             if p.is_dense:
                 full[p.offset : p.offset + p.length] = p.dense
