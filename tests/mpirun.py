@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from fabricprobe.mpienv.launcher import run_launch
+
 BIN = Path(sys.executable).parent
 
 
@@ -89,24 +91,9 @@ def run_mpi(
 
 
 def run_launched(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
-    """subprocess.run of an mpiexec command line, launched again only if mpiexec failed before any rank ran."""
-    for _attempt in range(LAUNCH_ATTEMPTS):
-        out = subprocess.run(argv, capture_output=True, text=True, **kwargs)
-        if not launcher_failed_to_start(out):
-            break
-    return out
-
-
-# Open MPI 5's launcher, on a loaded 2-core CI machine, once in ~1000 jobs fails before any rank exists:
-# "The PMIx server's listener thread failed to start" (exit 213, clean-clone CI of a5c3c39). No rank ran,
-# so nothing under test is hidden by launching again; any other failure is returned as it came.
-LAUNCH_ATTEMPTS = 3
-LAUNCHER_START_FAILURES = ("The PMIx server's listener thread failed to start",)
-
-
-def launcher_failed_to_start(out: subprocess.CompletedProcess) -> bool:
-    """Whether mpiexec itself failed before starting any rank (a launcher fault, not the program's)."""
-    return out.returncode != 0 and any(text in (out.stderr or "") for text in LAUNCHER_START_FAILURES)
+    """subprocess.run of an mpiexec command line, launched again only if mpiexec failed before any rank
+    ran (fabricprobe.mpienv.launcher.run_launch: one rule for fabricprobe's launches and the tests')."""
+    return run_launch(argv, **kwargs)
 
 
 def start_sweep(n: int, args: list[str]) -> subprocess.Popen:

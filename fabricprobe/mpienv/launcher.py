@@ -33,3 +33,22 @@ def env_size() -> int | None:
 
 def launched_by_mpiexec() -> bool:
     return env_size() is not None or any(v in os.environ for v in _RANK_VARS)
+
+
+# Open MPI 5's launcher, on a loaded machine, now and then fails before any rank exists ("The PMIx
+# server's listener thread failed to start", exit 213: it failed CI runs, in the tests' jobs and in
+# tune's fingerprint probes). No rank ran, so launching again hides nothing; any other failure stands.
+LAUNCH_ATTEMPTS = 3
+LAUNCHER_START_FAILURES = ("The PMIx server's listener thread failed to start",)
+
+
+def run_launch(argv: list[str], **kwargs):
+    """subprocess.run of an mpiexec command line (text, output captured), launched again only when
+    mpiexec failed before any rank ran."""
+    import subprocess
+
+    for _ in range(LAUNCH_ATTEMPTS):
+        out = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+        if out.returncode == 0 or not any(t in (out.stderr or "") for t in LAUNCHER_START_FAILURES):
+            return out
+    return out

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 
+from fabricprobe.mpienv.launcher import run_launch
 from fabricprobe.specs import SPECS
 
 _MONITOR = re.compile(r"^I\s+(\d+)\s+(\d+)\s+(\d+) bytes\s+(\d+) msgs sent", re.M)
@@ -39,7 +40,7 @@ def probe(
     argv += [sys.executable, "-m", "fabricprobe.tuning.probe", collective, str(nbytes), method]
     full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout)
+        out = run_launch(argv, env=full_env, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "error: timed out"
     if out.returncode != 0:

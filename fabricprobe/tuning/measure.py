@@ -20,6 +20,7 @@ import numpy as np
 
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
+from fabricprobe.mpienv.launcher import run_launch
 from fabricprobe.mpienv.library import identify_library
 from fabricprobe.stats import median_ci_exact
 from fabricprobe.store import check_output_path
@@ -111,7 +112,7 @@ def run_variant(base: list[str], output: str, variant: Variant, config: SweepCon
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **variant.env}
     comm_sizes = tuple(config.comm_sizes or ())
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        out = run_launch(argv, env=env, timeout=timeout)
         return Launch(config.collectives[0], variant, out.returncode, job_error(out.stderr), comm_sizes)
     except subprocess.TimeoutExpired:
         return Launch(config.collectives[0], variant, 124, f"no result within {timeout:g} s", comm_sizes)
