@@ -21,6 +21,7 @@ LAYERS = [
     ("applications", {"trainers"}),
     ("public API", {"fabricprobe.tuned"}),
     ("tuning", {"fabricprobe.tuning"}),
+    ("fabric doctor", {"fabricprobe.doctor"}),
     ("cost model", {"fabricprobe.costmodel"}),
     ("reports and the sweep engine", {"fabricprobe.report", "fabricprobe.engine"}),
     ("results store", {"fabricprobe.store"}),

@@ -49,7 +49,34 @@ def add_parser(sub: Any) -> None:
         help="each host link's bandwidth, per direction: 1gbit, 10gbit, 100mbit, unlimited",
     )
     up.add_argument("--subnet", default=DEFAULT_SUBNET, help="IPv4 subnet for the hosts' addresses")
+    up.add_argument(
+        "--slow", action="append", default=[], metavar="HOST:RATE", help="make one host's link slower (repeatable)"
+    )
+    up.add_argument(
+        "--busy",
+        action="append",
+        default=[],
+        metavar="HOST:CPU",
+        help="cap one host's processes at CPU cores, e.g. fplab1:10%% (repeatable)",
+    )
     up.set_defaults(handler=run_up)
+
+    slow = cmds.add_parser(
+        "slow",
+        formatter_class=HelpFormatter,
+        help="slow one host's link or CPU on a running lab (a fault for the doctor)",
+        description="Make one host of a running lab slower: its link (both directions) at RATE, or its\n"
+        "processes capped at a share of one core. `normal` restores either; --clear all hosts.\n\n"
+        "  fabricprobe lab slow fplab3 600mbit\n"
+        "  fabricprobe lab slow fplab1 --cpu 10%\n"
+        "  fabricprobe lab slow fplab3 normal --cpu normal",
+    )
+    common(slow)
+    slow.add_argument("host", nargs="?", help="the host to slow")
+    slow.add_argument("rate", nargs="?", help="its link's rate (e.g. 600mbit), or normal")
+    slow.add_argument("--cpu", metavar="SHARE", help="cap its processes: 10%% of a core, 0.5, or normal")
+    slow.add_argument("--clear", action="store_true", help="every host back to the lab's rate and no CPU cap")
+    slow.set_defaults(handler=run_slow)
 
     run = cmds.add_parser(
         "run",
@@ -112,6 +139,9 @@ def run_up(args: argparse.Namespace) -> int:
         machine_cores=os.cpu_count() or 0,
     )
     network.preflight()
+    from fabricprobe.lab import faults as lab_faults
+
+    wanted = lab_faults.parse_specs(lab, args.slow, args.busy)
     vendor = _vendor()
     mpiexec = launch.default_mpiexec()
     if not os.path.exists(mpiexec):
@@ -122,14 +152,50 @@ def run_up(args: argparse.Namespace) -> int:
     if current and current[0].same_network(lab) and sorted(present) == sorted(lab.namespaces):
         action = "kept"
     else:
+        from fabricprobe.lab import cpu
+
         network.remove(args.name)
+        cpu.remove(args.name)
         network.create(lab)
         action = "created"
-    state.save(lab, vendor, {"agent": launch.agent_script(lab), "mpiexec": launch.mpiexec_script(lab, vendor, mpiexec)})
+    lab_faults.apply(lab, wanted)
+    _save(lab, vendor, wanted)
+    for host in wanted:
+        console.print(f"lab {lab.name}: {host} {lab_faults.describe(wanted, host)}")
     console.print(
         f"lab {lab.name} {action}: {lab.describe()} ({', '.join(lab.host_names)} on {lab.subnet}, "
         f"{vendor}); launcher {state.directory(lab.name) / 'mpiexec'}"
     )
+    return 0
+
+
+def _save(lab, vendor: str, faults: dict) -> None:
+    from fabricprobe.lab import launch, state
+
+    mpiexec = launch.mpiexec_script(lab, vendor, launch.default_mpiexec())
+    scripts = {"agent": launch.agent_script(lab), "mpiexec": mpiexec}
+    state.save(lab, vendor, scripts, faults)
+
+
+def run_slow(args: argparse.Namespace) -> int:
+    from fabricprobe.lab import faults as lab_faults
+    from fabricprobe.lab import state
+
+    if os.geteuid() != 0:
+        raise UsageError("the fabric lab needs root (it changes qdiscs and cgroups)")
+    if args.clear == bool(args.host):
+        raise UsageError("lab slow: give a HOST (with a RATE and/or --cpu), or --clear")
+    if args.host and args.rate is None and args.cpu is None:
+        raise UsageError("lab slow: give the host's RATE (e.g. 600mbit, normal) and/or --cpu SHARE")
+    lab, vendor = _loaded(args.name)
+    if args.clear:
+        faults = {}
+    else:
+        faults = lab_faults.update(lab, state.faults(lab.name), args.host, args.rate, args.cpu)
+    lab_faults.apply(lab, faults)
+    _save(lab, vendor, faults)
+    for host in lab.host_names if args.clear else [args.host]:
+        print(f"lab {lab.name}: {host} {lab_faults.describe(faults, host)}", file=sys.stderr)
     return 0
 
 
@@ -169,7 +235,10 @@ def run_down(args: argparse.Namespace) -> int:
 
     if os.geteuid() != 0:
         raise UsageError("the fabric lab needs root (it removes network namespaces)")
+    from fabricprobe.lab import cpu
+
     gone = network.remove(args.name)
+    cpu.remove(args.name)
     state.forget(args.name)
     print(f"lab {args.name}: removed {', '.join(gone) if gone else 'nothing (it was not up)'}", file=sys.stderr)
     return 0
@@ -181,11 +250,15 @@ def run_status(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from fabricprobe.console import make_console
-    from fabricprobe.lab import network, throughput
+    from fabricprobe.lab import faults as lab_faults
+    from fabricprobe.lab import network, state, throughput
     from fabricprobe.lab.config import format_rate
 
     lab, vendor = _loaded(args.name)
     links = network.link_state(lab)
+    injected = state.faults(lab.name)
+    for host in lab.host_names:
+        links[host]["fault"] = lab_faults.describe(injected, host)
     for i, host in enumerate(lab.host_names):
         if args.throughput and i > 0:
             links[host]["measured"] = format_rate(round(throughput.measure(lab, 0, i), -6))
@@ -198,6 +271,7 @@ def run_status(args: argparse.Namespace) -> int:
         "address",
         "link",
         "qdisc",
+        "injected fault",
         *(["measured from " + lab.host_names[0]] if args.throughput else []),
     ):
         table.add_column(col)
@@ -207,6 +281,7 @@ def run_status(args: argparse.Namespace) -> int:
             link["address"],
             link["state"],
             link["qdisc"],
+            link["fault"],
             *([link.get("measured", "-")] if args.throughput else []),
         )
     make_console().print(table)

@@ -13,6 +13,7 @@ import traceback
 
 from fabricprobe.cli import (
     compare_cmd,
+    doctor_cmd,
     info_cmd,
     lab_cmd,
     model_cmd,
@@ -51,6 +52,7 @@ def build_parser() -> Parser:
         model_cmd,
         tune_cmd,
         train_cmd,
+        doctor_cmd,
         info_cmd,
         lab_cmd,
         repair_cmd,

@@ -20,7 +20,8 @@ def add_parser(sub: Any) -> None:
         "from the fastest iteration to the 90th percentile. Needs the plot extra:\n"
         "pip install 'fabricprobe[plot]'.\n\n"
         "  fabricprobe plot fabricprobe.h5 -o sweep.png\n"
-        "  fabricprobe plot eth.h5 opa.h5 --collectives allreduce -o fabrics.svg",
+        "  fabricprobe plot eth.h5 opa.h5 --collectives allreduce -o fabrics.svg\n"
+        "  fabricprobe plot fabricprobe-doctor.h5 -o pairs.png   # a doctor run: the pair matrix",
     )
     p.add_argument(
         "inputs", nargs="+", metavar="FILE[:RUN][@ALGORITHM]", help="results to draw (default run: the last)"
@@ -31,6 +32,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fabricprobe.doctor import record
+
+    if len(args.inputs) == 1 and record.is_doctor_file(args.inputs[0].split(":")[0]):
+        return _doctor(args)
     from fabricprobe.report.compare import parse_side
     from fabricprobe.report.plots import plot
 
@@ -38,4 +43,16 @@ def run(args: argparse.Namespace) -> int:
     sides = [parse_side(text) for text in args.inputs]
     path = plot(sides, args.output, colls)
     print(f"wrote {path}")
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    """A doctor record: the pair matrix of one run (FILE:RUN, default the last)."""
+    from fabricprobe.doctor import record
+    from fabricprobe.doctor.plot import heatmap
+
+    path, _, run_id = args.inputs[0].partition(":")
+    rid, m, meta = record.load(path, run_id or None)
+    title = f"fabricprobe doctor {rid}: {meta['provenance'].get('lab') or meta['provenance'].get('topology', '')}"
+    print(f"wrote {heatmap(m, args.output, title)}")
     return 0

@@ -96,6 +96,12 @@ def _shape(ns: str, dev: str, rate_bits: float) -> None:
     )
 
 
+def shape_host(lab: LabConfig, host: int, rate_bits: float) -> None:
+    """Set one host's link (both directions) to rate_bits, 0 = unlimited: `lab slow`."""
+    _shape(lab.host_names[host], IFACE, rate_bits)
+    _shape(lab.switch, f"p{host}", rate_bits)
+
+
 def _hosts_file(lab: LabConfig) -> str:
     lines = ["127.0.0.1 localhost"]
     lines += [f"{lab.address(i)} {h}" for i, h in enumerate(lab.host_names)]

@@ -25,15 +25,16 @@ def record_path(name: str) -> Path:
     return directory(name) / "lab.json"
 
 
-def save(lab: LabConfig, vendor: str, scripts: dict[str, str]) -> Path:
-    """Write lab.json and the scripts atomically enough: a half-written lab.json is never read."""
+def save(lab: LabConfig, vendor: str, scripts: dict[str, str], faults: dict | None = None) -> Path:
+    """Write lab.json and the scripts atomically enough: a half-written lab.json is never read.
+    `faults`: host -> {"rate_bits": ..., "cpu": ...} for hosts made slow on purpose (`lab slow`)."""
     d = directory(lab.name)
     d.mkdir(parents=True, exist_ok=True)
     for fname, text in scripts.items():
         path = d / fname
         path.write_text(text)
         path.chmod(0o755)
-    record = {**lab.as_dict(), "mpi_vendor": vendor}
+    record = {**lab.as_dict(), "mpi_vendor": vendor, "faults": faults or {}}
     tmp = record_path(lab.name).with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))
     tmp.replace(record_path(lab.name))
@@ -47,6 +48,14 @@ def load(name: str) -> tuple[LabConfig, str] | None:
         return LabConfig.from_dict(record), record.get("mpi_vendor", "")
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def faults(name: str) -> dict:
+    """host -> {"rate_bits", "cpu"} of the hosts made slow on purpose ({} when none)."""
+    try:
+        return dict(json.loads(record_path(name).read_text()).get("faults") or {})
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def from_environment() -> dict | None:

@@ -1,0 +1,277 @@
+"""From measurements to suspects. Every comparison is with peers measured in the same run: a pair
+with the other pairs of its class (intra-node or inter-node), a rank with the other ranks.
+
+The expected value of a class is the median over nodes of each node's median: a node's score is
+the median cost of the class's pairs that touch it, so a slow link raises its own node's score
+(every pair through it is slow) but only one pair in each other node's set. With three or more
+nodes the reference therefore holds while fewer than half of them are slow; with two nodes every
+inter-node pair crosses both links, and a slow link cannot be told from a slow fabric (the report
+says so). A pair, node or rank is suspect when it is slower than expected by more than the
+threshold (default 15%) and by more than three robust standard deviations of its class's healthy
+members (1.4826 × MAD, relative): a noisy class needs a larger deficit before anything is named.
+
+A node whose ranks are slow in the rank pass (their reductions, which use no link) is reported as
+a slow rank, and the slow pairs through it are its evidence, not a second finding: a starved rank
+answers its ping-pongs late too, but a slow link leaves the reductions alone."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from fabricprobe.costmodel.fit import fit_line
+from fabricprobe.doctor.results import Measurements
+
+DEFAULT_THRESHOLD = 0.15
+NOISE_SIGMAS = 3.0
+MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str  # "inter-node pairs", "intra-node pairs", "ranks"
+    members: int
+    metric: str  # "latency", "bandwidth", "reduction"
+    expected: float  # seconds (latency, reduction) or bytes/s (bandwidth)
+    noise: float  # relative robust sigma of the healthy members
+    margin: float  # the slowdown beyond which a member is suspect (0.15 = 15% slower)
+    lowest: float  # the class's range, in the metric's unit
+    highest: float
+    fit_alpha_s: float = float("nan")  # α-β fit over the healthy pairs' two sizes
+    fit_beta_s_per_byte: float = float("nan")
+
+
+@dataclass
+class Finding:
+    kind: str  # "link", "rank", "pair"
+    where: str  # what a person looks for: "fplab2's link", "rank 3 on fplab1", "ranks 0 ↔ 5"
+    nodes: list[int]
+    ranks: list[int]
+    metric: str
+    measured: float
+    expected: float
+    slowdown: float  # measured cost / expected cost: 1.67 = 1.67× slower
+    margin: float
+    evidence: list[str] = field(default_factory=list)
+    confirmed: bool | None = None  # None: no confirmation pass
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Diagnosis:
+    findings: list[Finding]
+    classes: list[ClassSummary]
+    notes: list[str]
+    suspect_pairs: list[tuple[int, int]]  # every pair slower than its class (before grouping)
+
+    def as_dict(self) -> dict:
+        return {
+            "findings": [f.as_dict() for f in self.findings],
+            "classes": [asdict(c) for c in self.classes],
+            "notes": self.notes,
+            "suspect_pairs": [list(p) for p in self.suspect_pairs],
+        }
+
+
+def robust_noise(ratios: np.ndarray) -> float:
+    """Relative robust standard deviation of costs already divided by their expected value."""
+    r = ratios[np.isfinite(ratios)]
+    if r.size < 3:
+        return 0.0
+    return float(MAD_TO_SIGMA * np.median(np.abs(r - np.median(r))))
+
+
+def _margin(threshold: float, noise: float) -> float:
+    return max(threshold, NOISE_SIGMAS * noise)
+
+
+@dataclass
+class _Scored:
+    """One metric over one class of pairs: each pair's and each node's cost relative to expected."""
+
+    expected_cost: float
+    pair_ratio: np.ndarray  # per pair of the class
+    node_ratio: dict[int, float]
+    noise: float
+    margin: float
+
+
+def _score_pairs(cost: np.ndarray, a_nodes: np.ndarray, b_nodes: np.ndarray, threshold: float) -> _Scored | None:
+    nodes = sorted(set(a_nodes.tolist()) | set(b_nodes.tolist()))
+    if cost.size == 0 or not np.isfinite(cost).any():
+        return None
+    score = {}
+    for n in nodes:
+        touch = ((a_nodes == n) | (b_nodes == n)) & np.isfinite(cost)
+        if touch.any():
+            score[n] = float(np.median(cost[touch]))
+    expected = float(np.median(list(score.values())))
+    ratio = cost / expected
+    node_ratio = {n: s / expected for n, s in score.items()}
+    # noise from pairs whose nodes both look healthy at the bare threshold
+    sick = {n for n, r in node_ratio.items() if r - 1 > threshold} if len(score) >= 3 else set()
+    healthy = np.array([a not in sick and b not in sick for a, b in zip(a_nodes, b_nodes)])
+    noise = robust_noise(ratio[healthy & (ratio - 1 <= threshold)])
+    return _Scored(expected, ratio, node_ratio, noise, _margin(threshold, noise))
+
+
+def _where_rank(m: Measurements, r: int) -> str:
+    return f"rank {r} on {m.hosts[r]}"
+
+
+def _fmt_metric(metric: str, value: float) -> str:
+    if metric == "bandwidth":
+        return f"{value * 8 / 1e9:.3g} Gbit/s"
+    return f"{value * 1e6:.3g} µs" if value < 1e-2 else f"{value * 1e3:.3g} ms"
+
+
+def diagnose(m: Measurements, threshold: float = DEFAULT_THRESHOLD) -> Diagnosis:
+    pairs = m.pairs
+    node = np.asarray(m.node_of)
+    a_nodes = node[pairs["a"]] if pairs.size else np.zeros(0, int)
+    b_nodes = node[pairs["b"]] if pairs.size else np.zeros(0, int)
+    lat, large = m.latency(), m.large_time()
+    findings: list[Finding] = []
+    classes: list[ClassSummary] = []
+    notes: list[str] = []
+    suspect_pairs: set[tuple[int, int]] = set()
+    pair_evidence: dict[tuple[int, int], list[str]] = {}
+    pair_slowdown: dict[tuple[int, int], tuple[float, float]] = {}  # pair -> (worst ratio, its margin)
+    link_suspects: dict[int, list[tuple[str, float, float, float]]] = {}
+
+    # ---- the rank pass: reductions use no link ----
+    slow_ranks: dict[int, tuple[float, float, float]] = {}
+    rank_margin = 0.0
+    if m.ranks.size:
+        per_byte = m.reduction_per_byte()
+        expected = float(np.median(per_byte))
+        ratio = per_byte / expected
+        noise = robust_noise(ratio[ratio - 1 <= threshold])
+        margin = rank_margin = _margin(threshold, noise)
+        classes.append(
+            ClassSummary(
+                "ranks",
+                int(ratio.size),
+                "reduction",
+                expected,
+                noise,
+                margin,
+                float(per_byte.min()),
+                float(per_byte.max()),
+            )
+        )
+        for r, x in zip(m.ranks["rank"].tolist(), ratio.tolist()):
+            if x - 1 > margin:
+                slow_ranks[r] = (per_byte[r], expected, x)
+    slow_nodes = {n for n in set(m.node_of) if all(r in slow_ranks for r, nn in enumerate(m.node_of) if nn == n)}
+
+    # ---- the pairwise pass, per class ----
+    for inter, cname in ((True, "inter-node pairs"), (False, "intra-node pairs")):
+        sel = pairs["inter"] == inter if pairs.size else np.zeros(0, bool)
+        if not sel.any():
+            continue
+        idx = np.flatnonzero(sel)
+        nnodes = len(set(a_nodes[sel].tolist()) | set(b_nodes[sel].tolist()))
+        for metric, cost in (("latency", lat[sel]), ("bandwidth", large[sel])):
+            sc = _score_pairs(cost, a_nodes[sel], b_nodes[sel], threshold)
+            if sc is None:
+                continue
+            healthy = sc.pair_ratio - 1 <= sc.margin
+            fit = _fit(m, idx[healthy]) if metric == "bandwidth" else None
+            unit_exp = m.large_bytes / sc.expected_cost if metric == "bandwidth" else sc.expected_cost
+            values = m.large_bytes / cost if metric == "bandwidth" else cost
+            classes.append(
+                ClassSummary(
+                    cname,
+                    int(sel.sum()),
+                    metric,
+                    unit_exp,
+                    sc.noise,
+                    sc.margin,
+                    float(np.nanmin(values)),
+                    float(np.nanmax(values)),
+                    *(fit if fit else (float("nan"), float("nan"))),
+                )
+            )
+            for j, x in zip(idx.tolist(), sc.pair_ratio.tolist()):
+                if x - 1 > sc.margin:
+                    p = (int(pairs["a"][j]), int(pairs["b"][j]))
+                    suspect_pairs.add(p)
+                    meas = m.large_bytes / large[j] if metric == "bandwidth" else lat[j]
+                    pair_evidence.setdefault(p, []).append(
+                        f"{metric} {_fmt_metric(metric, meas)} vs {_fmt_metric(metric, unit_exp)} expected ({x:.2f}×)"
+                    )
+                    if x > pair_slowdown.get(p, (0.0, 0.0))[0]:
+                        pair_slowdown[p] = (x, sc.margin)
+            if inter and nnodes < 3:
+                if metric == "bandwidth":
+                    notes.append(
+                        f"{nnodes} nodes: every inter-node pair crosses both links, so a slow link cannot be told "
+                        "from a slow fabric; compare with another run (fabricprobe doctor on a known-good pair)"
+                    )
+                continue
+            if not inter:
+                continue
+            for n, x in sc.node_ratio.items():
+                if x - 1 > sc.margin:
+                    meas = unit_exp / x if metric == "bandwidth" else unit_exp * x
+                    link_suspects.setdefault(n, []).append((metric, meas, unit_exp, x, sc.margin))
+
+    # ---- findings: slow ranks first (they explain their node's slow pairs), then links, then pairs ----
+    explained: set[tuple[int, int]] = set()
+    for r, (meas, exp, x) in sorted(slow_ranks.items(), key=lambda kv: -kv[1][2]):
+        n = m.node_of[r]
+        through = sorted(p for p in suspect_pairs if r in p)
+        explained.update(through)
+        ev = [f"reduction {x:.2f}× slower than the median rank ({meas * 1e9:.3g} vs {exp * 1e9:.3g} ns/byte)"]
+        if through:
+            ev.append(f"{len(through)} slow pairs through it: " + ", ".join(f"{a}↔{b}" for a, b in through[:6]))
+        if n in link_suspects:
+            ev.append(f"{m.node_name(n)}'s link looks slow too, as a starved rank's messages do")
+        findings.append(Finding("rank", _where_rank(m, r), [n], [r], "reduction", meas, exp, x, rank_margin, ev))
+    for n, metrics in sorted(link_suspects.items()):
+        if n in slow_nodes:
+            continue
+        ranks = [r for r, nn in enumerate(m.node_of) if nn == n]
+        through = sorted(p for p in suspect_pairs if m.node_of[p[0]] == n or m.node_of[p[1]] == n)
+        explained.update(through)
+        metric, meas, exp, x, margin = max(metrics, key=lambda t: t[3])
+        ev = [
+            f"{mt}: the median pair through it {_fmt_metric(mt, ms)} vs {_fmt_metric(mt, ex)} ({xx:.2f}×)"
+            for mt, ms, ex, xx, _ in metrics
+        ]
+        ev.append(f"{len(through)} of its pairs slower than their class; its ranks' reductions are normal")
+        findings.append(Finding("link", f"{m.node_name(n)}'s link", [n], ranks, metric, meas, exp, x, margin, ev))
+    for p in sorted(suspect_pairs - explained):
+        j = int(np.flatnonzero((pairs["a"] == p[0]) & (pairs["b"] == p[1]))[0])
+        kind = "inter" if pairs["inter"][j] else "intra"
+        findings.append(
+            Finding(
+                "pair",
+                f"ranks {p[0]} ↔ {p[1]} ({m.hosts[p[0]]} ↔ {m.hosts[p[1]]}, {kind}-node)",
+                sorted({m.node_of[p[0]], m.node_of[p[1]]}),
+                list(p),
+                "pair",
+                float("nan"),
+                float("nan"),
+                *pair_slowdown[p],
+                pair_evidence[p],
+            )
+        )
+    return Diagnosis(findings, classes, notes, sorted(suspect_pairs))
+
+
+def _fit(m: Measurements, rows: np.ndarray) -> tuple[float, float] | None:
+    """α-β over the healthy pairs of a class: each pair gives a point at each size."""
+    if rows.size == 0:
+        return None
+    n = np.concatenate([np.full(rows.size, m.small_bytes), np.full(rows.size, m.large_bytes)])
+    t = np.concatenate([m.latency()[rows], m.large_time()[rows]])
+    try:
+        f = fit_line(n, t)
+    except ValueError:
+        return None
+    return f.intercept, f.slope

@@ -1,0 +1,156 @@
+"""The doctor's two passes, run by every rank in the same order.
+
+Pairwise: for each round and turn of the schedule, the pairs of that turn ping-pong at the same
+time (a small message for latency, a large one for bandwidth), everybody else waits at the barrier
+that opens the next turn. Each iteration is one round trip timed by the lower rank with MPI_Wtime,
+as osu_latency does; the large size keeps the median half round trip (one scheduler hiccup in a
+2-core machine moves a mean but not a median), the small one its 10th percentile (below).
+
+Rank pass: a ring of reduce-scatter steps (send a chunk right, receive one from the left, reduce it
+in place with the collectives' own kernel), timed on each rank around the exchange and around the
+reduction; then every rank at once reduces the chunk in blocks of BLOCK_REDUCTIONS, timed per
+block. The block time is the rank's own speed, which no link affects: a slow core or a busy node
+shows there, and the ring's step times show what it costs everyone (each step waits for the
+slowest neighbour)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fabricprobe.doctor.schedule import Pair
+from fabricprobe.kernels import reduce_into
+
+TAG = 4242
+# A rank's speed is timed in blocks of this many reductions of the ring's chunk, back to back (about
+# 8 ms at 4 MiB here): a rank's single reduction inside a ring step fits in the slice a CPU quota
+# gives it after waiting for its neighbour (seen: a host capped at 0.1 core reduced at full speed
+# in the ring while the ring as a whole took 2.3× longer), a block of many does not.
+BLOCK_REDUCTIONS = 16
+# Latency is the 10th percentile of the half round trips: on a shared machine a small message waits
+# for a core now and then (seen here: medians of one pair 2× its peers' while its 10th percentile
+# matched them), and what the link can do is the low end. A large message's time is the median.
+LATENCY_PERCENTILE = 10
+
+
+def _pingpong(comm: Any, MPI: Any, peer: int, initiator: bool, buf: np.ndarray, iters: int, warmup: int) -> np.ndarray:
+    """Half round trips in seconds (initiator), empty on the other side."""
+    spec = [buf, MPI.BYTE]
+    out = np.empty(iters)
+    for i in range(warmup + iters):
+        if initiator:
+            t0 = MPI.Wtime()
+            comm.Send(spec, dest=peer, tag=TAG)
+            comm.Recv(spec, source=peer, tag=TAG)
+            t = MPI.Wtime() - t0
+            if i >= warmup:
+                out[i - warmup] = t / 2
+        else:
+            comm.Recv(spec, source=peer, tag=TAG)
+            comm.Send(spec, dest=peer, tag=TAG)
+    return out if initiator else out[:0]
+
+
+def _spread(x: np.ndarray) -> float:
+    med = float(np.median(x))
+    return float((np.percentile(x, 75) - np.percentile(x, 25)) / med) if med > 0 else 0.0
+
+
+def measure_pair(
+    comm: Any, MPI: Any, pair: Pair, small: int, large: int, iters: tuple[int, int], buf: np.ndarray
+) -> tuple[float, float, float] | None:
+    """(small half round trip, large half round trip, spread) for the pair's lower rank; None elsewhere."""
+    a, b = pair
+    me = comm.rank
+    initiator = me == a
+    peer = b if initiator else a
+    s = _pingpong(comm, MPI, peer, initiator, buf[:small], iters[0], max(2, iters[0] // 10))
+    big = _pingpong(comm, MPI, peer, initiator, buf[:large], iters[1], max(1, iters[1] // 5))
+    if not initiator:
+        return None
+    return float(np.percentile(s, LATENCY_PERCENTILE)), float(np.median(big)), _spread(big)
+
+
+def pairwise_pass(
+    comm: Any,
+    MPI: Any,
+    plan: list[list[list[Pair]]],
+    node_of: list[int],
+    small: int,
+    large: int,
+    iters: tuple[int, int],
+) -> list[tuple] | None:
+    """Every pair of the plan, turn by turn; the rows (results.PAIR_FIELDS) on rank 0, None elsewhere."""
+    buf = np.zeros(max(small, large, 1), dtype=np.uint8)
+    mine: list[tuple] = []
+    for r, turns in enumerate(plan):
+        for t, pairs in enumerate(turns):
+            comm.Barrier()
+            pair = next((p for p in pairs if comm.rank in p), None)
+            if pair is None:
+                continue
+            got = measure_pair(comm, MPI, pair, small, large, iters, buf)
+            if got is not None:
+                inter = node_of[pair[0]] != node_of[pair[1]]
+                mine.append((pair[0], pair[1], r, t, inter, *got, np.nan, np.nan))
+    comm.Barrier()
+    everyone = comm.gather(mine, root=0)
+    return sorted(row for rows in everyone for row in rows) if comm.rank == 0 else None
+
+
+def confirm_pass(
+    comm: Any, MPI: Any, pairs: list[Pair], small: int, large: int, iters: tuple[int, int]
+) -> dict[Pair, tuple[float, float]] | None:
+    """The suspects again, one pair at a time (nothing else on the fabric), with longer counts."""
+    buf = np.zeros(max(small, large, 1), dtype=np.uint8)
+    mine = {}
+    for pair in pairs:
+        comm.Barrier()
+        if comm.rank in pair:
+            got = measure_pair(comm, MPI, pair, small, large, iters, buf)
+            if got is not None:
+                mine[pair] = got[:2]
+    comm.Barrier()
+    everyone = comm.gather(mine, root=0)
+    if comm.rank != 0:
+        return None
+    return {k: v for d in everyone for k, v in d.items()}
+
+
+def ring_pass(comm: Any, MPI: Any, node: int, chunk_bytes: int, reps: int, blocks: int = 3) -> list[tuple] | None:
+    """Ring steps, then every rank's reduction blocks at the same time; rows (results.RANK_FIELDS)
+    on rank 0, None elsewhere."""
+    n = max(1, chunk_bytes // 4)
+    work = np.ones(n, dtype=np.float32)
+    incoming = np.ones(n, dtype=np.float32)
+    p, me = comm.size, comm.rank
+    right, left = (me + 1) % p, (me - 1) % p
+    steps = max(1, p - 1)
+    reduce_into(work, incoming, "sum")  # compile the kernel before anything is timed
+    step_s = reduce_s = 0.0
+    comm.Barrier()
+    for _ in range(reps):
+        for _ in range(steps):
+            t0 = MPI.Wtime()
+            if p > 1:
+                comm.Sendrecv([work, MPI.FLOAT], dest=right, sendtag=TAG, recvbuf=[incoming, MPI.FLOAT], source=left)
+            t1 = MPI.Wtime()
+            reduce_into(work, incoming, "sum")
+            t2 = MPI.Wtime()
+            step_s += t2 - t0
+            reduce_s += t2 - t1
+        work.fill(1.0)  # keep the values small and finite
+    comm.Barrier()
+    times = np.empty(blocks)
+    for b in range(blocks):
+        t0 = MPI.Wtime()
+        for _ in range(BLOCK_REDUCTIONS):
+            reduce_into(work, incoming, "sum")
+        times[b] = MPI.Wtime() - t0
+        work.fill(1.0)
+    comm.Barrier()
+    count = reps * steps
+    row = (me, node, float(np.median(times)), float(n * 4 * BLOCK_REDUCTIONS), step_s / count, reduce_s / count)
+    rows = comm.gather((*row, np.nan, np.nan), root=0)
+    return rows if comm.rank == 0 else None

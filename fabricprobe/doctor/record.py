@@ -1,0 +1,113 @@
+"""The doctor's HDF5 record: a file of doctor runs, each a group /doctor/RUN with the pair and rank
+tables, the hosts, the options, the provenance and the diagnosis (JSON attributes), so a run can be
+reported and plotted again without the machine. A run is added to a copy of the file that replaces
+the original only when complete and on disk (fsync, rename, fsync of the folder): an interrupted
+write leaves the previous file as it was, never half a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from typing import Any
+
+import h5py
+import numpy as np
+
+from fabricprobe.doctor.results import PAIR_FIELDS, RANK_FIELDS, Measurements
+from fabricprobe.errors import UsageError
+
+SCHEMA = "fabricprobe-doctor"
+VERSION = 1
+
+
+def is_doctor_file(path: str) -> bool:
+    try:
+        with h5py.File(path, "r") as f:
+            return f.attrs.get("schema") == SCHEMA
+    except (OSError, ValueError):
+        return False
+
+
+def check_writable(path: str) -> None:
+    """Before measuring: the output is a doctor file or nothing yet, in a writable folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write {path}: folder {folder} is missing or not writable")
+    if os.path.exists(path) and not is_doctor_file(path):
+        raise UsageError(f"{path} exists and is not a doctor record: give another -o (a sweep file is never changed)")
+
+
+def _run_id(existing: list[str]) -> str:
+    base = time.strftime("doctor-%Y%m%d-%H%M%S", time.gmtime())
+    rid, k = base, 1
+    while rid in existing:
+        k += 1
+        rid = f"{base}-{k}"
+    return rid
+
+
+def save(path: str, m: Measurements, diagnosis: dict, provenance: dict, options: dict) -> str:
+    """Add one run; returns its id."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        if os.path.exists(path):
+            shutil.copyfile(path, tmp)
+        with h5py.File(tmp, "a") as f:
+            f.attrs["schema"] = SCHEMA
+            f.attrs["schema_version"] = VERSION
+            runs = f.require_group("doctor")
+            rid = _run_id(list(runs.keys()))
+            g = runs.create_group(rid)
+            g.create_dataset("pairs", data=m.pairs.astype(PAIR_FIELDS))
+            g.create_dataset("ranks", data=m.ranks.astype(RANK_FIELDS))
+            g.create_dataset("hosts", data=np.array(m.hosts, dtype=h5py.string_dtype()))
+            g.create_dataset("node_of", data=np.asarray(m.node_of, dtype=np.int32))
+            g.attrs["small_bytes"] = m.small_bytes
+            g.attrs["large_bytes"] = m.large_bytes
+            g.attrs["rounds"] = m.rounds
+            g.attrs["turns"] = m.turns
+            g.attrs["pass_seconds"] = json.dumps(m.pass_seconds)
+            g.attrs["options"] = json.dumps(options)
+            g.attrs["provenance"] = json.dumps(provenance, default=str)
+            g.attrs["diagnosis"] = json.dumps(diagnosis, default=float)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        return rid
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load(path: str, run: str | None = None) -> tuple[str, Measurements, dict[str, Any]]:
+    """(run id, measurements, {options, provenance, diagnosis}) of one run (default: the last)."""
+    if not is_doctor_file(path):
+        raise UsageError(f"{path} is not a doctor record (written by fabricprobe doctor)")
+    with h5py.File(path, "r") as f:
+        runs = sorted(f["doctor"].keys())
+        if not runs:
+            raise UsageError(f"{path} holds no doctor runs")
+        rid = runs[-1] if run in (None, "-1") else run
+        if rid not in runs:
+            raise UsageError(f"{path} has no doctor run {run!r}; it has {', '.join(runs)}")
+        g = f["doctor"][rid]
+        m = Measurements(
+            hosts=[h.decode() if isinstance(h, bytes) else str(h) for h in g["hosts"][()]],
+            node_of=[int(x) for x in g["node_of"][()]],
+            small_bytes=int(g.attrs["small_bytes"]),
+            large_bytes=int(g.attrs["large_bytes"]),
+            pairs=g["pairs"][()],
+            ranks=g["ranks"][()],
+            pass_seconds=json.loads(g.attrs["pass_seconds"]),
+            rounds=int(g.attrs["rounds"]),
+            turns=int(g.attrs["turns"]),
+        )
+        meta = {k: json.loads(g.attrs[k]) for k in ("options", "provenance", "diagnosis")}
+    return rid, m, meta
