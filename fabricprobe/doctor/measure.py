@@ -9,8 +9,9 @@ as osu_latency does; the large size keeps the median half round trip (one schedu
 Rank pass: a ring of reduce-scatter steps (send a chunk right, receive one from the left, reduce it
 in place with the collectives' own kernel), timed on each rank around the exchange and around the
 reduction; then every rank at once reduces the chunk in blocks of BLOCK_REDUCTIONS, timed per
-block. The block time is the rank's own speed, which no link affects: a slow core or a busy node
-shows there, and the ring's step times show what it costs everyone (each step waits for the
+block. The fastest block is the rank's own speed, which no link affects (a scheduler's hiccup only
+adds time, so the fastest is what the rank can do): a slow core, a CPU cap or a busy node raise
+every block, and the ring's step times show what it costs everyone (each step waits for the
 slowest neighbour)."""
 
 from __future__ import annotations
@@ -72,6 +73,16 @@ def measure_pair(
     return float(np.percentile(s, LATENCY_PERCENTILE)), float(np.median(big)), _spread(big)
 
 
+def block_slots(local_rank: list[int], rank: int, oversubscribed: bool) -> tuple[int, int]:
+    """(this rank's slot, number of slots) for the reduction blocks. Ranks of one node take turns
+    (they share its cores and memory; the comparison is between equals); nodes run at once. Where
+    ranks outnumber the cores they run on, every rank takes its own turn: seen with 4 ranks on 2
+    cores, the two ranks that shared a core were 2× slower than the two that did not, and were named."""
+    if oversubscribed:
+        return rank, len(local_rank)
+    return local_rank[rank], max(local_rank) + 1
+
+
 def pairwise_pass(
     comm: Any,
     MPI: Any,
@@ -118,9 +129,11 @@ def confirm_pass(
     return {k: v for d in everyone for k, v in d.items()}
 
 
-def ring_pass(comm: Any, MPI: Any, node: int, chunk_bytes: int, reps: int, blocks: int = 3) -> list[tuple] | None:
-    """Ring steps, then every rank's reduction blocks at the same time; rows (results.RANK_FIELDS)
-    on rank 0, None elsewhere."""
+def ring_pass(
+    comm: Any, MPI: Any, node: int, slot: int, slots: int, chunk_bytes: int, reps: int, blocks: int = 5
+) -> list[tuple] | None:
+    """Ring steps, then every rank's reduction blocks, the ranks of slot k at the same time (see
+    block_slots); rows (results.RANK_FIELDS) on rank 0, None elsewhere."""
     n = max(1, chunk_bytes // 4)
     work = np.ones(n, dtype=np.float32)
     incoming = np.ones(n, dtype=np.float32)
@@ -141,16 +154,19 @@ def ring_pass(comm: Any, MPI: Any, node: int, chunk_bytes: int, reps: int, block
             step_s += t2 - t0
             reduce_s += t2 - t1
         work.fill(1.0)  # keep the values small and finite
-    comm.Barrier()
     times = np.empty(blocks)
-    for b in range(blocks):
-        t0 = MPI.Wtime()
-        for _ in range(BLOCK_REDUCTIONS):
-            reduce_into(work, incoming, "sum")
-        times[b] = MPI.Wtime() - t0
-        work.fill(1.0)
+    for k in range(slots):
+        comm.Barrier()
+        if k != slot:
+            continue
+        for b in range(blocks):
+            t0 = MPI.Wtime()
+            for _ in range(BLOCK_REDUCTIONS):
+                reduce_into(work, incoming, "sum")
+            times[b] = MPI.Wtime() - t0
+            work.fill(1.0)
     comm.Barrier()
     count = reps * steps
-    row = (me, node, float(np.median(times)), float(n * 4 * BLOCK_REDUCTIONS), step_s / count, reduce_s / count)
+    row = (me, node, float(np.min(times)), float(n * 4 * BLOCK_REDUCTIONS), step_s / count, reduce_s / count)
     rows = comm.gather((*row, np.nan, np.nan), root=0)
     return rows if comm.rank == 0 else None

@@ -23,7 +23,7 @@ PAIR_FIELDS = [
 RANK_FIELDS = [
     ("rank", "i4"),
     ("node", "i4"),
-    ("compute_s", "f8"),  # median time of one block of back-to-back reductions (the rank's speed)
+    ("compute_s", "f8"),  # fastest block of back-to-back reductions (the rank's speed)
     ("reduced_bytes", "f8"),  # bytes reduced in one block
     ("ring_step_s", "f8"),  # mean time of one ring step on this rank (exchange + reduction)
     ("ring_reduce_s", "f8"),  # mean time of the reduction within a ring step

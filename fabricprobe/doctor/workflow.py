@@ -30,7 +30,7 @@ class DoctorOptions:
     confirm_factor: int = 3  # the confirmation's iterations, relative to the first pass
 
 
-def _confirm(comm, MPI, opts: DoctorOptions, m: Measurements | None, first: Diagnosis | None):
+def _confirm(comm, MPI, opts: DoctorOptions, m: Measurements | None, first: Diagnosis | None, slot: tuple[int, int]):
     todo = (first.suspect_pairs, any(f.kind == "rank" for f in first.findings)) if comm.rank == 0 else None
     suspects, slow_ranks = comm.bcast(todo, root=0)
     suspects = [tuple(p) for p in suspects]
@@ -38,7 +38,7 @@ def _confirm(comm, MPI, opts: DoctorOptions, m: Measurements | None, first: Diag
     got = measure.confirm_pass(comm, MPI, suspects, opts.small_bytes, opts.large_bytes, iters)
     ring = None
     if slow_ranks:  # every rank runs the longer ring: a rank is only slow beside the others
-        ring = measure.ring_pass(comm, MPI, 0, opts.ring_bytes, 1, blocks=3 * opts.confirm_factor)
+        ring = measure.ring_pass(comm, MPI, 0, *slot, opts.ring_bytes, 1, blocks=5 * opts.confirm_factor)
     if comm.rank != 0:
         return None
     for j, (a, b) in enumerate(zip(m.pairs["a"].tolist(), m.pairs["b"].tolist())):
@@ -56,7 +56,7 @@ def _confirm(comm, MPI, opts: DoctorOptions, m: Measurements | None, first: Diag
         second.notes.append("not confirmed by the second measurement: " + ", ".join(gone))
     second.notes.append(
         f"confirmation: {len(got)} suspect pairs measured again alone, {iters[1]} iterations each"
-        + (f"; every rank's reductions again, {3 * opts.confirm_factor} blocks" if ring is not None else "")
+        + (f"; every rank's reductions again, {5 * opts.confirm_factor} blocks" if ring is not None else "")
     )
     return second
 
@@ -81,7 +81,8 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
     )
     seconds["pairwise pass"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ranks = measure.ring_pass(comm, MPI, node_of[comm.rank], opts.ring_bytes, opts.ring_reps)
+    slot = measure.block_slots(list(topo.local_rank), comm.rank, bool(prov["oversubscribed"]))
+    ranks = measure.ring_pass(comm, MPI, node_of[comm.rank], *slot, opts.ring_bytes, opts.ring_reps)
     seconds["rank pass"] = time.perf_counter() - t0
 
     m = first = None
@@ -101,7 +102,7 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
     final = first
     if opts.confirm:
         t0 = time.perf_counter()
-        final = _confirm(comm, MPI, opts, m, first)
+        final = _confirm(comm, MPI, opts, m, first, slot)
         if comm.rank == 0:
             m.pass_seconds["confirmation"] = time.perf_counter() - t0
     if comm.rank == 0:
