@@ -16,6 +16,7 @@ slowest neighbour)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -29,10 +30,20 @@ TAG = 4242
 # gives it after waiting for its neighbour (seen: a host capped at 0.1 core reduced at full speed
 # in the ring while the ring as a whole took 2.3× longer), a block of many does not.
 BLOCK_REDUCTIONS = 16
+QUIET_POLL_S = 0.0005
 # Latency is the 10th percentile of the half round trips: on a shared machine a small message waits
 # for a core now and then (seen here: medians of one pair 2× its peers' while its 10th percentile
 # matched them), and what the link can do is the low end. A large message's time is the median.
 LATENCY_PERCENTILE = 10
+
+
+def quiet_barrier(comm: Any) -> None:
+    """A barrier that sleeps while it waits. A rank that waits in MPI_Barrier polls, and where ranks
+    share cores its polling takes time from the ranks being measured (seen in the lab, 4 ranks on 2
+    cores: one rank's reduction blocks took 2.0 to 7.8 ms depending on who was polling beside it)."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(QUIET_POLL_S)
 
 
 def _pingpong(comm: Any, MPI: Any, peer: int, initiator: bool, buf: np.ndarray, iters: int, warmup: int) -> np.ndarray:
@@ -58,19 +69,23 @@ def _spread(x: np.ndarray) -> float:
     return float((np.percentile(x, 75) - np.percentile(x, 25)) / med) if med > 0 else 0.0
 
 
-def measure_pair(
-    comm: Any, MPI: Any, pair: Pair, small: int, large: int, iters: tuple[int, int], buf: np.ndarray
-) -> tuple[float, float, float] | None:
-    """(small half round trip, large half round trip, spread) for the pair's lower rank; None elsewhere."""
+def _roles(comm: Any, pair: Pair) -> tuple[int, bool]:
     a, b = pair
-    me = comm.rank
-    initiator = me == a
-    peer = b if initiator else a
-    s = _pingpong(comm, MPI, peer, initiator, buf[:small], iters[0], max(2, iters[0] // 10))
-    big = _pingpong(comm, MPI, peer, initiator, buf[:large], iters[1], max(1, iters[1] // 5))
-    if not initiator:
-        return None
-    return float(np.percentile(s, LATENCY_PERCENTILE)), float(np.median(big)), _spread(big)
+    return (b, True) if comm.rank == a else (a, False)
+
+
+def measure_small(comm: Any, MPI: Any, pair: Pair, small: int, iters: int, buf: np.ndarray) -> float | None:
+    """The small size's half round trip (LATENCY_PERCENTILE) on the pair's lower rank; None elsewhere."""
+    peer, initiator = _roles(comm, pair)
+    s = _pingpong(comm, MPI, peer, initiator, buf[:small], iters, max(2, iters // 10))
+    return float(np.percentile(s, LATENCY_PERCENTILE)) if initiator else None
+
+
+def measure_large(comm: Any, MPI: Any, pair: Pair, large: int, iters: int, buf: np.ndarray) -> tuple | None:
+    """(median half round trip, spread) at the large size on the pair's lower rank; None elsewhere."""
+    peer, initiator = _roles(comm, pair)
+    big = _pingpong(comm, MPI, peer, initiator, buf[:large], iters, max(1, iters // 5))
+    return (float(np.median(big)), _spread(big)) if initiator else None
 
 
 def block_slots(local_rank: list[int], rank: int, oversubscribed: bool) -> tuple[int, int]:
@@ -91,20 +106,26 @@ def pairwise_pass(
     small: int,
     large: int,
     iters: tuple[int, int],
+    oversubscribed: bool,
 ) -> list[tuple] | None:
-    """Every pair of the plan, turn by turn; the rows (results.PAIR_FIELDS) on rank 0, None elsewhere."""
+    """Every pair of the plan, turn by turn; the rows (results.PAIR_FIELDS) on rank 0, None elsewhere.
+    Where ranks outnumber cores, the pairs of a turn take the small size one after another: two
+    pairs ping-ponging at once on 2 cores gave 13-54 µs for links that give 20-25 µs alone."""
     buf = np.zeros(max(small, large, 1), dtype=np.uint8)
     mine: list[tuple] = []
     for r, turns in enumerate(plan):
         for t, pairs in enumerate(turns):
-            comm.Barrier()
             pair = next((p for p in pairs if comm.rank in p), None)
-            if pair is None:
-                continue
-            got = measure_pair(comm, MPI, pair, small, large, iters, buf)
-            if got is not None:
+            lat = None
+            for group in [[p] for p in pairs] if oversubscribed else [pairs]:
+                quiet_barrier(comm)
+                if pair in group:
+                    lat = measure_small(comm, MPI, pair, small, iters[0], buf)
+            quiet_barrier(comm)
+            big = measure_large(comm, MPI, pair, large, iters[1], buf) if pair else None
+            if lat is not None and big is not None:
                 inter = node_of[pair[0]] != node_of[pair[1]]
-                mine.append((pair[0], pair[1], r, t, inter, *got, np.nan, np.nan))
+                mine.append((pair[0], pair[1], r, t, inter, lat, *big, np.nan, np.nan))
     comm.Barrier()
     everyone = comm.gather(mine, root=0)
     return sorted(row for rows in everyone for row in rows) if comm.rank == 0 else None
@@ -117,11 +138,12 @@ def confirm_pass(
     buf = np.zeros(max(small, large, 1), dtype=np.uint8)
     mine = {}
     for pair in pairs:
-        comm.Barrier()
+        quiet_barrier(comm)
         if comm.rank in pair:
-            got = measure_pair(comm, MPI, pair, small, large, iters, buf)
-            if got is not None:
-                mine[pair] = got[:2]
+            lat = measure_small(comm, MPI, pair, small, iters[0], buf)
+            big = measure_large(comm, MPI, pair, large, iters[1], buf)
+            if lat is not None:
+                mine[pair] = (lat, big[0])
     comm.Barrier()
     everyone = comm.gather(mine, root=0)
     if comm.rank != 0:
@@ -154,19 +176,18 @@ def ring_pass(
             step_s += t2 - t0
             reduce_s += t2 - t1
         work.fill(1.0)  # keep the values small and finite
-    times = np.empty(blocks)
-    for k in range(slots):
-        comm.Barrier()
-        if k != slot:
-            continue
-        for b in range(blocks):
-            t0 = MPI.Wtime()
-            for _ in range(BLOCK_REDUCTIONS):
-                reduce_into(work, incoming, "sum")
-            times[b] = MPI.Wtime() - t0
-            work.fill(1.0)
-    comm.Barrier()
+    times = []
+    for _ in range(blocks):  # every slot takes one block per sweep: a slow moment is not one rank's
+        for k in range(slots):
+            quiet_barrier(comm)
+            if k == slot:
+                t0 = MPI.Wtime()
+                for _ in range(BLOCK_REDUCTIONS):
+                    reduce_into(work, incoming, "sum")
+                times.append(MPI.Wtime() - t0)
+                work.fill(1.0)
+    quiet_barrier(comm)
     count = reps * steps
-    row = (me, node, float(np.min(times)), float(n * 4 * BLOCK_REDUCTIONS), step_s / count, reduce_s / count)
+    row = (me, node, float(min(times)), float(n * 4 * BLOCK_REDUCTIONS), step_s / count, reduce_s / count)
     rows = comm.gather((*row, np.nan, np.nan), root=0)
     return rows if comm.rank == 0 else None

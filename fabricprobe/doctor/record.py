@@ -68,6 +68,7 @@ def save(path: str, m: Measurements, diagnosis: dict, provenance: dict, options:
             g.attrs["large_bytes"] = m.large_bytes
             g.attrs["rounds"] = m.rounds
             g.attrs["turns"] = m.turns
+            g.attrs["oversubscribed"] = m.oversubscribed
             g.attrs["pass_seconds"] = json.dumps(m.pass_seconds)
             g.attrs["options"] = json.dumps(options)
             g.attrs["provenance"] = json.dumps(provenance, default=str)
@@ -108,6 +109,7 @@ def load(path: str, run: str | None = None) -> tuple[str, Measurements, dict[str
             pass_seconds=json.loads(g.attrs["pass_seconds"]),
             rounds=int(g.attrs["rounds"]),
             turns=int(g.attrs["turns"]),
+            oversubscribed=bool(g.attrs.get("oversubscribed", False)),
         )
         meta = {k: json.loads(g.attrs[k]) for k in ("options", "provenance", "diagnosis")}
     return rid, m, meta

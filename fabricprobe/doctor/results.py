@@ -51,6 +51,7 @@ class Measurements:
     pass_seconds: dict[str, float] = field(default_factory=dict)  # wall time of each pass
     rounds: int = 0
     turns: int = 0
+    oversubscribed: bool = False  # more ranks than cores: latencies are not compared
 
     def node_name(self, node: int) -> str:
         return self.hosts[self.node_of.index(node)]

@@ -47,7 +47,7 @@ def _confirm(comm, MPI, opts: DoctorOptions, m: Measurements | None, first: Diag
     if ring is not None:
         for row in ring:
             m.ranks["confirm_compute_s"][row[0]], m.ranks["confirm_reduced_bytes"][row[0]] = row[2], row[3]
-    second = diagnose(m, opts.threshold)
+    second = diagnose(m, opts.threshold, m.oversubscribed)
     before = {f.where for f in first.findings}
     for f in second.findings:
         f.confirmed = ring is not None if f.kind == "rank" else any(p in got for p in _pairs_of(m, f))
@@ -77,7 +77,14 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
 
     t0 = time.perf_counter()
     pairs = measure.pairwise_pass(
-        comm, MPI, plan, node_of, opts.small_bytes, opts.large_bytes, (opts.small_iters, opts.large_iters)
+        comm,
+        MPI,
+        plan,
+        node_of,
+        opts.small_bytes,
+        opts.large_bytes,
+        (opts.small_iters, opts.large_iters),
+        bool(prov["oversubscribed"]),
     )
     seconds["pairwise pass"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -97,8 +104,9 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
             pass_seconds=seconds,
             rounds=len(plan),
             turns=sum(len(r) for r in plan),
+            oversubscribed=bool(prov["oversubscribed"]),
         )
-        first = diagnose(m, opts.threshold)
+        first = diagnose(m, opts.threshold, m.oversubscribed)
     final = first
     if opts.confirm:
         t0 = time.perf_counter()
