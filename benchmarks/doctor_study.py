@@ -43,8 +43,8 @@ def up(hosts: int, per_host: int, rate: str) -> list[str]:
 
 def doctor(path: str, extra: list[str]) -> tuple[dict, dict]:
     fp("lab", "run", "--name", NAME, "--", "doctor", "--confirm", "-o", path, *extra)
-    _, m, meta = record.load(path)
-    return meta["diagnosis"], {"pass_seconds": m.pass_seconds, "rounds": m.rounds, "turns": m.turns}
+    rid, m, meta = record.load(path)
+    return meta["diagnosis"], {"run": rid, "pass_seconds": m.pass_seconds, "rounds": m.rounds, "turns": m.turns}
 
 
 def named(diagnosis: dict) -> list[tuple[str, str]]:
@@ -130,11 +130,12 @@ def main() -> int:
     ap.add_argument("--doctor-args", default="", help="more options for doctor")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", default="doctor_study.json")
+    ap.add_argument("--record", default="", help="keep every trial's doctor run in this HDF5 file")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     result: dict = {"args": vars(args), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "doctor.h5")
+        path = args.record or str(Path(tmp) / "doctor.h5")
         try:
             if args.trials or args.busy_trials or args.controls:
                 hosts = up(args.hosts, args.ranks_per_host, args.rate)

@@ -1,10 +1,10 @@
 """From measurements to suspects. Every comparison is with peers measured in the same run: a pair
 with the other pairs of its class (intra-node or inter-node), a rank with the other ranks.
 
-The expected value of a class is the median over nodes of each node's median: a node's score is
-the median cost of the class's pairs that touch it, so a slow link raises its own node's score
-(every pair through it is slow) but only one pair in each other node's set. With three or more
-nodes the reference therefore holds while fewer than half of them are slow; with two nodes every
+A node's link is suspect when even its best pair is slow (every pair through it is), and the
+expected value of a class is the median pair between the nodes that are not: a slow link raises
+its own node's best pair but no other node's. With three or more nodes this holds while fewer than
+half of them are slow; with two nodes every
 inter-node pair crosses both links, and a slow link cannot be told from a slow fabric (the report
 says so). A pair, node or rank is suspect when it is slower than expected by more than the
 threshold (default 15%) and by more than three robust standard deviations of its class's healthy
@@ -94,28 +94,40 @@ class _Scored:
 
     expected_cost: float
     pair_ratio: np.ndarray  # per pair of the class
-    node_ratio: dict[int, float]
+    node_ratio: dict[int, float]  # the node's best pair: > 1 + margin only when every pair through it is slow
+    node_typical: dict[int, float]  # the node's median pair (what the report shows)
     noise: float
     margin: float
 
 
 def _score_pairs(cost: np.ndarray, a_nodes: np.ndarray, b_nodes: np.ndarray, threshold: float) -> _Scored | None:
+    """A node's score is its best pair: a pair is no faster than the slower of its two links, so the
+    best pair through a node bounds that node's link, and only a node whose every pair is slow scores
+    slow (with 3 nodes and one slow link, the healthy nodes' median pair is half slow; their best is
+    not). Expected = the median pair between nodes that score healthy."""
     nodes = sorted(set(a_nodes.tolist()) | set(b_nodes.tolist()))
     if cost.size == 0 or not np.isfinite(cost).any():
         return None
-    score = {}
+    best, typical = {}, {}
     for n in nodes:
         touch = ((a_nodes == n) | (b_nodes == n)) & np.isfinite(cost)
         if touch.any():
-            score[n] = float(np.median(cost[touch]))
-    expected = float(np.median(list(score.values())))
+            best[n] = float(np.min(cost[touch]))
+            typical[n] = float(np.median(cost[touch]))
+    first = float(np.median(list(best.values())))
+    sick = {n for n, b in best.items() if b / first - 1 > threshold} if len(best) >= 3 else set()
+    healthy = np.array([a not in sick and b not in sick for a, b in zip(a_nodes, b_nodes)]) & np.isfinite(cost)
+    expected = float(np.median(cost[healthy])) if healthy.any() else first
     ratio = cost / expected
-    node_ratio = {n: s / expected for n, s in score.items()}
-    # noise from pairs whose nodes both look healthy at the bare threshold
-    sick = {n for n, r in node_ratio.items() if r - 1 > threshold} if len(score) >= 3 else set()
-    healthy = np.array([a not in sick and b not in sick for a, b in zip(a_nodes, b_nodes)])
     noise = robust_noise(ratio[healthy & (ratio - 1 <= threshold)])
-    return _Scored(expected, ratio, node_ratio, noise, _margin(threshold, noise))
+    return _Scored(
+        expected,
+        ratio,
+        {n: b / expected for n, b in best.items()},
+        {n: t / expected for n, t in typical.items()},
+        noise,
+        _margin(threshold, noise),
+    )
 
 
 def _where_rank(m: Measurements, r: int) -> str:
@@ -221,8 +233,9 @@ def diagnose(m: Measurements, threshold: float = DEFAULT_THRESHOLD, oversubscrib
                 continue
             if not inter:
                 continue
-            for n, x in sc.node_ratio.items():
-                if x - 1 > sc.margin:
+            for n, lowest in sc.node_ratio.items():
+                if lowest - 1 > sc.margin:
+                    x = sc.node_typical[n]
                     meas = unit_exp / x if metric == "bandwidth" else unit_exp * x
                     link_suspects.setdefault(n, []).append((metric, meas, unit_exp, x, sc.margin))
 

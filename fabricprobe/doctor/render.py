@@ -56,7 +56,7 @@ def render(console: Console, m: Measurements, diagnosis: dict[str, Any], provena
         console.print(t)
     else:
         console.print("No suspects: every pair, link and rank is within its class's margin (below).")
-    t = Table(title="Classes of peers (expected = median over nodes of each node's median)", title_justify="left")
+    t = Table(title="Classes of peers (expected = the median pair between healthy nodes)", title_justify="left")
     for col in ("class", "members", "metric", "expected", "range", "noise (σ)", "margin", "α-β fit"):
         t.add_column(col)
     for c in diagnosis["classes"]:

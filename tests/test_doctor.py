@@ -1,0 +1,298 @@
+"""fabricprobe doctor: the tournament schedule, the diagnosis on measurements with planted faults
+(a slow link at 60% and 80%, a slow rank, a slow pair, nothing), the record, the heat map, bad
+input, and real runs under mpiexec (odd and even N). The doctor on injected lab faults is in
+test_lab.py."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+
+import h5py
+import numpy as np
+import pytest
+from mpirun import error_lines, run_local, run_mpi
+
+from fabricprobe.doctor import record, schedule
+from fabricprobe.doctor.diagnose import diagnose
+from fabricprobe.doctor.plot import heatmap, matrices
+from fabricprobe.doctor.results import Measurements, pair_table, rank_table
+from fabricprobe.errors import UsageError
+from fabricprobe.lab import cpu, faults
+from fabricprobe.lab.config import LabConfig
+
+# ---- schedule ----
+
+
+@pytest.mark.parametrize("n", range(1, 14))
+def test_every_pair_meets_once_in_n_minus_one_rounds(n):
+    rounds = schedule.rounds(n)
+    assert len(rounds) == (0 if n < 2 else n - 1 if n % 2 == 0 else n)
+    met = [p for r in rounds for p in r]
+    assert sorted(met) == list(itertools.combinations(range(n), 2))
+    for r in rounds:
+        ranks = [x for p in r for x in p]
+        assert len(ranks) == len(set(ranks)) and len(r) == n // 2
+
+
+@pytest.mark.parametrize("per_node", [1, 2, 3, 4])
+def test_turns_give_each_node_link_one_pair(per_node):
+    n = 4 * per_node + 1  # uneven: the last node has one rank
+    node_of = [r // per_node for r in range(n)]
+    plan = schedule.plan(n, node_of)
+    assert sorted(p for r in plan for t in r for p in t) == list(itertools.combinations(range(n), 2))
+    for turns in plan:
+        assert len(turns) <= max(1, 2 * per_node - 1)
+        for i, turn in enumerate(turns):
+            inter = [p for p in turn if node_of[p[0]] != node_of[p[1]]]
+            nodes = [node_of[x] for p in inter for x in p]
+            assert len(nodes) == len(set(nodes))
+            assert i == 0 or len(inter) == len(turn)  # intra-node pairs all go in the first turn
+    if per_node == 1:
+        assert all(len(turns) == 1 for turns in plan)
+
+
+# ---- diagnosis on planted faults ----
+
+LARGE = 1 << 20
+LINE = 50e6  # bytes/s of every healthy link
+
+
+def _measurements(
+    nodes: int,
+    per_node: int,
+    slow_node: int | None = None,
+    link_fraction: float = 1.0,
+    slow_rank: int | None = None,
+    rank_factor: float = 1.0,
+    slow_pair: tuple[int, int] | None = None,
+    noise: float = 0.01,
+    seed: int = 0,
+    oversubscribed: bool = False,
+) -> Measurements:
+    rng = np.random.default_rng(seed)
+    n = nodes * per_node
+    node_of = [r // per_node for r in range(n)]
+    rows = []
+    for a, b in itertools.combinations(range(n), 2):
+        inter = node_of[a] != node_of[b]
+        bw = LINE if inter else 8 * LINE
+        lat = 25e-6 if inter else 3e-6
+        if inter and slow_node in (node_of[a], node_of[b]):
+            bw *= link_fraction
+        if slow_rank in (a, b):
+            bw, lat = bw / 2, lat * 3  # a starved rank answers late too
+        if slow_pair == (a, b):
+            bw *= 0.5
+        jitter = 1 + noise * rng.standard_normal(2)
+        rows.append((a, b, 0, 0, inter, lat * jitter[0], LARGE / bw * jitter[1], 0.01, np.nan, np.nan))
+    ranks = []
+    for r in range(n):
+        block = 2e-3 * (1 + noise * rng.standard_normal()) * (rank_factor if r == slow_rank else 1.0)
+        ranks.append((r, node_of[r], block, 64e6, 0.02, 0.001, np.nan, np.nan))
+    return Measurements(
+        hosts=[f"h{node_of[r]}" for r in range(n)],
+        node_of=node_of,
+        small_bytes=8,
+        large_bytes=LARGE,
+        pairs=pair_table(rows),
+        ranks=rank_table(ranks),
+        oversubscribed=oversubscribed,
+    )
+
+
+def _named(d) -> list[tuple[str, str]]:
+    return [(f.kind, f.where) for f in d.findings]
+
+
+@pytest.mark.parametrize("per_node", [1, 2])
+@pytest.mark.parametrize("fraction", [0.6, 0.8])
+@pytest.mark.parametrize("nodes", [3, 4, 8])
+def test_a_slow_link_is_named_and_nothing_else(nodes, per_node, fraction):
+    for seed in range(5):
+        victim = seed % nodes
+        d = diagnose(_measurements(nodes, per_node, slow_node=victim, link_fraction=fraction, seed=seed))
+        assert _named(d) == [("link", f"h{victim}'s link")], d.findings
+        f = d.findings[0]
+        assert f.metric == "bandwidth" and f.slowdown == pytest.approx(1 / fraction, rel=0.05)
+        assert f.ranks == [r for r in range(nodes * per_node) if r // per_node == victim]
+
+
+def test_a_healthy_fabric_has_no_suspects_and_summarises_its_classes():
+    d = diagnose(_measurements(4, 2, noise=0.02, seed=3))
+    assert d.findings == [] and d.suspect_pairs == []
+    names = {(c.name, c.metric) for c in d.classes}
+    assert {("ranks", "reduction"), ("inter-node pairs", "bandwidth"), ("intra-node pairs", "latency")} <= names
+    inter = next(c for c in d.classes if (c.name, c.metric) == ("inter-node pairs", "bandwidth"))
+    assert inter.expected == pytest.approx(LINE, rel=0.03) and inter.margin == pytest.approx(0.15)
+    assert inter.fit_beta_s_per_byte == pytest.approx(1 / LINE, rel=0.05)
+
+
+def test_a_slow_rank_is_a_rank_not_a_link():
+    d = diagnose(_measurements(4, 1, slow_rank=2, rank_factor=3.0))
+    assert _named(d) == [("rank", "rank 2 on h2")]
+    assert d.findings[0].slowdown == pytest.approx(3.0, rel=0.05)
+    assert any("slow pairs through it" in e for e in d.findings[0].evidence)
+
+
+def test_a_slow_pair_between_healthy_nodes_is_a_pair():
+    d = diagnose(_measurements(4, 1, slow_pair=(1, 3)))
+    assert [f.kind for f in d.findings] == ["pair"] and d.findings[0].ranks == [1, 3]
+
+
+def test_below_the_threshold_or_the_noise_nothing_is_named():
+    assert diagnose(_measurements(4, 1, slow_node=1, link_fraction=0.9)).findings == []
+    noisy = _measurements(8, 1, slow_node=1, link_fraction=0.8, noise=0.1, seed=2)
+    d = diagnose(noisy)
+    inter = next(c for c in d.classes if (c.name, c.metric) == ("inter-node pairs", "bandwidth"))
+    assert inter.margin > 0.2 and not [f for f in d.findings if f.kind == "link"]  # noisy: a larger deficit needed
+    assert diagnose(_measurements(4, 1, slow_node=1, link_fraction=0.6), threshold=1.0).findings == []
+
+
+def test_two_nodes_cannot_tell_which_link():
+    d = diagnose(_measurements(2, 2, slow_node=0, link_fraction=0.6))
+    assert not [f for f in d.findings if f.kind == "link"]
+    assert any("cannot be told" in n for n in d.notes)
+
+
+def test_oversubscribed_latencies_are_not_compared():
+    m = _measurements(4, 1)
+    m.pairs["small_s"][0] *= 5
+    assert [f.kind for f in diagnose(m).findings] == ["pair"]
+    d = diagnose(m, oversubscribed=True)
+    assert d.findings == [] and any("oversubscribed" in n for n in d.notes)
+
+
+def test_confirmed_times_replace_the_first_pass():
+    m = _measurements(4, 1, slow_node=2, link_fraction=0.6)
+    through = (m.pairs["a"] == 2) | (m.pairs["b"] == 2)
+    m.pairs["confirm_large_s"][through] = m.pairs["large_s"][~through][0]  # alone, they were fine
+    m.pairs["confirm_small_s"][through] = m.pairs["small_s"][~through][0]
+    assert diagnose(m).findings == []
+
+
+# ---- record and picture ----
+
+
+def test_record_round_trip_appends_and_never_half_writes(tmp_path, monkeypatch):
+    path = str(tmp_path / "d.h5")
+    m = _measurements(3, 2, slow_node=1, link_fraction=0.6)
+    d = diagnose(m).as_dict()
+    first = record.save(path, m, d, {"lab": "x"}, {"threshold": 0.15})
+    second = record.save(path, m, d, {"lab": "y"}, {})
+    assert first != second and record.is_doctor_file(path)
+    rid, back, meta = record.load(path)
+    assert rid == second and meta["provenance"] == {"lab": "y"} and meta["diagnosis"] == json.loads(json.dumps(d))
+    for name in m.pairs.dtype.names:
+        assert np.array_equal(back.pairs[name], m.pairs[name], equal_nan=m.pairs[name].dtype.kind == "f")
+    assert back.hosts == m.hosts and back.node_of == m.node_of
+    assert record.load(path, first)[2]["options"] == {"threshold": 0.15}
+    before = open(path, "rb").read()
+
+    def crash(*a, **k):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        record.save(path, m, d, {}, {})
+    assert open(path, "rb").read() == before and sorted(os.listdir(tmp_path)) == ["d.h5"]
+
+
+def test_a_sweep_file_is_never_a_doctor_record(tmp_path):
+    other = tmp_path / "sweep.h5"
+    with h5py.File(other, "w") as f:
+        f.attrs["schema"] = "something else"
+    with pytest.raises(UsageError):
+        record.check_writable(str(other))
+    with pytest.raises(UsageError):
+        record.load(str(other))
+
+
+def test_heatmap_draws_the_pair_matrix(tmp_path):
+    m = _measurements(3, 2, slow_node=2, link_fraction=0.5)
+    bw, lat = matrices(m)
+    assert np.allclose(bw, bw.T, equal_nan=True) and np.isnan(np.diag(bw)).all()
+    assert bw[0, 4] == pytest.approx(LINE * 0.5 * 8 / 1e9, rel=0.05) and bw[0, 2] == pytest.approx(LINE * 8 / 1e9, rel=0.05)
+    out = heatmap(m, str(tmp_path / "pairs.png"))
+    assert out.stat().st_size > 5000 and out.read_bytes()[:4] == b"\x89PNG"
+
+
+# ---- lab fault options (no root needed) ----
+
+
+def test_fault_options_parse_and_restore():
+    lab = LabConfig("fplab", 4, 1, 1e9, "10.213.0.0/24")
+    assert faults.parse_specs(lab, ["fplab3:600mbit"], ["fplab1:10%"]) == {
+        "fplab3": {"rate_bits": 6e8},
+        "fplab1": {"cpu": 0.1},
+    }
+    f = faults.update(lab, {"fplab3": {"rate_bits": 6e8}}, "fplab3", "normal", None)
+    assert f == {}
+    assert faults.update(lab, {}, "fplab2", None, "0.5") == {"fplab2": {"cpu": 0.5}}
+    for bad in (["nohost:1gbit"], ["fplab1"], ["fplab1:fast"]):
+        with pytest.raises(UsageError):
+            faults.parse_specs(lab, bad, [])
+    for bad in ("0%", "-1", "lots", "1000"):
+        with pytest.raises(UsageError):
+            cpu.parse_cpu(bad)
+    assert cpu.parse_cpu("normal") is None and cpu.parse_cpu("25%") == 0.25
+
+
+# ---- command line ----
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--sizes", "8"],
+        ["--sizes", "1M,8"],
+        ["--sizes", "8,2G"],
+        ["--iterations", "0,5"],
+        ["--iterations", "a,b"],
+        ["--threshold", "0"],
+        ["--ring-size", "2"],
+        ["--ring-reps", "0"],
+        ["--run", "x"],
+        ["--show", "missing.h5"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, tmp_path):
+    out = run_local(["doctor", *args], cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert len(error_lines(out.stderr)) == 1 and "Traceback" not in out.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_doctor_never_writes_over_another_file(tmp_path):
+    sweep = tmp_path / "results.h5"
+    with h5py.File(sweep, "w") as f:
+        f.attrs["schema"] = "fabricprobe"
+    before = sweep.read_bytes()
+    out = run_local(["doctor", "-o", str(sweep)])
+    assert out.returncode == 2 and "not a doctor record" in out.stderr and sweep.read_bytes() == before
+
+
+# ---- under mpiexec ----
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_doctor_under_mpiexec_measures_every_pair_once(n, tmp_path):
+    path = tmp_path / "doctor.h5"
+    args = ["doctor", "-o", str(path), "--sizes", "8,64K", "--iterations", "10,3", "--ring-size", "64K"]
+    out = run_mpi(n, [*args, "--ring-reps", "2", "--confirm"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "fabricprobe doctor:" in out.stdout and "Classes of peers" in out.stdout
+    rid, m, meta = record.load(str(path))
+    pairs = sorted(zip(m.pairs["a"].tolist(), m.pairs["b"].tolist()))
+    assert pairs == list(itertools.combinations(range(n), 2))
+    assert m.rounds == (n - 1 if n % 2 == 0 else n) and m.ranks["rank"].tolist() == list(range(n))
+    assert (m.pairs["small_s"] > 0).all() and (m.pairs["large_s"] > m.pairs["small_s"]).all()
+    assert (m.ranks["compute_s"] > 0).all() and (m.ranks["ring_step_s"] >= m.ranks["ring_reduce_s"]).all()
+    assert meta["provenance"]["nranks"] == n and meta["options"]["large_bytes"] == 64 * 1024
+    assert any(note.startswith("confirmation:") for note in meta["diagnosis"]["notes"])
+    shown = run_local(["doctor", "--show", str(path)])
+    assert shown.returncode == 0 and "fabricprobe doctor:" in shown.stdout
+    png = tmp_path / "pairs.png"
+    plotted = run_local(["plot", f"{path}:{rid}", "-o", str(png)])
+    assert plotted.returncode == 0 and png.read_bytes()[:4] == b"\x89PNG", plotted.stderr
