@@ -67,6 +67,13 @@ FOREIGN_OPTIONS = {
     "--omb": "benchmarks/omb_imb_side_by_side.py",
     "--imb": "benchmarks/omb_imb_side_by_side.py",
     "--transfer": "tests/drivers/check_algorithms.py",
+    "--ntasks-per-node": "srun (Slurm)",
+    "--trials": "benchmarks/doctor_study.py",
+    "--fractions": "benchmarks/doctor_study.py",
+    "--busy-trials": "benchmarks/doctor_study.py",
+    "--controls": "benchmarks/doctor_study.py",
+    "--scaling": "benchmarks/doctor_study.py",
+    "--record": "benchmarks/doctor_study.py",
 }
 
 

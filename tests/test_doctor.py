@@ -277,7 +277,7 @@ def test_doctor_never_writes_over_another_file(tmp_path):
 # ---- under mpiexec ----
 
 
-@pytest.mark.parametrize("n", [3, 4])
+@pytest.mark.parametrize("n", [2, 3, 4])
 def test_doctor_under_mpiexec_measures_every_pair_once(n, tmp_path):
     path = tmp_path / "doctor.h5"
     args = ["doctor", "-o", str(path), "--sizes", "8,64K", "--iterations", "10,3", "--ring-size", "64K"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,9 @@ from pathlib import Path
 import pytest
 from mpirun import launcher, more_ranks_than_cores, mpi_env, need_ranks, run_local
 
+from fabricprobe.doctor import record
 from fabricprobe.errors import UsageError
-from fabricprobe.lab import launch, network
+from fabricprobe.lab import cpu, launch, network
 from fabricprobe.lab.config import LabConfig, format_rate, parse_rate
 
 DRIVERS = Path(__file__).parent / "drivers"
@@ -85,6 +87,10 @@ def test_agent_refuses_a_host_outside_the_lab(tmp_path):
         ["up", "--name", "Bad!"],
         ["run", "--name", "nolab", "--", "sweep"],
         ["status", "--name", "nolab"],
+        ["slow", "--name", "nolab", "nolab0", "1gbit"],
+        ["slow", "--name", "nolab"],
+        ["up", "--name", "nolab", "--slow", "elsewhere:1gbit"],
+        ["up", "--name", "nolab", "--busy", "nolab0:lots"],
     ],
 )
 def test_lab_bad_input_is_one_line_and_exit_2(args):
@@ -113,7 +119,7 @@ def _lab_reason() -> str | None:
 needs_lab = pytest.mark.skipif(_lab_reason() is not None, reason=str(_lab_reason()))
 
 
-def _up(hosts: int, per_host: int, rate: str = "unlimited") -> None:
+def _up(hosts: int, per_host: int, rate: str = "unlimited", extra: list[str] | None = None) -> None:
     out = _fp(
         "lab",
         "up",
@@ -127,6 +133,7 @@ def _up(hosts: int, per_host: int, rate: str = "unlimited") -> None:
         str(per_host),
         "--rate",
         rate,
+        *(extra or []),
     )
     assert out.returncode == 0, out.stderr
 
@@ -245,3 +252,32 @@ def test_a_lab_sweep_records_the_lab(lab, tmp_path):
     assert json.loads(run["provenance"]["lab_spec"])["rate_bits"] == 1e9
     assert {p["algorithm"] for p in run["points"]} >= {"library", "ring"}
     assert "emulated 2 × 1 at 1 Gbit/s" in _fp("report", str(out_file)).stdout
+
+
+def _doctor(tmp_path, n: int) -> list[tuple[str, str]]:
+    path = tmp_path / "doctor.h5"
+    args = ["--sizes", "8,512K", "--iterations", "50,8", "--ring-size", "2M", "--confirm"]
+    out = _fp("lab", "run", "--name", NAME, "-n", str(n), "--", "doctor", "-o", str(path), *args)
+    assert out.returncode == 0, out.stderr[-3000:]
+    _, m, meta = record.load(str(path))
+    assert m.rounds == n - 1 and len(m.pairs) == n * (n - 1) // 2 and m.pairs["inter"].all()
+    return [(f["kind"], f["where"]) for f in meta["diagnosis"]["findings"]]
+
+
+@needs_lab
+def test_the_doctor_names_the_slowed_link_and_then_the_busy_rank(lab, tmp_path):
+    need_ranks(4)  # 4 ranks on 2 cores: Open MPI only (MPICH busy-polls)
+    pick = random.Random(os.getpid())
+    slow, busy = pick.sample([f"{NAME}{i}" for i in range(4)], 2)
+    _up(4, 1, rate="400mbit", extra=["--slow", f"{slow}:240mbit"])  # 60% of the others' rate
+    status = json.loads(_fp("lab", "status", "--name", NAME, "--json").stdout)
+    assert "rate 240Mbit" in status["links"][slow]["qdisc"] and status["links"][slow]["fault"].startswith("link")
+    assert _doctor(tmp_path, 4) == [("link", f"{slow}'s link")], f"slowed {slow}"
+
+    assert _fp("lab", "slow", "--name", NAME, slow, "normal").returncode == 0
+    assert _fp("lab", "slow", "--name", NAME, busy, "--cpu", "10%").returncode == 0
+    rank = int(busy[len(NAME) :])
+    assert _doctor(tmp_path, 4) == [("rank", f"rank {rank} on {busy}")], f"capped {busy}"
+    _down()
+    groups = cpu.folder(NAME)
+    assert (groups is None or not groups.exists()) and not os.path.ismount(cpu.visible(NAME))
