@@ -292,8 +292,11 @@ def test_doctor_under_mpiexec_measures_every_pair_once(n, tmp_path):
     assert (m.ranks["compute_s"] > 0).all() and (m.ranks["ring_step_s"] >= m.ranks["ring_reduce_s"]).all()
     assert meta["provenance"]["nranks"] == n and meta["options"]["large_bytes"] == 64 * 1024
     assert any(note.startswith("confirmation:") for note in meta["diagnosis"]["notes"])
-    shown = run_local(["doctor", "--show", str(path)])
-    assert shown.returncode == 0 and "fabricprobe doctor:" in shown.stdout
+    for show in (["doctor", "--show", str(path)], ["report", str(path), "--run", rid]):
+        shown = run_local(show)
+        assert shown.returncode == 0 and "fabricprobe doctor:" in shown.stdout, shown.stderr
+    refused = run_local(["report", str(path), "--format", "csv"])
+    assert refused.returncode == 2 and "doctor record" in refused.stderr
     png = tmp_path / "pairs.png"
     plotted = run_local(["plot", f"{path}:{rid}", "-o", str(png)])
     assert plotted.returncode == 0 and png.read_bytes()[:4] == b"\x89PNG", plotted.stderr

@@ -23,7 +23,7 @@ def add_parser(sub: Any) -> None:
         "pair at a time) at a small and a large size, time every rank's reductions in a ring, and\n"
         "name the links, ranks and pairs slower than their peers by more than the threshold and\n"
         "the peers' noise. Appends a run to an HDF5 record; `fabricprobe plot FILE -o x.png`\n"
-        "draws the pair matrix, `fabricprobe doctor --show FILE` prints a run again.\n\n"
+        "draws the pair matrix, `fabricprobe doctor --show FILE` (or `report FILE`) prints a run again.\n\n"
         "  mpiexec -n 8 fabricprobe doctor\n"
         "  srun -N 4 --ntasks-per-node 2 fabricprobe doctor --confirm -o doctor.h5",
     )

@@ -69,9 +69,26 @@ def _write_atomically(path: str, text: str) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    """A doctor record: its report again (the table is the only form a doctor run has)."""
+    from fabricprobe.console import make_console
+    from fabricprobe.doctor import record
+    from fabricprobe.doctor.render import render
+
+    if args.format != "table" or args.summary or args.collectives or args.output:
+        raise UsageError(f"{args.file} is a doctor record: only its table report exists (fabricprobe report FILE)")
+    _, m, meta = record.load(args.file, args.run)
+    render(make_console(), m, meta["diagnosis"], meta["provenance"])
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from fabricprobe.doctor.record import is_doctor_file
     from fabricprobe.report import export
     from fabricprobe.store import load_runs, select_run
+
+    if is_doctor_file(args.file):
+        return _doctor(args)
 
     runs = load_runs(args.file)
     if args.run is not None:
