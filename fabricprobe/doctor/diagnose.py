@@ -4,11 +4,11 @@ with the other pairs of its class (intra-node or inter-node), a rank with the ot
 A node's link is suspect when even its best pair is slow (every pair through it is), and the
 expected value of a class is the median pair between the nodes that are not: a slow link raises
 its own node's best pair but no other node's. With three or more nodes this holds while fewer than
-half of them are slow; with two nodes every
-inter-node pair crosses both links, and a slow link cannot be told from a slow fabric (the report
-says so). A pair, node or rank is suspect when it is slower than expected by more than the
-threshold (default 15%) and by more than three robust standard deviations of its class's healthy
-members (1.4826 × MAD, relative): a noisy class needs a larger deficit before anything is named.
+half of them are slow; with two nodes every inter-node pair crosses both links, and a slow link
+cannot be told from a slow fabric (the report says so). A pair, node or rank is suspect when it is
+slower than expected by more than the threshold (default 15%) and by more than three robust
+standard deviations of its class's healthy members (1.4826 × MAD, relative): a noisy class needs a
+larger deficit before anything is named.
 
 A node whose ranks are slow in the rank pass (their reductions, which use no link) is reported as
 a slow rank, and the slow pairs through it are its evidence, not a second finding: a starved rank
@@ -140,53 +140,46 @@ def _fmt_metric(metric: str, value: float) -> str:
     return f"{value * 1e6:.3g} µs" if value < 1e-2 else f"{value * 1e3:.3g} ms"
 
 
-def diagnose(m: Measurements, threshold: float = DEFAULT_THRESHOLD, oversubscribed: bool = False) -> Diagnosis:
-    """Findings and class summaries. Oversubscribed (more ranks than cores): latencies are summarised
-    but never compared. Where ranks share cores a small message's time depends on which ranks share
-    one: seen in the lab, 4 ranks on 2 cores, the same healthy links gave 12.6 to 40 µs at 8 B from
-    one run to the next, each pair measured alone, while 1 MiB times agreed within 0.5%."""
+@dataclass
+class _Suspects:
+    """What the passes found before it is grouped into findings."""
+
+    slow_ranks: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # rank -> (γ, expected, ×)
+    rank_margin: float = 0.0
+    pairs: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)  # pair -> (worst ×, margin)
+    evidence: dict[tuple[int, int], list[str]] = field(default_factory=dict)
+    links: dict[int, list[tuple[str, float, float, float, float]]] = field(default_factory=dict)
+
+
+def _rank_class(m: Measurements, threshold: float, found: _Suspects) -> ClassSummary | None:
+    """The rank pass: seconds per byte reduced, against the median rank."""
+    if not m.ranks.size:
+        return None
+    per_byte = m.reduction_per_byte()
+    expected = float(np.median(per_byte))
+    ratio = per_byte / expected
+    noise = robust_noise(ratio[ratio - 1 <= threshold])
+    found.rank_margin = _margin(threshold, noise)
+    for r, x in zip(m.ranks["rank"].tolist(), ratio.tolist()):
+        if x - 1 > found.rank_margin:
+            found.slow_ranks[r] = (float(per_byte[r]), expected, x)
+    lo, hi = float(per_byte.min()), float(per_byte.max())
+    return ClassSummary("ranks", int(ratio.size), "reduction", expected, noise, found.rank_margin, lo, hi)
+
+
+def _pair_classes(
+    m: Measurements, threshold: float, oversubscribed: bool, found: _Suspects, notes: list[str]
+) -> list[ClassSummary]:
+    """The pairwise pass: per class (inter-, intra-node) and metric (latency, bandwidth)."""
     pairs = m.pairs
+    if not pairs.size:
+        return []
     node = np.asarray(m.node_of)
-    a_nodes = node[pairs["a"]] if pairs.size else np.zeros(0, int)
-    b_nodes = node[pairs["b"]] if pairs.size else np.zeros(0, int)
+    a_nodes, b_nodes = node[pairs["a"]], node[pairs["b"]]
     lat, large = m.latency(), m.large_time()
-    findings: list[Finding] = []
-    classes: list[ClassSummary] = []
-    notes: list[str] = []
-    suspect_pairs: set[tuple[int, int]] = set()
-    pair_evidence: dict[tuple[int, int], list[str]] = {}
-    pair_slowdown: dict[tuple[int, int], tuple[float, float]] = {}  # pair -> (worst ratio, its margin)
-    link_suspects: dict[int, list[tuple[str, float, float, float]]] = {}
-
-    # ---- the rank pass: reductions use no link ----
-    slow_ranks: dict[int, tuple[float, float, float]] = {}
-    rank_margin = 0.0
-    if m.ranks.size:
-        per_byte = m.reduction_per_byte()
-        expected = float(np.median(per_byte))
-        ratio = per_byte / expected
-        noise = robust_noise(ratio[ratio - 1 <= threshold])
-        margin = rank_margin = _margin(threshold, noise)
-        classes.append(
-            ClassSummary(
-                "ranks",
-                int(ratio.size),
-                "reduction",
-                expected,
-                noise,
-                margin,
-                float(per_byte.min()),
-                float(per_byte.max()),
-            )
-        )
-        for r, x in zip(m.ranks["rank"].tolist(), ratio.tolist()):
-            if x - 1 > margin:
-                slow_ranks[r] = (per_byte[r], expected, x)
-    slow_nodes = {n for n in set(m.node_of) if all(r in slow_ranks for r, nn in enumerate(m.node_of) if nn == n)}
-
-    # ---- the pairwise pass, per class ----
+    out = []
     for inter, cname in ((True, "inter-node pairs"), (False, "intra-node pairs")):
-        sel = pairs["inter"] == inter if pairs.size else np.zeros(0, bool)
+        sel = pairs["inter"] == inter
         if not sel.any():
             continue
         idx = np.flatnonzero(sel)
@@ -195,11 +188,10 @@ def diagnose(m: Measurements, threshold: float = DEFAULT_THRESHOLD, oversubscrib
             sc = _score_pairs(cost, a_nodes[sel], b_nodes[sel], threshold)
             if sc is None:
                 continue
-            healthy = sc.pair_ratio - 1 <= sc.margin
-            fit = _fit(m, idx[healthy]) if metric == "bandwidth" else None
+            fit = _fit(m, idx[sc.pair_ratio - 1 <= sc.margin]) if metric == "bandwidth" else None
             unit_exp = m.large_bytes / sc.expected_cost if metric == "bandwidth" else sc.expected_cost
             values = m.large_bytes / cost if metric == "bandwidth" else cost
-            classes.append(
+            out.append(
                 ClassSummary(
                     cname,
                     int(sel.sum()),
@@ -217,45 +209,47 @@ def diagnose(m: Measurements, threshold: float = DEFAULT_THRESHOLD, oversubscrib
             for j, x in zip(idx.tolist(), sc.pair_ratio.tolist()):
                 if x - 1 > sc.margin:
                     p = (int(pairs["a"][j]), int(pairs["b"][j]))
-                    suspect_pairs.add(p)
                     meas = m.large_bytes / large[j] if metric == "bandwidth" else lat[j]
-                    pair_evidence.setdefault(p, []).append(
+                    found.evidence.setdefault(p, []).append(
                         f"{metric} {_fmt_metric(metric, meas)} vs {_fmt_metric(metric, unit_exp)} expected ({x:.2f}×)"
                     )
-                    if x > pair_slowdown.get(p, (0.0, 0.0))[0]:
-                        pair_slowdown[p] = (x, sc.margin)
-            if inter and nnodes < 3:
-                if metric == "bandwidth":
-                    notes.append(
-                        f"{nnodes} nodes: every inter-node pair crosses both links, so a slow link cannot be told "
-                        "from a slow fabric; compare with another run (fabricprobe doctor on a known-good pair)"
-                    )
-                continue
-            if not inter:
+                    if x > found.pairs.get(p, (0.0, 0.0))[0]:
+                        found.pairs[p] = (x, sc.margin)
+            if inter and nnodes < 3 and metric == "bandwidth":
+                notes.append(
+                    f"{nnodes} nodes: every inter-node pair crosses both links, so a slow link cannot be told "
+                    "from a slow fabric; compare with another run (fabricprobe doctor on a known-good pair)"
+                )
+            if not inter or nnodes < 3:
                 continue
             for n, lowest in sc.node_ratio.items():
                 if lowest - 1 > sc.margin:
                     x = sc.node_typical[n]
                     meas = unit_exp / x if metric == "bandwidth" else unit_exp * x
-                    link_suspects.setdefault(n, []).append((metric, meas, unit_exp, x, sc.margin))
+                    found.links.setdefault(n, []).append((metric, meas, unit_exp, x, sc.margin))
+    return out
 
-    # ---- findings: slow ranks first (they explain their node's slow pairs), then links, then pairs ----
+
+def _findings(m: Measurements, found: _Suspects) -> list[Finding]:
+    """Slow ranks first (they explain their node's slow pairs), then links, then the pairs left."""
+    findings = []
     explained: set[tuple[int, int]] = set()
-    for r, (meas, exp, x) in sorted(slow_ranks.items(), key=lambda kv: -kv[1][2]):
+    slow_nodes = {n for n in set(m.node_of) if all(r in found.slow_ranks for r, k in enumerate(m.node_of) if k == n)}
+    for r, (meas, exp, x) in sorted(found.slow_ranks.items(), key=lambda kv: -kv[1][2]):
         n = m.node_of[r]
-        through = sorted(p for p in suspect_pairs if r in p)
+        through = sorted(p for p in found.pairs if r in p)
         explained.update(through)
         ev = [f"reduction {x:.2f}× slower than the median rank ({meas * 1e9:.3g} vs {exp * 1e9:.3g} ns/byte)"]
         if through:
             ev.append(f"{len(through)} slow pairs through it: " + ", ".join(f"{a}↔{b}" for a, b in through[:6]))
-        if n in link_suspects:
+        if n in found.links:
             ev.append(f"{m.node_name(n)}'s link looks slow too, as a starved rank's messages do")
-        findings.append(Finding("rank", _where_rank(m, r), [n], [r], "reduction", meas, exp, x, rank_margin, ev))
-    for n, metrics in sorted(link_suspects.items()):
+        findings.append(Finding("rank", _where_rank(m, r), [n], [r], "reduction", meas, exp, x, found.rank_margin, ev))
+    for n, metrics in sorted(found.links.items()):
         if n in slow_nodes:
             continue
-        ranks = [r for r, nn in enumerate(m.node_of) if nn == n]
-        through = sorted(p for p in suspect_pairs if m.node_of[p[0]] == n or m.node_of[p[1]] == n)
+        ranks = [r for r, k in enumerate(m.node_of) if k == n]
+        through = sorted(p for p in found.pairs if m.node_of[p[0]] == n or m.node_of[p[1]] == n)
         explained.update(through)
         metric, meas, exp, x, margin = max(metrics, key=lambda t: t[3])
         ev = [
@@ -264,28 +258,31 @@ def diagnose(m: Measurements, threshold: float = DEFAULT_THRESHOLD, oversubscrib
         ]
         ev.append(f"{len(through)} of its pairs slower than their class; its ranks' reductions are normal")
         findings.append(Finding("link", f"{m.node_name(n)}'s link", [n], ranks, metric, meas, exp, x, margin, ev))
-    for p in sorted(suspect_pairs - explained):
-        j = int(np.flatnonzero((pairs["a"] == p[0]) & (pairs["b"] == p[1]))[0])
-        kind = "inter" if pairs["inter"][j] else "intra"
-        findings.append(
-            Finding(
-                "pair",
-                f"ranks {p[0]} ↔ {p[1]} ({m.hosts[p[0]]} ↔ {m.hosts[p[1]]}, {kind}-node)",
-                sorted({m.node_of[p[0]], m.node_of[p[1]]}),
-                list(p),
-                "pair",
-                float("nan"),
-                float("nan"),
-                *pair_slowdown[p],
-                pair_evidence[p],
-            )
-        )
+    for p in sorted(set(found.pairs) - explained):
+        a, b = p
+        kind = "intra" if m.node_of[a] == m.node_of[b] else "inter"
+        where = f"ranks {a} ↔ {b} ({m.hosts[a]} ↔ {m.hosts[b]}, {kind}-node)"
+        nodes = sorted({m.node_of[a], m.node_of[b]})
+        nan = float("nan")
+        findings.append(Finding("pair", where, nodes, [a, b], "pair", nan, nan, *found.pairs[p], found.evidence[p]))
+    return findings
+
+
+def diagnose(m: Measurements, threshold: float = DEFAULT_THRESHOLD, oversubscribed: bool = False) -> Diagnosis:
+    """Findings and class summaries. Oversubscribed (more ranks than cores): latencies are summarised
+    but never compared. Where ranks share cores a small message's time depends on which ranks share
+    one: seen in the lab, 4 ranks on 2 cores, the same healthy links gave 12.6 to 40 µs at 8 B from
+    one run to the next, each pair measured alone, while 1 MiB times agreed within 0.5%."""
+    found = _Suspects()
+    notes: list[str] = []
+    ranks = _rank_class(m, threshold, found)
+    classes = ([ranks] if ranks else []) + _pair_classes(m, threshold, oversubscribed, found, notes)
     if oversubscribed:
         notes.append(
             "oversubscribed (more ranks than cores): latencies are shown but not compared, as a small message's "
             "time here depends on which ranks share a core"
         )
-    return Diagnosis(findings, classes, notes, sorted(suspect_pairs))
+    return Diagnosis(_findings(m, found), classes, notes, sorted(found.pairs))
 
 
 def _fit(m: Measurements, rows: np.ndarray) -> tuple[float, float] | None:
