@@ -5,6 +5,7 @@ and compares its findings with the injection. Also the pairwise pass's wall time
 
     python benchmarks/doctor_study.py --trials 50 --fractions 0.6,0.8 --busy-trials 20 --controls 10
     python benchmarks/doctor_study.py --trials 0 --busy-trials 0 --controls 0 --scaling 2,4,6,8
+    python benchmarks/doctor_study.py --rediagnose doctor_study.h5   # the kept runs, today's diagnosis
 
 A trial is right when the findings hold exactly the injected (kind, host): a "link" finding on the
 slowed host or a "rank" finding on the capped one. Precision = right findings / all findings,
@@ -116,6 +117,26 @@ def summary(rows: list[dict]) -> list[dict]:
     return out
 
 
+def rediagnose(path: str) -> int:
+    """Diagnose every kept run again with the code as it is now; print the runs whose findings differ."""
+    import h5py
+
+    from fabricprobe.doctor.diagnose import diagnose
+
+    with h5py.File(path, "r") as f:
+        runs = sorted(f["doctor"].keys())
+    differ = 0
+    for rid in runs:
+        _, m, meta = record.load(path, rid)
+        now = diagnose(m, meta["options"]["threshold"], m.oversubscribed)
+        then = [(f["kind"], f["where"]) for f in meta["diagnosis"]["findings"]]
+        if [(f.kind, f.where) for f in now.findings] != then:
+            differ += 1
+            print(f"{rid}: recorded {then}, now {[(f.kind, f.where) for f in now.findings]}")
+    print(f"{len(runs)} runs diagnosed again: {differ} differ")
+    return 1 if differ else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hosts", type=int, default=4)
@@ -131,7 +152,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", default="doctor_study.json")
     ap.add_argument("--record", default="", help="keep every trial's doctor run in this HDF5 file")
+    ap.add_argument("--rediagnose", metavar="FILE", help="only diagnose the runs kept in FILE again")
     args = ap.parse_args()
+    if args.rediagnose:
+        return rediagnose(args.rediagnose)
     rng = random.Random(args.seed)
     result: dict = {"args": vars(args), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     with tempfile.TemporaryDirectory() as tmp:

@@ -74,6 +74,7 @@ FOREIGN_OPTIONS = {
     "--controls": "benchmarks/doctor_study.py",
     "--scaling": "benchmarks/doctor_study.py",
     "--record": "benchmarks/doctor_study.py",
+    "--rediagnose": "benchmarks/doctor_study.py",
 }
 
 
