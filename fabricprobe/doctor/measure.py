@@ -26,10 +26,12 @@ from fabricprobe.kernels import reduce_into
 
 TAG = 4242
 # A rank's speed is timed in blocks of this many reductions of the ring's chunk, back to back (about
-# 8 ms at 4 MiB here): a rank's single reduction inside a ring step fits in the slice a CPU quota
-# gives it after waiting for its neighbour (seen: a host capped at 0.1 core reduced at full speed
-# in the ring while the ring as a whole took 2.3× longer), a block of many does not.
-BLOCK_REDUCTIONS = 16
+# 13 ms at 4 MiB here). A rank's single reduction inside a ring step fits in the slice a CPU quota
+# gives it after waiting for its neighbour (seen: a host capped at 0.1 core reduced at full speed in
+# the ring while the ring as a whole took 2.3× longer), and so do short blocks: blocks of 16 (3 ms)
+# ran at full speed in 2 of 5 tries under the same cap, as CFS bandwidth control lets a group overrun
+# its quota by about a scheduler tick and pays it back later. A block of several ticks cannot.
+BLOCK_REDUCTIONS = 64
 QUIET_POLL_S = 0.0005
 # Latency is the 10th percentile of the half round trips: on a shared machine a small message waits
 # for a core now and then (seen here: medians of one pair 2× its peers' while its 10th percentile
@@ -88,14 +90,14 @@ def measure_large(comm: Any, MPI: Any, pair: Pair, large: int, iters: int, buf: 
     return (float(np.median(big)), _spread(big)) if initiator else None
 
 
-def block_slots(local_rank: list[int], rank: int, oversubscribed: bool) -> tuple[int, int]:
-    """(this rank's slot, number of slots) for the reduction blocks. Ranks of one node take turns
-    (they share its cores and memory; the comparison is between equals); nodes run at once. Where
-    ranks outnumber the cores they run on, every rank takes its own turn: seen with 4 ranks on 2
-    cores, the two ranks that shared a core were 2× slower than the two that did not, and were named."""
+def block_slots(rank: int, size: int, oversubscribed: bool) -> tuple[int, int]:
+    """(this rank's slot, number of slots) for the reduction blocks. Every rank at once where each has
+    a core (all share their node's memory alike, as in training); where ranks outnumber the cores
+    they run on, every rank takes its own turn: seen with 4 ranks on 2 cores, the two ranks that
+    shared a core were 2× slower than the two that did not, and were named."""
     if oversubscribed:
-        return rank, len(local_rank)
-    return local_rank[rank], max(local_rank) + 1
+        return rank, size
+    return 0, 1
 
 
 def pairwise_pass(

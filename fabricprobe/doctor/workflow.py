@@ -88,7 +88,7 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
     )
     seconds["pairwise pass"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    slot = measure.block_slots(list(topo.local_rank), comm.rank, bool(prov["oversubscribed"]))
+    slot = measure.block_slots(comm.rank, comm.size, bool(prov["oversubscribed"]))
     ranks = measure.ring_pass(comm, MPI, node_of[comm.rank], *slot, opts.ring_bytes, opts.ring_reps)
     seconds["rank pass"] = time.perf_counter() - t0
 
