@@ -5,7 +5,7 @@ and compares its findings with the injection. Also the pairwise pass's wall time
 
     python benchmarks/doctor_study.py --trials 50 --fractions 0.6,0.8 --busy-trials 20 --controls 10
     python benchmarks/doctor_study.py --trials 0 --busy-trials 0 --controls 0 --scaling 2,4,6,8
-    python benchmarks/doctor_study.py --rediagnose doctor_study.h5   # the kept runs, today's diagnosis
+    python benchmarks/doctor_study.py --rediagnose doctor_study.h5 --json doctor_study.json   # today's diagnosis
 
 A trial is right when the findings hold exactly the injected (kind, host): a "link" finding on the
 slowed host or a "rank" finding on the capped one. Precision = right findings / all findings,
@@ -117,24 +117,47 @@ def summary(rows: list[dict]) -> list[dict]:
     return out
 
 
-def rediagnose(path: str) -> int:
-    """Diagnose every kept run again with the code as it is now; print the runs whose findings differ."""
+def rediagnose(path: str, study_json: str) -> int:
+    """Diagnose every kept run again with the code as it is now (the measurements are what they
+    were); print the runs whose findings differ from the recorded ones and, where --json names the
+    study's file, the trials and the summary again into it ("rediagnosed")."""
     import h5py
 
     from fabricprobe.doctor.diagnose import diagnose
 
     with h5py.File(path, "r") as f:
         runs = sorted(f["doctor"].keys())
+    now: dict[str, list[tuple[str, str]]] = {}
     differ = 0
     for rid in runs:
         _, m, meta = record.load(path, rid)
-        now = diagnose(m, meta["options"]["threshold"], m.oversubscribed)
-        then = [(f["kind"], f["where"]) for f in meta["diagnosis"]["findings"]]
-        if [(f.kind, f.where) for f in now.findings] != then:
+        now[rid] = named(diagnose(m, meta["options"]["threshold"], m.oversubscribed).as_dict())
+        if now[rid] != named(meta["diagnosis"]):
             differ += 1
-            print(f"{rid}: recorded {then}, now {[(f.kind, f.where) for f in now.findings]}")
+            print(f"{rid}: recorded {named(meta['diagnosis'])}, now {now[rid]}")
     print(f"{len(runs)} runs diagnosed again: {differ} differ")
-    return 1 if differ else 0
+    study = Path(study_json)
+    if study.exists():
+        result = json.loads(study.read_text())
+        trials = []
+        for row in result.get("trials", []):
+            found = [tuple(f) for f in now[row["run"]]]
+            truth = [] if row["injected"] == "control" else [(row["injected"], row["host"])]
+            right = sum(1 for f in found if f in truth)
+            trials.append(
+                {
+                    **row,
+                    "found": found,
+                    "right": right,
+                    "wrong": len(found) - right,
+                    "recalled": bool(truth) and truth[0] in found,
+                }
+            )
+        result["rediagnosed"] = {"trials": trials, "summary": summary(trials), "differ": differ}
+        for s in result["rediagnosed"]["summary"]:
+            print(json.dumps(s))
+        study.write_text(json.dumps(result, indent=1))
+    return 0
 
 
 def main() -> int:
@@ -155,7 +178,7 @@ def main() -> int:
     ap.add_argument("--rediagnose", metavar="FILE", help="only diagnose the runs kept in FILE again")
     args = ap.parse_args()
     if args.rediagnose:
-        return rediagnose(args.rediagnose)
+        return rediagnose(args.rediagnose, args.json)
     rng = random.Random(args.seed)
     result: dict = {"args": vars(args), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     with tempfile.TemporaryDirectory() as tmp:

@@ -164,7 +164,18 @@ def test_oversubscribed_latencies_are_not_compared():
     assert d.findings == [] and any("oversubscribed" in n for n in d.notes)
 
 
-def test_confirmed_times_replace_the_first_pass():
+def test_a_confirmation_clears_suspects_but_never_makes_one():
+    m = _measurements(4, 1)
+    m.ranks["confirm_compute_s"] = m.ranks["compute_s"]
+    m.ranks["confirm_reduced_bytes"] = m.ranks["reduced_bytes"]
+    m.ranks["confirm_compute_s"][2] *= 2  # slow only the second time
+    m.pairs["confirm_large_s"][0] = m.pairs["large_s"][0] * 2
+    assert diagnose(m).findings == []
+    m.ranks["compute_s"][2] *= 2  # slow both times
+    assert [f.where for f in diagnose(m).findings] == ["rank 2 on h2"]
+
+
+def test_confirmed_times_clear_the_first_pass():
     m = _measurements(4, 1, slow_node=2, link_fraction=0.6)
     through = (m.pairs["a"] == 2) | (m.pairs["b"] == 2)
     m.pairs["confirm_large_s"][through] = m.pairs["large_s"][~through][0]  # alone, they were fine
