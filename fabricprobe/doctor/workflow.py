@@ -30,15 +30,17 @@ class DoctorOptions:
     confirm_factor: int = 3  # the confirmation's iterations, relative to the first pass
 
 
-def _confirm(comm, MPI, opts: DoctorOptions, m: Measurements | None, first: Diagnosis | None, slot: tuple[int, int]):
+def _confirm(
+    comm, MPI, opts: DoctorOptions, m: Measurements | None, first: Diagnosis | None, node: int, slot: tuple[int, int]
+):
     todo = (first.suspect_pairs, any(f.kind == "rank" for f in first.findings)) if comm.rank == 0 else None
     suspects, slow_ranks = comm.bcast(todo, root=0)
     suspects = [tuple(p) for p in suspects]
     iters = (opts.small_iters * opts.confirm_factor, opts.large_iters * opts.confirm_factor)
     got = measure.confirm_pass(comm, MPI, suspects, opts.small_bytes, opts.large_bytes, iters)
     ring = None
-    if slow_ranks:  # every rank runs the longer ring: a rank is only slow beside the others
-        ring = measure.ring_pass(comm, MPI, 0, *slot, opts.ring_bytes, 1, blocks=5 * opts.confirm_factor)
+    if slow_ranks:  # every rank's blocks again, 3× as many: a rank is only slow beside the others
+        ring = measure.ring_pass(comm, MPI, node, *slot, opts.ring_bytes, 1, blocks=5 * opts.confirm_factor)
     if comm.rank != 0:
         return None
     for j, (a, b) in enumerate(zip(m.pairs["a"].tolist(), m.pairs["b"].tolist())):
@@ -110,7 +112,7 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
     final = first
     if opts.confirm:
         t0 = time.perf_counter()
-        final = _confirm(comm, MPI, opts, m, first, slot)
+        final = _confirm(comm, MPI, opts, m, first, node_of[comm.rank], slot)
         if comm.rank == 0:
             m.pass_seconds["confirmation"] = time.perf_counter() - t0
     if comm.rank == 0:
