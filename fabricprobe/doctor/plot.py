@@ -56,7 +56,9 @@ def heatmap(m: Measurements, output: str, title: str = "") -> Path:
             for a in range(n):
                 for b in range(n):
                     if np.isfinite(data[a, b]):
-                        ax.text(b, a, f"{data[a, b]:.3g}", ha="center", va="center", fontsize=6, color="w")
+                        r, g, bl, _ = im.cmap(im.norm(data[a, b]))
+                        ink = "k" if 0.299 * r + 0.587 * g + 0.114 * bl > 0.5 else "w"  # readable on the cell
+                        ax.text(b, a, f"{data[a, b]:.3g}", ha="center", va="center", fontsize=6, color=ink)
     fig.suptitle(title or "fabricprobe doctor: pair matrix", fontsize=9)
     try:
         fig.savefig(path, dpi=130)
