@@ -8,11 +8,11 @@ as osu_latency does; the large size keeps the median half round trip (one schedu
 
 Rank pass: a ring of reduce-scatter steps (send a chunk right, receive one from the left, reduce it
 in place with the collectives' own kernel), timed on each rank around the exchange and around the
-reduction; then every rank at once reduces the chunk in blocks of BLOCK_REDUCTIONS, timed per
-block. The fastest block is the rank's own speed, which no link affects (a scheduler's hiccup only
-adds time, so the fastest is what the rank can do): a slow core, a CPU cap or a busy node raise
-every block, and the ring's step times show what it costs everyone (each step waits for the
-slowest neighbour)."""
+reduction; then every rank reduces the chunk in blocks of BLOCK_BYTES, timed per block (all ranks
+at once, or one at a time where oversubscribed). The fastest block is the rank's own speed, which no
+link affects (a scheduler's hiccup only adds time, so the fastest is what the rank can do): a slow
+core, a CPU cap or a busy node raise every block, and the ring's step times show what it costs
+everyone (each step waits for the slowest neighbour)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,15 @@ from fabricprobe.doctor.schedule import Pair
 from fabricprobe.kernels import reduce_into
 
 TAG = 4242
-# A rank's speed is timed in blocks of this many reductions of the ring's chunk, back to back (about
-# 13 ms at 4 MiB here). A rank's single reduction inside a ring step fits in the slice a CPU quota
-# gives it after waiting for its neighbour (seen: a host capped at 0.1 core reduced at full speed in
-# the ring while the ring as a whole took 2.3× longer), and so do short blocks: blocks of 16 (3 ms)
+# A rank's speed is timed in blocks of back-to-back reductions of the ring's chunk, this many bytes
+# reduced per block whatever the chunk (64 reductions of 4 MiB, about 13 ms here). A rank's single
+# reduction inside a ring step fits in the slice a CPU quota gives it after waiting for its neighbour
+# (seen: a host capped at 0.1 core reduced at full speed in the ring while the ring as a whole took
+# 2.3× longer), and so do short blocks: blocks of 16 (3 ms)
 # ran at full speed in 2 of 5 tries under the same cap, as CFS bandwidth control lets a group overrun
-# its quota by about a scheduler tick and pays it back later. A block of several ticks cannot.
-BLOCK_REDUCTIONS = 64
+# its quota by about a scheduler tick and pays it back later; so did blocks of 64 reductions of a
+# 2 MiB chunk (6 ms). A block of several ticks cannot.
+BLOCK_BYTES = 256 << 20
 QUIET_POLL_S = 0.0005
 # Latency is the 10th percentile of the half round trips: on a shared machine a small message waits
 # for a core now and then (seen here: medians of one pair 2× its peers' while its 10th percentile
@@ -178,18 +180,19 @@ def ring_pass(
             step_s += t2 - t0
             reduce_s += t2 - t1
         work.fill(1.0)  # keep the values small and finite
+    per_block = max(1, BLOCK_BYTES // (n * 4))
     times = []
     for _ in range(blocks):  # every slot takes one block per sweep: a slow moment is not one rank's
         for k in range(slots):
             quiet_barrier(comm)
             if k == slot:
                 t0 = MPI.Wtime()
-                for _ in range(BLOCK_REDUCTIONS):
+                for _ in range(per_block):
                     reduce_into(work, incoming, "sum")
                 times.append(MPI.Wtime() - t0)
                 work.fill(1.0)
     quiet_barrier(comm)
     count = reps * steps
-    row = (me, node, float(min(times)), float(n * 4 * BLOCK_REDUCTIONS), step_s / count, reduce_s / count)
+    row = (me, node, float(min(times)), float(n * 4 * per_block), step_s / count, reduce_s / count)
     rows = comm.gather((*row, np.nan, np.nan), root=0)
     return rows if comm.rank == 0 else None
