@@ -254,14 +254,16 @@ def test_a_lab_sweep_records_the_lab(lab, tmp_path):
     assert "emulated 2 × 1 at 1 Gbit/s" in _fp("report", str(out_file)).stdout
 
 
-def _doctor(tmp_path, n: int) -> list[tuple[str, str]]:
+def _doctor(tmp_path, n: int) -> tuple[list[tuple[str, str]], str]:
+    """(findings, what to print if they are wrong: each rank's reduction time, the notes)."""
     path = tmp_path / "doctor.h5"
     args = ["--sizes", "8,512K", "--iterations", "50,8", "--ring-size", "2M", "--confirm"]
     out = _fp("lab", "run", "--name", NAME, "-n", str(n), "--", "doctor", "-o", str(path), *args)
     assert out.returncode == 0, out.stderr[-3000:]
     _, m, meta = record.load(str(path))
     assert m.rounds == n - 1 and len(m.pairs) == n * (n - 1) // 2 and m.pairs["inter"].all()
-    return [(f["kind"], f["where"]) for f in meta["diagnosis"]["findings"]]
+    evidence = f"reduction s/B {m.reduction_per_byte().tolist()}, notes {meta['diagnosis']['notes']}"
+    return [(f["kind"], f["where"]) for f in meta["diagnosis"]["findings"]], evidence
 
 
 @needs_lab
@@ -272,14 +274,25 @@ def test_the_doctor_names_the_slowed_link_and_then_the_busy_rank(lab, tmp_path):
     _up(4, 1, rate="400mbit", extra=["--slow", f"{slow}:240mbit"])  # 60% of the others' rate
     status = json.loads(_fp("lab", "status", "--name", NAME, "--json").stdout)
     assert "rate 240Mbit" in status["links"][slow]["qdisc"] and status["links"][slow]["fault"].startswith("link")
-    assert _doctor(tmp_path, 4) == [("link", f"{slow}'s link")], f"slowed {slow}"
+    found, evidence = _doctor(tmp_path, 4)
+    assert found == [("link", f"{slow}'s link")], f"slowed {slow}: {evidence}"
 
     assert _fp("lab", "slow", "--name", NAME, slow, "normal").returncode == 0
     if cpu.cgroup_root() is None:
         pytest.skip("no writable cgroup cpu controller here: the busy-host half cannot run")
     assert _fp("lab", "slow", "--name", NAME, busy, "--cpu", "10%").returncode == 0
     rank = int(busy[len(NAME) :])
-    assert _doctor(tmp_path, 4) == [("rank", f"rank {rank} on {busy}")], f"capped {busy}"
+    groups = subprocess.run(
+        [_wrapper(), "-n", "4", "sh", "-c", 'echo "$(hostname) $(tr "\\n" " " < /proc/self/cgroup)"'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=mpi_env(),
+    )
+    line = next((x for x in groups.stdout.splitlines() if x.startswith(f"{busy} ")), "")
+    assert f"/{busy} " in line or line.endswith(f"/{busy}"), groups.stdout + groups.stderr  # the rank is in its group
+    found, evidence = _doctor(tmp_path, 4)
+    assert found == [("rank", f"rank {rank} on {busy}")], f"capped {busy}: {evidence}"
     _down()
     groups = cpu.folder(NAME)
     assert (groups is None or not groups.exists()) and not os.path.ismount(cpu.visible(NAME))
