@@ -1,14 +1,13 @@
 """The doctor's HDF5 record: a file of doctor runs, each a group /doctor/RUN with the pair and rank
 tables, the hosts, the options, the provenance and the diagnosis (JSON attributes), so a run can be
-reported and plotted again without the machine. A run is added to a copy of the file that replaces
-the original only when complete and on disk (fsync, rename, fsync of the folder): an interrupted
-write leaves the previous file as it was, never half a run."""
+reported and plotted again without the machine. A run is added through the store's replace_whole
+(a copy that replaces the original only when complete and on disk): an interrupted write leaves the
+previous file as it was, never half a run."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from fabricprobe.doctor.results import PAIR_FIELDS, RANK_FIELDS, Measurements
 from fabricprobe.errors import UsageError
+from fabricprobe.store.fold import replace_whole
 
 SCHEMA = "fabricprobe-doctor"
 VERSION = 1
@@ -50,41 +50,29 @@ def _run_id(existing: list[str]) -> str:
 
 def save(path: str, m: Measurements, diagnosis: dict, provenance: dict, options: dict) -> str:
     """Add one run; returns its id."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        if os.path.exists(path):
-            shutil.copyfile(path, tmp)
-        with h5py.File(tmp, "a") as f:
-            f.attrs["schema"] = SCHEMA
-            f.attrs["schema_version"] = VERSION
-            runs = f.require_group("doctor")
-            rid = _run_id(list(runs.keys()))
-            g = runs.create_group(rid)
-            g.create_dataset("pairs", data=m.pairs.astype(PAIR_FIELDS))
-            g.create_dataset("ranks", data=m.ranks.astype(RANK_FIELDS))
-            g.create_dataset("hosts", data=np.array(m.hosts, dtype=h5py.string_dtype()))
-            g.create_dataset("node_of", data=np.asarray(m.node_of, dtype=np.int32))
-            g.attrs["small_bytes"] = m.small_bytes
-            g.attrs["large_bytes"] = m.large_bytes
-            g.attrs["rounds"] = m.rounds
-            g.attrs["turns"] = m.turns
-            g.attrs["oversubscribed"] = m.oversubscribed
-            g.attrs["pass_seconds"] = json.dumps(m.pass_seconds)
-            g.attrs["options"] = json.dumps(options)
-            g.attrs["provenance"] = json.dumps(provenance, default=str)
-            g.attrs["diagnosis"] = json.dumps(diagnosis, default=float)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+
+    def add(f: h5py.File) -> str:
+        f.attrs["schema"] = SCHEMA
+        f.attrs["schema_version"] = VERSION
+        runs = f.require_group("doctor")
+        rid = _run_id(list(runs.keys()))
+        g = runs.create_group(rid)
+        g.create_dataset("pairs", data=m.pairs.astype(PAIR_FIELDS))
+        g.create_dataset("ranks", data=m.ranks.astype(RANK_FIELDS))
+        g.create_dataset("hosts", data=np.array(m.hosts, dtype=h5py.string_dtype()))
+        g.create_dataset("node_of", data=np.asarray(m.node_of, dtype=np.int32))
+        g.attrs["small_bytes"] = m.small_bytes
+        g.attrs["large_bytes"] = m.large_bytes
+        g.attrs["rounds"] = m.rounds
+        g.attrs["turns"] = m.turns
+        g.attrs["oversubscribed"] = m.oversubscribed
+        g.attrs["pass_seconds"] = json.dumps(m.pass_seconds)
+        g.attrs["options"] = json.dumps(options)
+        g.attrs["provenance"] = json.dumps(provenance, default=str)
+        g.attrs["diagnosis"] = json.dumps(diagnosis, default=float)
         return rid
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    return replace_whole(path, add, extra_bytes=m.pairs.nbytes + m.ranks.nbytes)
 
 
 def load(path: str, run: str | None = None) -> tuple[str, Measurements, dict[str, Any]]:

@@ -41,20 +41,17 @@ def _room_for(path: str, extra_bytes: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
-def rewrite(path: str, change: Callable[[h5py.File], Any], extra_bytes: int = 0) -> Any:
-    """Apply change() to a copy of path (a new results file if there is none) and rename the copy over
+def replace_whole(path: str, change: Callable[[h5py.File], Any], extra_bytes: int = 0) -> Any:
+    """Apply change() to a copy of path (a new HDF5 file if there is none) and rename the copy over
     path once it is on disk. A failure (disk full, a kill) leaves path as it was. extra_bytes: what
-    change() adds at most (the fold's journal), for the free-space check."""
+    change() adds at most, for the free-space check. Any HDF5 file kept whole this way (the doctor's
+    record too) goes through here."""
     _room_for(path, extra_bytes)
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         if os.path.exists(path):
             shutil.copyfile(path, tmp)
         with h5py.File(tmp, "a") as f:
-            if "format" not in f.attrs:
-                f.attrs["format"] = FORMAT
-                f.attrs["schema_version"] = SCHEMA_VERSION
-            f.require_group("runs")
             result = change(f)
         _fsync_path(tmp)
         with deferred_signals():
@@ -64,6 +61,19 @@ def rewrite(path: str, change: Callable[[h5py.File], Any], extra_bytes: int = 0)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def rewrite(path: str, change: Callable[[h5py.File], Any], extra_bytes: int = 0) -> Any:
+    """replace_whole() of a results file: a new one gets the format attributes and the runs group."""
+
+    def stamped(f: h5py.File) -> Any:
+        if "format" not in f.attrs:
+            f.attrs["format"] = FORMAT
+            f.attrs["schema_version"] = SCHEMA_VERSION
+        f.require_group("runs")
+        return change(f)
+
+    return replace_whole(path, stamped, extra_bytes)
 
 
 def new_run_group(runs: h5py.Group, run_id: str) -> h5py.Group:
