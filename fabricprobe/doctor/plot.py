@@ -9,6 +9,7 @@ import numpy as np
 
 from fabricprobe.doctor.results import Measurements
 from fabricprobe.errors import UsageError
+from fabricprobe.report.plots import load_pyplot
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -29,13 +30,7 @@ def heatmap(m: Measurements, output: str, title: str = "") -> Path:
     path = Path(output)
     if path.suffix.lower() not in FORMATS:
         raise UsageError(f"invalid -o {output}: the picture's name must end in {', '.join(FORMATS)}")
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError("plots need matplotlib: pip install 'fabricprobe[plot]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = load_pyplot()
     bw, lat = matrices(m)
     n = len(m.hosts)
     fig, axes = plt.subplots(1, 2, figsize=(4 + 0.5 * n * 2, 2.5 + 0.45 * n), constrained_layout=True)

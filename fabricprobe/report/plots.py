@@ -16,7 +16,7 @@ FORMATS = (".png", ".svg", ".pdf")
 MAX_ROWS = 12
 
 
-def _matplotlib():
+def load_pyplot():
     try:
         import matplotlib
     except ImportError:
@@ -70,7 +70,7 @@ def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -
     if not series:
         raise UsageError("nothing to plot: no sized points in the selection")
     names = list(series)[:MAX_ROWS]
-    plt = _matplotlib()
+    plt = load_pyplot()
     fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.6 * len(names)), squeeze=False)
     for row, coll in enumerate(names):
         lat, bw = axes[row]
