@@ -1,41 +1,57 @@
 """The gradient allreduce a trainer uses, chosen by name: "tuned" (whatever the loaded fabricprobe
-selection table picks per size, the library where it has none), "library", or any hand-written
-allreduce in fabricprobe.collectives; optionally split into fusion buckets."""
+selection file picks for the communicator and each bucket's size, the library where it has none),
+"library", or any hand-written allreduce in fabricprobe.collectives; optionally split into fusion
+buckets. Every call says which algorithm ran, so a training record names it per bucket."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
-import numpy as np
-
 from fabricprobe import collectives, tuned
+from fabricprobe.console import warn_line
 from fabricprobe.errors import UsageError
 
+AllreduceFn = Callable[[Any, Any, Any], str]  # (comm, send, recv) -> the name of the algorithm that ran
 
-def allreduce_fn(name: str) -> Callable[[Any, np.ndarray, np.ndarray], None]:
+
+def allreduce_fn(name: str, selection: str = "") -> AllreduceFn:
+    """The gradient allreduce called `name`; "tuned" loads the selection file (`selection`, else
+    $FABRICPROBE_SELECTION), refused when made for another library or job shape."""
     if name == "tuned":
-        tuned.load()  # $FABRICPROBE_SELECTION, or the library everywhere
-        return lambda comm, send, recv: tuned.allreduce(send, recv, "sum", comm)
+        if tuned.load(selection or None) is None:
+            warn_line("--allreduce tuned without a selection file (--selection, FABRICPROBE_SELECTION): the library")
+        return lambda comm, send, recv: tuned.run("allreduce", send, recv, "sum", 0, comm)
     if name == collectives.LIBRARY:
         from mpi4py import MPI
 
-        return lambda comm, send, recv: comm.Allreduce(send, recv, op=MPI.SUM)
+        def library(comm, send, recv) -> str:
+            comm.Allreduce(send, recv, op=MPI.SUM)
+            return collectives.LIBRARY
+
+        return library
     alg = collectives.get("allreduce", name)
     if alg is None or alg.run is None:
         names = [n for n in collectives.names_for("allreduce") if n != collectives.LIBRARY]
         raise UsageError(f"unknown --allreduce {name!r}: choose tuned, library or one of {', '.join(names)}")
-    return lambda comm, send, recv: alg.run(comm, send, recv, "sum", 0)
+
+    def own(comm, send, recv) -> str:
+        alg.run(comm, send, recv, "sum", 0)
+        return name
+
+    return own
 
 
-def bucketed(fn: Callable, comm: Any, send: np.ndarray, recv: np.ndarray, bucket_bytes: int) -> int:
-    """Allreduce send into recv in buckets of about bucket_bytes (0: one call); returns the call count."""
-    if bucket_bytes <= 0 or send.nbytes <= bucket_bytes:
-        fn(comm, send, recv)
-        return 1
-    step = max(1, bucket_bytes // send.itemsize)
+def bucketed(fn: AllreduceFn, comm: Any, send: Any, recv: Any, bucket_bytes: int, clock: Any) -> int:
+    """Allreduce send into recv in buckets of about bucket_bytes (0: one call), each bucket's size,
+    algorithm and seconds noted on the clock; returns the call count."""
+    step = send.size if bucket_bytes <= 0 else max(1, bucket_bytes // send.itemsize)
     calls = 0
-    for lo in range(0, send.size, step):
-        fn(comm, send[lo : lo + step], recv[lo : lo + step])
+    for lo in range(0, max(send.size, 1), step):
+        part = send[lo : lo + step]
+        t0 = time.perf_counter()
+        name = fn(comm, part, recv[lo : lo + step])
+        clock.bucket(part.nbytes, name, time.perf_counter() - t0)
         calls += 1
     return calls
 

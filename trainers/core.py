@@ -26,6 +26,8 @@ class Options:
     dtype: str = "float32"
     samples: int = 4000  # synthetic dataset size
     allreduce: str = "tuned"  # tuned (fabricprobe.tuned), library, or a hand-written algorithm
+    selection: str = ""  # the selection file for "tuned" ("" = $FABRICPROBE_SELECTION)
+    ranks_per_node: tuple[int, ...] = ()  # virtual topology (as tuned with tune-sweep --ranks-per-node); () = hardware
     bucket_bytes: int = 0  # fusion buckets for the gradient allreduce; 0 = one call
     tau: int = 4  # easgd: communication period
     alpha: float = 0.0  # easgd: elastic coefficient α = ηρ (0 = 0.9 / workers, so β = pα = 0.9)
@@ -40,6 +42,7 @@ class Options:
     def as_attrs(self) -> dict[str, Any]:
         d = asdict(self)
         d["hidden"] = ",".join(map(str, self.hidden))
+        d["ranks_per_node"] = ",".join(map(str, self.ranks_per_node))
         return {f"opt_{k}": v for k, v in d.items()}
 
 
@@ -47,12 +50,15 @@ class Clock:
     """Seconds of the current step spent computing, communicating and waiting for other ranks."""
 
     def __init__(self) -> None:
-        self.compute = self.comm = self.wait = 0.0
-        self.bytes_sent = 0
+        self.reset()
 
     def reset(self) -> None:
         self.compute = self.comm = self.wait = 0.0
         self.bytes_sent = 0
+        self.buckets: list[tuple[int, str, float]] = []  # (bytes, algorithm, seconds) per collective call
+
+    def bucket(self, nbytes: int, algorithm: str, seconds: float) -> None:
+        self.buckets.append((nbytes, algorithm, seconds))
 
     @contextmanager
     def timing(self, kind: str) -> Iterator[None]:
@@ -64,12 +70,14 @@ class Clock:
 
 
 STEP_FIELDS = ("step", "epoch", "loss", "t_compute", "t_comm", "t_wait", "bytes_sent")
+BUCKET_FIELDS = ("step", "bucket", "bytes", "algorithm", "seconds")  # one gradient collective call
 
 
 @dataclass
 class Log:
     steps: list[tuple] = field(default_factory=list)  # STEP_FIELDS per step (this rank)
     evals: list[tuple[int, float]] = field(default_factory=list)  # (step, test accuracy)
+    buckets: list[tuple[int, int, int, str, float]] = field(default_factory=list)  # BUCKET_FIELDS
 
     def step_array(self) -> np.ndarray:
         dt = np.dtype(
@@ -137,6 +145,7 @@ def run(trainer: Trainer, progress: Any = None) -> tuple[Log, float]:
         loss = trainer.step(idx)
         c = trainer.clock
         log.steps.append((step, epoch, loss, c.compute, c.comm, c.wait, c.bytes_sent))
+        log.buckets.extend((step, i, nbytes, alg, t) for i, (nbytes, alg, t) in enumerate(c.buckets))
         step += 1
         if step % opts.eval_every == 0 or step == len(plan):
             model = trainer.eval_model()

@@ -16,7 +16,7 @@ class DPSGD(Trainer):
 
     def __init__(self, comm, data, opts) -> None:
         super().__init__(comm, data, opts)
-        self.allreduce = allreduce_fn(opts.allreduce)
+        self.allreduce = allreduce_fn(opts.allreduce, opts.selection)
         self.summed = np.zeros_like(self.model.grads)
 
     def step(self, idx: np.ndarray) -> float:
@@ -28,7 +28,7 @@ class DPSGD(Trainer):
             with c.timing("wait"):  # load imbalance shows here, not in the collective's time
                 self.comm.Barrier()
             with c.timing("comm"):
-                bucketed(self.allreduce, self.comm, m.grads, self.summed, self.opts.bucket_bytes)
+                bucketed(self.allreduce, self.comm, m.grads, self.summed, self.opts.bucket_bytes, c)
             c.bytes_sent = dense_bytes_sent(m.grads.nbytes, self.comm.size)
         else:
             self.summed[:] = m.grads

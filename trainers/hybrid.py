@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricprobe.errors import UsageError
-from trainers.comm_ops import allreduce_fn, dense_bytes_sent
+from trainers.comm_ops import allreduce_fn, bucketed, dense_bytes_sent
 from trainers.core import Trainer
 from trainers.data import shard
 from trainers.mlp import softmax_xent_grad
@@ -35,7 +35,7 @@ class Hybrid(Trainer):
         bounds = np.linspace(0, self.model.nlayers, s + 1).round().astype(int)
         self.lo, self.hi = int(bounds[self.stage]), int(bounds[self.stage + 1])
         self.part = self.model.param_slice(self.lo, self.hi)
-        self.allreduce = allreduce_fn(opts.allreduce)
+        self.allreduce = allreduce_fn(opts.allreduce, opts.selection)
         self.summed = np.zeros(self.part.stop - self.part.start, self.dtype)
 
     def step(self, idx: np.ndarray) -> float:
@@ -81,7 +81,7 @@ class Hybrid(Trainer):
         grads = m.grads[self.part]
         if self.r > 1:
             with c.timing("comm"):
-                self.allreduce(self.dp, grads, self.summed)
+                bucketed(self.allreduce, self.dp, grads, self.summed, 0, c)
             c.bytes_sent += dense_bytes_sent(grads.nbytes, self.r)
         else:
             self.summed[:] = grads

@@ -26,6 +26,33 @@ STEP_DTYPE = np.dtype(
     ]
 )
 EVAL_DTYPE = np.dtype([("step", "i8"), ("test_accuracy", "f8")])
+BUCKET_DTYPE = np.dtype([("step", "i8"), ("bucket", "i4"), ("bytes", "i8"), ("algorithm", "S48"), ("seconds", "f8")])
+
+
+def bucket_table(logs: list[Log]) -> np.ndarray:
+    """Every gradient collective call of the run: (step, bucket, bytes, algorithm, seconds), the
+    seconds the mean over the ranks that called it, the algorithm as the first of them names it (a
+    collective runs one algorithm on every rank, or it would not have completed)."""
+    calls = [log.buckets for log in logs if log.buckets]
+    if not calls:
+        return np.zeros(0, BUCKET_DTYPE)
+    n = min(len(c) for c in calls)
+    out = np.zeros(n, BUCKET_DTYPE)
+    first = calls[0][:n]
+    out["step"] = [b[0] for b in first]
+    out["bucket"] = [b[1] for b in first]
+    out["bytes"] = [b[2] for b in first]
+    out["algorithm"] = [b[3].encode() for b in first]
+    out["seconds"] = np.mean([[b[4] for b in c[:n]] for c in calls], axis=0)
+    return out
+
+
+def algorithms_used(buckets: np.ndarray) -> dict[str, list[int]]:
+    """algorithm -> the bucket sizes (bytes) it ran at: the record's one-line answer to "what ran"."""
+    out: dict[str, set[int]] = {}
+    for row in buckets:
+        out.setdefault(row["algorithm"].decode(), set()).add(int(row["bytes"]))
+    return {k: sorted(v) for k, v in sorted(out.items())}
 
 
 def combine(logs: list[Log], batch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
@@ -60,12 +87,22 @@ def summary(steps: np.ndarray) -> dict[str, float]:
     }
 
 
-def write(path: str, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarray, per_rank: np.ndarray) -> str:
+def write(
+    path: str,
+    attrs: dict[str, Any],
+    steps: np.ndarray,
+    evals: np.ndarray,
+    per_rank: np.ndarray,
+    buckets: np.ndarray | None = None,
+) -> str:
     """Add one training run to path (a copy written and renamed over it: never damaged, as for sweeps)."""
-    return update(path, lambda f: _add(f, attrs, steps, evals, per_rank))
+    buckets = np.zeros(0, BUCKET_DTYPE) if buckets is None else buckets
+    return update(path, lambda f: _add(f, attrs, steps, evals, per_rank, buckets))
 
 
-def _add(f: h5py.File, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarray, per_rank: np.ndarray) -> str:
+def _add(
+    f: h5py.File, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarray, per_rank: np.ndarray, buckets: np.ndarray
+) -> str:
     root = f.require_group("training")
     number = max((int(k) for k in root.keys() if k.isdigit()), default=0) + 1
     run_id = f"{number:04d}"
@@ -73,6 +110,7 @@ def _add(f: h5py.File, attrs: dict[str, Any], steps: np.ndarray, evals: np.ndarr
     group.create_dataset("steps", data=steps, compression="gzip")
     group.create_dataset("evals", data=evals)
     group.create_dataset("rank_times", data=per_rank.astype(np.float32), compression="gzip")
+    group.create_dataset("buckets", data=buckets, compression="gzip")
     write_attrs(group, attrs)
     return run_id
 
@@ -95,5 +133,8 @@ def read(path: str) -> list[dict[str, Any]]:
     with h5py.File(path, "r") as f:
         for run_id, group in sorted(f.get("training", {}).items()):
             attrs = {k: _decoded(v) for k, v in read_attrs(group).items()}
-            out.append({"id": run_id, **attrs, "steps": group["steps"][()], "evals": group["evals"][()]})
+            buckets = group["buckets"][()] if "buckets" in group else np.zeros(0, BUCKET_DTYPE)
+            out.append(
+                {"id": run_id, **attrs, "steps": group["steps"][()], "evals": group["evals"][()], "buckets": buckets}
+            )
     return out

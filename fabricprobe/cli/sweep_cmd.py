@@ -242,7 +242,7 @@ def parse_comm_sizes(text: str) -> list[int]:
     return sorted({int(p) for p in parts})
 
 
-def _densities(text: str) -> list[float]:
+def parse_densities(text: str) -> list[float]:
     out = []
     for item in list_items(text, "--density"):
         try:
@@ -270,7 +270,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
     algorithms = choice_list(args.algorithms, algorithm_names, "algorithm", {"all": algorithm_names})
     return SweepConfig(
         collectives=choice_list(args.collectives, KNOWN, "collective", GROUPS),
-        densities=_densities(args.density),
+        densities=parse_densities(args.density),
         algorithms=algorithms,
         sizes=_sizes(args, args.quick),
         dtypes=choice_list(args.dtypes, DTYPES, "datatype"),

@@ -68,12 +68,28 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="gradient allreduce: tuned ($FABRICPROBE_SELECTION), library, or a hand-written one",
     )
+    p.add_argument(
+        "--selection",
+        default="",
+        metavar="FILE",
+        help="selection file for tuned (default: $FABRICPROBE_SELECTION), written by fabricprobe tune",
+    )
+    p.add_argument(
+        "--ranks-per-node",
+        metavar="K|LIST",
+        help="virtual topology, as tuned with tune-sweep --ranks-per-node (default: the hardware's)",
+    )
     p.add_argument("--bucket-bytes", type=int, default=0, metavar="BYTES", help="dp_sgd fusion buckets (0: one call)")
     p.add_argument("--mode", default="sync", help="easgd: sync, fcfs or round_robin")
     p.add_argument("--tau", type=int, default=4, help="easgd: communication period in steps")
     p.add_argument("--alpha", type=float, default=0.0, help="easgd: elastic coefficient α = ηρ (0: 0.9 / workers)")
     p.add_argument("--density", type=float, default=0.01, help="sparse_dp: fraction of the gradient sent")
-    p.add_argument("--sparse-algorithm", default="topk_allgather", metavar="NAME", help="sparse_dp: sparse allreduce")
+    p.add_argument(
+        "--sparse-algorithm",
+        default="topk_allgather",
+        metavar="NAME",
+        help="sparse_dp: sparse allreduce, or tuned (the selection's for the density and size)",
+    )
     p.add_argument("--no-error-feedback", action="store_true", help="sparse_dp: drop what is not sent (ablation)")
     p.add_argument("--stages", type=int, default=2, help="hybrid: pipeline stages")
     p.add_argument("--micro-batches", type=int, default=4, help="hybrid: micro-batches per replica and step")
@@ -88,6 +104,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _options(args: argparse.Namespace):
+    from fabricprobe.mpienv.topology import parse_ranks_per_node
     from trainers.core import Options
 
     if not args.lr > 0:
@@ -105,6 +122,8 @@ def _options(args: argparse.Namespace):
         dtype=args.dtype,
         samples=args.samples,
         allreduce=args.allreduce,
+        selection=args.selection,
+        ranks_per_node=tuple(parse_ranks_per_node(args.ranks_per_node)) if args.ranks_per_node else (),
         bucket_bytes=args.bucket_bytes,
         tau=args.tau,
         alpha=args.alpha,
@@ -146,8 +165,11 @@ def run(args: argparse.Namespace) -> int:
     MPI = init_mpi(args.thread_level)
     comm = MPI.COMM_WORLD
     set_rank(comm.rank)
-    trainer = build(args.trainer, comm, data, opts)
     topo = topology.detect(comm)
+    if opts.ranks_per_node:  # before the trainer loads a selection: it is checked against this shape
+        topo = topology.virtual(topo, topology.node_sizes(list(opts.ranks_per_node), comm.size))
+    topology.set_active(comm, topo)
+    trainer = build(args.trainer, comm, data, opts)
     prov = provenance.collect(MPI, comm, topo, args.thread_level)
     return _train(args, comm, trainer, prov)
 
@@ -155,7 +177,9 @@ def run(args: argparse.Namespace) -> int:
 def _train(args, comm, trainer, prov) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from fabricprobe import tuned
     from fabricprobe.console import make_console
+    from fabricprobe.sizes import format_size
     from trainers import core, record
 
     console = make_console(stderr=True)
@@ -185,6 +209,8 @@ def _train(args, comm, trainer, prov) -> int:
     if comm.rank != 0:
         return 0
     steps, evals, per_rank, working = record.combine(logs, trainer.opts.batch)
+    buckets = record.bucket_table(logs)
+    used = record.algorithms_used(buckets)
     totals = record.summary(steps)
     attrs = {
         **prov,
@@ -199,8 +225,10 @@ def _train(args, comm, trainer, prov) -> int:
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "") or os.environ.get("OMP_NUM_THREADS", ""),
         "status": "complete",
         "parameters": int(trainer.model.params.size),
+        "algorithms_used": used,
+        "selection_file": tuned.loaded_from() or "",
     }
-    run_id = record.write(args.output, attrs, steps, evals, per_rank)
+    run_id = record.write(args.output, attrs, steps, evals, per_rank, buckets)
     out = make_console()
     out.print(
         f"[bold]{args.trainer}[/] on {trainer.opts.dataset}, {comm.size} rank(s), {trainer.describe()['collective']}: "
@@ -209,5 +237,8 @@ def _train(args, comm, trainer, prov) -> int:
         f"{totals['wait_s']:.2f} s (communication + waiting {100 * totals['comm_fraction']:.0f}% of step time); "
         f"{totals['bytes_sent_per_step'] / 1024:.1f} KiB sent per rank and step"
     )
+    if used:
+        ran = "; ".join(f"{alg} at {', '.join(format_size(b) for b in sizes)}" for alg, sizes in used.items())
+        out.print(f"gradient collective per bucket size: {ran}", markup=False, highlight=False)
     out.print(f"fabricprobe: training run {run_id} in {args.output}")
     return 0

@@ -12,25 +12,41 @@ from fabricprobe.cli.sweep_cmd import parse_comm_sizes
 from fabricprobe.console import error_line
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.sizes import format_size
-from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.emitters import FORMATS
+from fabricprobe.tuning.own import TUNE_COLLECTIVES
 
 
 def add_parser(sub: Any) -> None:
     s = sub.add_parser(
         "tune-sweep",
         formatter_class=HelpFormatter,
-        help="measure the library's default and every algorithm it has, forced one at a time",
+        help="measure the library's default, every algorithm it has forced one at a time, and fabricprobe's own",
         description="Launch one mpiexec job per (collective, library algorithm), forcing the algorithm\n"
         "through the library's own settings (Open MPI MCA parameters, MPICH control\n"
         "variables, Intel MPI I_MPI_ADJUST_*), each job measuring every communicator size\n"
-        "in --comm-sizes. Run it directly, not under mpiexec. Then: fabricprobe tune FILE.",
+        "in --comm-sizes. fabricprobe's hand-written algorithms (--algorithms) run in the\n"
+        "default's job; sparse_allreduce's at every --density. Run it directly, not under\n"
+        "mpiexec. Then: fabricprobe tune FILE.",
     )
     s.add_argument("-n", "--ranks", type=int, required=True, help="ranks per job (the largest communicator size)")
     s.add_argument("-o", "--output", default="fabricprobe-tuning.h5", metavar="FILE", help="results file")
-    s.add_argument("--collectives", default=",".join(COLLECTIVES), metavar="LIST", help="collectives to tune")
+    s.add_argument("--collectives", default=",".join(TUNE_COLLECTIVES), metavar="LIST", help="collectives to tune")
     s.add_argument("--comm-sizes", metavar="LIST", help="communicator sizes (default: 2, 4, 8, ... and -n)")
     s.add_argument("--only", metavar="LIST", help="only these library algorithms (and the default)")
+    s.add_argument(
+        "--algorithms",
+        default="all",
+        metavar="LIST",
+        help="fabricprobe's own algorithms to measure beside the library's: all, none, or names",
+    )
+    s.add_argument(
+        "--ranks-per-node",
+        metavar="K|LIST",
+        help="virtual topology: nodes of K consecutive ranks, or node sizes such as 2,2 (default: the hardware's)",
+    )
+    s.add_argument(
+        "--density", default="0.001,0.01,0.1", metavar="LIST", help="sparse_allreduce: fractions of entries sent"
+    )
     s.add_argument("--sizes", metavar="LIST", help="message sizes (default: 8 B to 4 MiB by ×4)")
     s.add_argument("--iters", type=int, default=100, metavar="N", help="first batch of timed iterations")
     s.add_argument("--max-time", type=float, default=0.5, metavar="SECONDS", help="time budget per point")
@@ -81,23 +97,35 @@ def add_parser(sub: Any) -> None:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
+    from fabricprobe.cli.sweep_cmd import parse_densities
     from fabricprobe.console import make_console
     from fabricprobe.engine.config import SweepConfig
     from fabricprobe.mpienv.launcher import launched_by_mpiexec
+    from fabricprobe.mpienv.topology import node_sizes, parse_ranks_per_node
     from fabricprobe.sizes import size_list
     from fabricprobe.tuning.measure import default_comm_sizes, measure
+    from fabricprobe.tuning.own import chosen
 
     if launched_by_mpiexec():
         raise UsageError("tune-sweep launches its own mpiexec jobs: run it directly, not under mpiexec")
     if args.ranks < 2:
         raise UsageError("-n must be at least 2")
-    collectives = choice_list(args.collectives, COLLECTIVES, "collective")
+    collectives = choice_list(args.collectives, TUNE_COLLECTIVES, "collective")
+    own = chosen(collectives, args.algorithms)
+    ranks_per_node = parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node else None
+    if ranks_per_node:
+        node_sizes(ranks_per_node, args.ranks)  # refused here, not in every job
     comm_sizes = parse_comm_sizes(args.comm_sizes) if args.comm_sizes else default_comm_sizes(args.ranks)
     if any(c < 1 or c > args.ranks for c in comm_sizes):
         raise UsageError(f"--comm-sizes must lie between 1 and -n {args.ranks}")
     sizes = size_list(args.sizes) if args.sizes else [8 << (2 * k) for k in range(10)] + [4 << 20]
     template = SweepConfig(
-        sizes=sizes, iterations_small=args.iters, iterations_large=args.iters, max_time=args.max_time
+        sizes=sizes,
+        iterations_small=args.iters,
+        iterations_large=args.iters,
+        max_time=args.max_time,
+        ranks_per_node=ranks_per_node,
+        densities=parse_densities(args.density),
     ).check()
     console = make_console(stderr=True)
 
@@ -117,6 +145,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         only,
         args.job_timeout,
         progress,
+        own,
     )
     failed = [launch for launch in launches if launch.returncode != 0]
     for launch in failed:
@@ -174,6 +203,34 @@ class ConsoleReporter:
                         f"{r.speedup:.2f}×",
                         f"{noise:.1%}",
                     )
+        self.console.print(t)
+
+    def selection(self, selection, source: str) -> None:
+        from rich.table import Table
+
+        from fabricprobe.tuning.selection import as_rows
+
+        t = Table(
+            title=f"[bold]fabricprobe's selection[/] (fabricprobe.tuned) from {source}: its own algorithm where it "
+            "beats the library's best",
+            title_justify="left",
+            show_edge=False,
+        )
+        for col in ("collective", "comm size", "nodes", "density", "message sizes", "runs", "speedup", "noise ±"):
+            t.add_column(col, justify="left" if col in ("collective", "nodes", "runs") else "right")
+        for row in as_rows(selection):
+            hi = "∞" if row["hi"] is None else format_size(row["hi"])
+            own = row["winner"] != row["reference"]
+            t.add_row(
+                row["collective"],
+                str(row["comm_size"]),
+                row["layout"],
+                f"{row['density']:g}" if row["density"] else "",
+                f"[{format_size(row['lo'])}, {hi})",
+                f"[bold green]{row['winner']}[/]" if own else row["winner"],
+                f"{row['speedup']:.2f}×",
+                f"{row['noise']:.1%}",
+            )
         self.console.print(t)
 
     def verification(self, checks) -> None:
@@ -241,7 +298,7 @@ def run_tune(args: argparse.Namespace) -> int:
         file=args.file,
         output=args.output,
         emit=None if args.emit == "auto" else choice_list(args.emit, FORMATS, "format"),
-        collectives=choice_list(args.collectives, COLLECTIVES, "collective") if args.collectives else None,
+        collectives=choice_list(args.collectives, TUNE_COLLECTIVES, "collective") if args.collectives else None,
         dtype=args.dtype,
         min_gain=args.min_gain,
         verify=args.verify,

@@ -50,7 +50,7 @@ def execute(
     # otherwise the watchdog ends the process and the launcher ends the job.
     abort = comm.Abort if MPI.Query_thread() == MPI.THREAD_MULTIPLE else None
     watchdog = Watchdog(config.point_timeout, comm.rank, abort, on_timeout=mark_aborted)
-    comms = _sub_communicators(comm, sorted({p.nranks for p in points if p.nranks}), MPI)
+    comms = _sub_communicators(comm, topo, sorted({p.nranks for p in points if p.nranks}), MPI)
     measured = failed = 0
     current = 0
     progress = SweepProgress(progress_style if root else "none", len(points))
@@ -84,8 +84,10 @@ def execute(
     return SweepOutcome(EXIT_WRONG if failed else EXIT_OK, measured, failed, notes)
 
 
-def _sub_communicators(comm: Any, sizes: list[int], MPI: Any) -> dict[int, tuple[Any, Topology | None]]:
-    """size -> (communicator of the first `size` ranks, its topology), or (None, None) on other ranks."""
+def _sub_communicators(comm: Any, topo: Topology, sizes: list[int], MPI: Any) -> dict[int, tuple[Any, Topology | None]]:
+    """size -> (communicator of the first `size` ranks, its topology), or (None, None) on other ranks.
+    Under a virtual topology a sub-communicator keeps the world's pretend nodes, cut at `size` ranks
+    (2 × 2 at 4 ranks is one node of 2 at 2 ranks): detecting it again would give the hardware's."""
     from fabricprobe.mpienv import topology
 
     out: dict[int, tuple[Any, Topology | None]] = {}
@@ -93,10 +95,12 @@ def _sub_communicators(comm: Any, sizes: list[int], MPI: Any) -> dict[int, tuple
         inside = comm.rank < size
         sub = comm.Split(0 if inside else MPI.UNDEFINED, comm.rank)
         if inside:
-            topo = topology.detect(sub)
-            topology.set_active(sub, topo)
+            sub_topo = topology.detect(sub)
+            if topo.virtual:
+                sub_topo = topology.virtual(sub_topo, topology.prefix_sizes(topo.ranks_per_node, size))
+            topology.set_active(sub, sub_topo)
             topology.hierarchy(sub)
-            out[size] = (sub, topo)
+            out[size] = (sub, sub_topo)
         else:
             out[size] = (None, None)
     return out

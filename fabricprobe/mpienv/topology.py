@@ -164,6 +164,18 @@ def node_sizes(spec: list[int], nranks: int) -> list[int]:
     return sizes
 
 
+def prefix_sizes(sizes: list[int], nranks: int) -> list[int]:
+    """The node sizes of the first nranks ranks of nodes of `sizes` (consecutive ranks): what a
+    sub-communicator of the first nranks ranks spans. [2, 2] cut at 3 is [2, 1]."""
+    out, left = [], nranks
+    for size in sizes:
+        if left <= 0:
+            break
+        out.append(min(size, left))
+        left -= out[-1]
+    return out
+
+
 def virtual(physical: Topology, sizes: list[int]) -> Topology:
     """Pretend nodes of consecutive ranks with the given sizes."""
     node_of = tuple(node for node, size in enumerate(sizes) for _ in range(size))

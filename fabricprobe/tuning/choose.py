@@ -3,6 +3,7 @@ tune-sweep's runs, keeping the default wherever the difference is inside the mea
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -65,6 +66,17 @@ def _name(algorithm: str) -> str:
     return algorithm.split(":", 1)[1] if algorithm.startswith(LIBRARY + ":") else algorithm
 
 
+def job_points(run: Run) -> list[dict]:
+    """The points of the collective a tune-sweep job was launched for: the sparse job also measures
+    the library's dense allreduce as its reference, in another launch than the default's job, and
+    must not stand in for it (measured here: 2× slower in that launch, a slow phase)."""
+    config = run.attrs.get("config")
+    if isinstance(config, str):
+        config = json.loads(config) if config.startswith("{") else {}
+    wanted = set((config or {}).get("collectives") or ())
+    return [p for p in run.points if not wanted or p["collective"] in wanted]
+
+
 def candidates(
     runs: list[Run], dtype: str, include_handwritten: bool, library_variants: bool = True
 ) -> tuple[dict, dict[str, Any]]:
@@ -77,7 +89,7 @@ def candidates(
             "the file holds runs of different MPI libraries; tune one library at a time (select runs with --run)"
         )
     for run in runs:
-        for p in run.points:
+        for p in job_points(run):
             if (
                 p["collective"] not in COLLECTIVES
                 or p["status"] != "ok"
@@ -113,6 +125,22 @@ def decide(by_name: dict[str, dict], size: int, min_gain: float) -> Decision | N
     return Decision(size, best_name, default["median_s"], best["median_s"], noise)
 
 
+def extend(ranges: list[Range], decision: Decision) -> None:
+    """Add the decision at the next larger size: it joins the last range when the winner is the
+    same, else it opens a range there (the first range always starts at 0, the last never ends)."""
+    if ranges and ranges[-1].winner == decision.winner:
+        ranges[-1].decisions.append(decision)
+        return
+    if ranges:
+        ranges[-1].hi = decision.size
+    ranges.append(Range(lo=decision.size if ranges else 0, hi=None, winner=decision.winner, decisions=[decision]))
+
+
+def winner_at(ranges: list[Range], size: int) -> str:
+    """The winner of the range covering size."""
+    return next(r.winner for r in ranges if r.lo <= size and (r.hi is None or size < r.hi))
+
+
 def choose(
     runs: list[Run],
     dtype: str = "float32",
@@ -132,13 +160,7 @@ def choose(
         decision = decide(table[(coll, nranks, size)], size, min_gain)
         if decision is None:
             continue
-        ranges = rules.setdefault(coll, {}).setdefault(nranks, [])
-        if ranges and ranges[-1].winner == decision.winner:
-            ranges[-1].decisions.append(decision)
-        else:
-            if ranges:
-                ranges[-1].hi = size
-            ranges.append(Range(lo=0 if not ranges else size, hi=None, winner=decision.winner, decisions=[decision]))
+        extend(rules.setdefault(coll, {}).setdefault(nranks, []), decision)
     return Table(
         attrs.get("mpi_vendor", "unknown"),
         attrs.get("mpi_library_version", ""),

@@ -4,6 +4,10 @@ at MPI_Init, so forcing needs a fresh launch, as open-mpi/ompi-collectives-tunin
 sweep whose configuration (a SweepConfig, handed over as a --config file) appends one run (its points
 labelled library:NAME) to the same results file; sub-communicators (comm_sizes) give results for every
 communicator size below the job's in one launch.
+
+fabricprobe's own algorithms (tuning.own) need no forcing: they run in the default's job, beside the
+library as launched, so the two are measured under the same conditions. The sparse allreduce has no
+library algorithm: one job measures its candidates at every density.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.launcher import run_launch
@@ -25,6 +30,7 @@ from fabricprobe.mpienv.library import identify_library
 from fabricprobe.stats import median_ci_exact
 from fabricprobe.store import check_output_path
 from fabricprobe.tuning.libraries import DEFAULT, Library, Variant, for_vendor
+from fabricprobe.tuning.own import SPARSE
 
 # Before/after re-measurements: a first batch of 100 iterations and 0.5 s per point, as tune-sweep's defaults.
 BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=0.5)
@@ -77,11 +83,19 @@ def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
     return [path, *args, "-n", str(n)]
 
 
-def job_config(template: SweepConfig, collective: str, comm_sizes: list[int], variant: Variant) -> SweepConfig:
+def job_config(
+    template: SweepConfig, collective: str, comm_sizes: list[int], variant: Variant, own: list[str] | None = None
+) -> SweepConfig:
     """The sweep one launched job runs: the template's measurement options on one collective, every
-    communicator size, its points labelled library:NAME for a forced algorithm."""
+    communicator size, its points labelled library:NAME for a forced algorithm; the default's job
+    also measures fabricprobe's own algorithms `own` (the sparse job measures those only)."""
     label = "" if variant.name == DEFAULT else variant_label(variant.name)
-    return replace(template, collectives=[collective], comm_sizes=list(comm_sizes), library_variant=label).check()
+    algorithms = [LIBRARY] if label else [LIBRARY, *(own or [])]
+    if collective == SPARSE:
+        algorithms = list(own or [])
+    return replace(
+        template, collectives=[collective], algorithms=algorithms, comm_sizes=list(comm_sizes), library_variant=label
+    ).check()
 
 
 def job_error(stderr: str) -> str:
@@ -127,7 +141,7 @@ def variant_label(name: str) -> str:
 
 def variants_for(library: Library, collectives: list[str], only: list[str] | None) -> list[Variant]:
     if only is not None:
-        known = {v.name for coll in collectives for v in library.variants(coll)}
+        known = {v.name for coll in collectives if coll != SPARSE for v in library.variants(coll)}
         unknown = [name for name in only if name not in known]
         if unknown:
             raise UsageError(
@@ -136,6 +150,9 @@ def variants_for(library: Library, collectives: list[str], only: list[str] | Non
             )
     out = []
     for coll in collectives:
+        if coll == SPARSE:  # no library algorithm: one job of fabricprobe's own
+            out.append(library.default(coll))
+            continue
         for v in library.variants(coll):
             if only is None or v.name in only or v.name == "default":
                 out.append(v)
@@ -153,9 +170,12 @@ def measure(
     only: list[str] | None = None,
     timeout: float = 900,
     progress=None,
+    own: dict[str, list[str]] | None = None,
 ) -> tuple[str, list[Launch]]:
-    """tune-sweep: one job per (collective, variant), each measuring `template` on every communicator size.
+    """tune-sweep: one job per (collective, variant), each measuring `template` on every communicator
+    size; `own` names fabricprobe's algorithms per collective, measured in the default's job.
     Everything that can be refused is refused before the first job: the output, the launcher, --only."""
+    own = own or {}
     check_output_path(output)
     vendor = library_in_use()
     library = for_vendor(vendor)
@@ -165,14 +185,17 @@ def measure(
     for i, variant in enumerate(todo):
         if progress is not None:
             progress(i, len(todo), variant)
+        mine = own.get(variant.collective, [])
         launch = run_variant(
-            base, output, variant, job_config(template, variant.collective, comm_sizes, variant), timeout
+            base, output, variant, job_config(template, variant.collective, comm_sizes, variant, mine), timeout
         )
         if launch.returncode not in (0, 124) and len(comm_sizes) > 1:
             # Some algorithms run on some communicator sizes only (Open MPI's two_proc: 2 ranks), and
             # one failing size ends the job: measure every size on its own instead.
             launches += [
-                run_variant(base, output, variant, job_config(template, variant.collective, [c], variant), timeout)
+                run_variant(
+                    base, output, variant, job_config(template, variant.collective, [c], variant, mine), timeout
+                )
                 for c in comm_sizes
             ]
         else:

@@ -18,6 +18,8 @@ from fabricprobe.tuning import emit_intel, emit_selection, emitters
 from fabricprobe.tuning.choose import Table, choose
 from fabricprobe.tuning.libraries import DEFAULT, Library, for_vendor, names
 from fabricprobe.tuning.measure import before_after, launcher, library_in_use, speedups
+from fabricprobe.tuning.own import TUNE_COLLECTIVES
+from fabricprobe.tuning.selection import Selection, choose_selection, describe_layout
 from fabricprobe.tuning.verify import ERROR, MISMATCH, Check, passed, summary, unproven, verify
 
 
@@ -26,6 +28,7 @@ class Reporter(Protocol):
 
     def line(self, text: str, style: str = "") -> None: ...  # style: "", "warning" or "error"
     def rules(self, table: Table, source: str) -> None: ...
+    def selection(self, selection: Selection, source: str) -> None: ...
     def verification(self, checks: list[Check]) -> None: ...
     def before_after(self, rows: list[dict]) -> None: ...
 
@@ -47,8 +50,11 @@ class TuneOptions:
 def tune(opts: TuneOptions, say: Reporter) -> int:
     runs = load_runs(opts.file)
     table = choose(runs, opts.dtype, opts.min_gain, collectives=opts.collectives)
-    if not any(p["algorithm"].startswith("library:") for run in runs for p in run.points):
-        raise UsageError(f"{opts.file} has no forced-algorithm measurements (library:NAME): run fabricprobe tune-sweep")
+    if not any(p["algorithm"] != "library" for run in runs for p in run.points if p["collective"] in TUNE_COLLECTIVES):
+        raise UsageError(
+            f"{opts.file} has no forced-algorithm measurements (library:NAME) and none of fabricprobe's own "
+            "algorithms: run fabricprobe tune-sweep"
+        )
     emits = emitters.for_library(table.vendor) if opts.emit is None else opts.emit
     emitters.check(emits, table.vendor, opts.file)
     library = None
@@ -81,17 +87,21 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
     elif opts.verify and emitted.files:
         say.line("nothing in these files can be loaded by this library, so nothing was verified", "warning")
     if emitters.SELECTION in emits:
-        own = choose(
-            runs,
-            opts.dtype,
-            opts.min_gain,
-            include_handwritten=True,
-            collectives=opts.collectives,
-            library_variants=False,
-        )
+        # After verification: where the library's rule was given back to its default, fabricprobe's
+        # own algorithm must beat that default, not the rule the library did not apply.
+        own = choose_selection(runs, table, opts.dtype, opts.min_gain, opts.collectives)
+        say.selection(own, opts.file)
         path = out / "fabricprobe_selection.json"
         path.write_text(emit_selection.selection_json(own))
         emitted.files[emitters.SELECTION] = path
+        manifest["selection"] = {
+            "own_winners": [
+                f"{s.collective} on {s.comm_size} ranks ({describe_layout(s.ranks_per_node)})"
+                f"{f' at density {s.density:g}' if s.density else ''} [{format_size(r.lo)}, "
+                f"{'∞' if r.hi is None else format_size(r.hi)}): {r.winner}, {r.speedup:.2f}× {s.reference}'s best"
+                for s, r in own.own_winners()
+            ]
+        }
     _offer(emitted, proof, say)
     manifest.update(
         rules=table.as_dict(),
