@@ -88,6 +88,27 @@ def test_dp_sgd_equals_single_process_training(algorithm, tmp_path, single_proce
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("transfer", ["staged", "direct"])
+def test_dp_sgd_device_path_equals_host_training(transfer, tmp_path):
+    """--device cupy's code (trainers.device) with numpy standing in for CuPy: staged copies every
+    bucket down and the sum up; direct hands the arrays to the collective through a SyncComm (on a
+    hierarchical algorithm, whose sub-communicators the proxy makes); both give the host's model to
+    the bit. A real GPU runs it in tests/test_gpudirect.py's GPU-only tests (none here)."""
+    n = 4 if more_ranks_than_cores() else 2
+    host = tmp_path / "host.npy"
+    out = run_mpi(n, [], python_args=[DRIVER, "dp", "--allreduce", "hierarchical", "--save", str(host)], timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    dev = tmp_path / "dev.npy"
+    argv = [DRIVER, "dp", "--allreduce", "hierarchical", "--save", str(dev), "--device", transfer]
+    out = run_mpi(n, [], python_args=argv, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert np.array_equal(np.load(dev), np.load(host)) and report["spread"] == 0.0
+    copies = report["calls"] if transfer == "staged" else 0
+    assert report["calls"] > 0 and report["downloads"] == report["uploads"] == copies
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("n,stages", [(2, 2), (3, 3), (4, 2), (6, 3)])
 def test_hybrid_gradient_equals_the_sequential_model(n, stages):
     if n > 2 and not more_ranks_than_cores():

@@ -9,7 +9,7 @@ import pytest
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, load_runs
-from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi, emit_selection
+from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi
 from fabricprobe.tuning.choose import Decision, Range, Table, choose
 from fabricprobe.tuning.libraries import MPICH, OpenMPI, names, parse_mpivars, parse_ompi_info
 
@@ -104,10 +104,9 @@ def test_choose_keeps_the_default_inside_the_noise(measured):
     four = table.rules["allreduce"][4]
     assert [(r.lo, r.hi, r.winner) for r in four] == [(0, 1 << 20, "default"), (1 << 20, None, "ring")]
     assert four[1].speedup == pytest.approx(100 / 60 if 100 / 60 < 400 / 250 else 400 / 250)
-    # baseline is a before/after label, never a candidate; hand-written ring only when asked
+    # baseline is a before/after label, never a candidate; fabricprobe's own ring is the selection's
     assert all(r.winner in ("default", "ring") for rs in table.rules["allreduce"].values() for r in rs)
-    own = choose(load_runs(measured), include_handwritten=True, library_variants=False)
-    assert [(r.lo, r.winner) for r in own.rules["allreduce"][4]] == [(0, "default"), (1024, "ring")]
+    assert [d.winner_s for r in four for d in r.decisions if d.size == 1024] == [2e-6]  # not own ring's 1 µs
 
 
 def test_choose_needs_measurements(tmp_path):
@@ -311,26 +310,6 @@ def test_no_nccl_tuner_file_is_offered(measured):
 
     out = run_local(["tune", str(measured), "--emit", "nccl"])
     assert out.returncode == 2 and "nccl" in error_lines(out.stderr)[0]
-
-
-def test_selection_table_drives_tuned(measured, tmp_path, monkeypatch):
-    from fabricprobe import tuned
-
-    own = choose(load_runs(measured), include_handwritten=True, library_variants=False)
-    path = tmp_path / "sel.json"
-    path.write_text(emit_selection.selection_json(own))
-    tuned.load(str(path))
-    assert tuned.algorithm_for("allreduce", 4, 8) == "library"
-    assert tuned.algorithm_for("allreduce", 4, 4096) == "ring"
-    assert tuned.algorithm_for("allreduce", 64, 1 << 22) == "ring"  # larger communicators use the largest section
-    assert tuned.algorithm_for("bcast", 4, 8) == "library"  # nothing chosen: the library
-    monkeypatch.setenv("FABRICPROBE_SELECTION", "")
-    tuned.load()
-    assert tuned.algorithm_for("allreduce", 4, 4096) == "library"
-    bad = tmp_path / "bad.json"
-    bad.write_text("{}")
-    with pytest.raises(UsageError):
-        tuned.load(str(bad))
 
 
 def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monkeypatch):

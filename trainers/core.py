@@ -10,7 +10,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from fabricprobe.memory import memory_for
 from trainers.data import Dataset, batches, shard
+from trainers.device import Device
 from trainers.mlp import MLP, accuracy
 
 
@@ -28,6 +30,7 @@ class Options:
     allreduce: str = "tuned"  # tuned (fabricprobe.tuned), library, or a hand-written algorithm
     selection: str = ""  # the selection file for "tuned" ("" = $FABRICPROBE_SELECTION)
     ranks_per_node: tuple[int, ...] = ()  # virtual topology (as tuned with tune-sweep --ranks-per-node); () = hardware
+    device: str = "host"  # where the model, data and gradients live: host (numpy) or cupy (trainers.device)
     bucket_bytes: int = 0  # fusion buckets for the gradient allreduce; 0 = one call
     tau: int = 4  # easgd: communication period
     alpha: float = 0.0  # easgd: elastic coefficient α = ηρ (0 = 0.9 / workers, so β = pα = 0.9)
@@ -99,10 +102,13 @@ class Trainer:
 
     name = "trainer"
 
-    def __init__(self, comm: Any, data: Dataset, opts: Options) -> None:
-        self.comm, self.data, self.opts = comm, data, opts
+    def __init__(self, comm: Any, data: Dataset, opts: Options, device: Device | None = None) -> None:
+        self.device = device if device is not None else Device("host", np, memory_for("host"))
+        self.comm, self.data, self.opts = comm, self.device.put(data), opts
         self.dtype = np.dtype(opts.dtype)
-        self.model = MLP([data.features, *opts.hidden, data.classes], seed=opts.seed, dtype=self.dtype)
+        self.model = MLP(
+            [data.features, *opts.hidden, data.classes], seed=opts.seed, dtype=self.dtype, xp=self.device.xp
+        )
         self.clock = Clock()
 
     # which ranks take a share of each global batch, and this rank's index among them
@@ -112,6 +118,7 @@ class Trainer:
     def local(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         w = self.workers()
         mine = shard(idx, w.index(self.comm.rank), len(w)) if self.comm.rank in w else idx[:0]
+        mine = self.device.index(mine)
         return self.data.x_train[mine], self.data.y_train[mine]
 
     def step(self, idx: np.ndarray) -> float:

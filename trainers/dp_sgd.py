@@ -1,6 +1,7 @@
 """Synchronous data-parallel SGD: each rank computes the summed gradient of its shard of the global
 batch, one allreduce (or a few fusion buckets) adds them, every rank applies the same update. With
-the same global batch the parameters equal single-process SGD's, whatever p and algorithm."""
+the same global batch the parameters equal single-process SGD's, whatever p and algorithm. The one
+trainer that runs on a GPU (--device cupy): its only communication is the gradient allreduce."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from trainers.mlp import gradient_sum
 class DPSGD(Trainer):
     name = "dp_sgd"
 
-    def __init__(self, comm, data, opts) -> None:
-        super().__init__(comm, data, opts)
-        self.allreduce = allreduce_fn(opts.allreduce, opts.selection)
-        self.summed = np.zeros_like(self.model.grads)
+    def __init__(self, comm, data, opts, device=None) -> None:
+        super().__init__(comm, data, opts, device)
+        self.allreduce = self.device.collective(allreduce_fn(opts.allreduce, opts.selection))
+        self.summed = self.model.xp.zeros_like(self.model.grads)
 
     def step(self, idx: np.ndarray) -> float:
         c, m = self.clock, self.model

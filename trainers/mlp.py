@@ -1,12 +1,16 @@
 """An MLP whose parameters live in one flat buffer (so a gradient allreduce is one call, or a few
-fusion buckets), with forward and backward written in numpy. Layers can be run in slices, which is
-how the hybrid trainer splits the model into pipeline stages."""
+fusion buckets), with forward and backward written once against the array module (numpy, or CuPy
+on a GPU: trainers.device). Layers can be run in slices, which is how the hybrid trainer splits the
+model into pipeline stages. Initialisation draws from numpy's generator whatever the module, so a
+model starts from the same parameters on host and device."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from trainers.arrays import module_of
 
 
 @dataclass
@@ -18,17 +22,18 @@ class Layer:
 
 
 class MLP:
-    def __init__(self, sizes: list[int], seed: int = 0, dtype: np.dtype = np.float32) -> None:
+    def __init__(self, sizes: list[int], seed: int = 0, dtype: np.dtype = np.float32, xp=np) -> None:
         self.sizes = list(sizes)
         self.dtype = np.dtype(dtype)
+        self.xp = xp
         shapes = [(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
         self.offsets = []  # (start, stop) of each layer's parameters in the flat buffer
         total = 0
         for a, b in shapes:
             self.offsets.append((total, total + a * b + b))
             total += a * b + b
-        self.params = np.zeros(total, self.dtype)
-        self.grads = np.zeros(total, self.dtype)
+        self.params = xp.zeros(total, self.dtype)
+        self.grads = xp.zeros(total, self.dtype)
         self.layers = []
         for (a, b), (start, _) in zip(shapes, self.offsets):
             w = self.params[start : start + a * b].reshape(a, b)
@@ -40,7 +45,7 @@ class MLP:
             )
         rng = np.random.default_rng(seed)
         for layer, (a, _) in zip(self.layers, shapes):
-            layer.w[:] = rng.normal(0, np.sqrt(2.0 / a), layer.w.shape)  # He init for ReLU
+            layer.w[:] = xp.asarray(rng.normal(0, np.sqrt(2.0 / a), layer.w.shape))  # He init for ReLU
 
     @property
     def nlayers(self) -> int:
@@ -54,7 +59,7 @@ class MLP:
             layer = self.layers[i]
             z = x @ layer.w + layer.b
             cache.append((x, z))
-            x = np.maximum(z, 0) if i < self.nlayers - 1 else z
+            x = self.xp.maximum(z, 0) if i < self.nlayers - 1 else z
         return x, cache
 
     def backward(self, grad_out: np.ndarray, cache: list, lo: int = 0, accumulate: bool = False) -> np.ndarray:
@@ -82,11 +87,13 @@ class MLP:
 
 def softmax_xent_grad(logits: np.ndarray, labels: np.ndarray) -> tuple[float, np.ndarray]:
     """(sum of the cross-entropy losses, d sum / d logits): sums, so shards add up to the global batch."""
+    xp = module_of(logits)
     z = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(z)
+    e = xp.exp(z)
     p = e / e.sum(axis=1, keepdims=True)
-    loss = float(-np.log(p[np.arange(labels.size), labels] + 1e-12).sum())
-    p[np.arange(labels.size), labels] -= 1
+    rows = xp.arange(labels.size)
+    loss = float(-xp.log(p[rows, labels] + 1e-12).sum())
+    p[rows, labels] -= 1
     return loss, p
 
 

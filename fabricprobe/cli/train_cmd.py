@@ -79,6 +79,18 @@ def add_parser(sub: Any) -> None:
         metavar="K|LIST",
         help="virtual topology, as tuned with tune-sweep --ranks-per-node (default: the hardware's)",
     )
+    p.add_argument(
+        "--device",
+        choices=("host", "cupy"),
+        default="host",
+        help="dp_sgd: model, data and gradients in host memory or on a GPU (CuPy; direct if the MPI is "
+        "CUDA-aware, else staged through host memory)",
+    )
+    p.add_argument(
+        "--assume-cuda-aware",
+        action="store_true",
+        help="--device cupy: hand device buffers to the MPI although it does not say it is CUDA-aware",
+    )
     p.add_argument("--bucket-bytes", type=int, default=0, metavar="BYTES", help="dp_sgd fusion buckets (0: one call)")
     p.add_argument("--mode", default="sync", help="easgd: sync, fcfs or round_robin")
     p.add_argument("--tau", type=int, default=4, help="easgd: communication period in steps")
@@ -124,6 +136,7 @@ def _options(args: argparse.Namespace):
         allreduce=args.allreduce,
         selection=args.selection,
         ranks_per_node=tuple(parse_ranks_per_node(args.ranks_per_node)) if args.ranks_per_node else (),
+        device=args.device,
         bucket_bytes=args.bucket_bytes,
         tau=args.tau,
         alpha=args.alpha,
@@ -137,12 +150,14 @@ def _options(args: argparse.Namespace):
     )
 
 
-def build(name: str, comm, data, opts):
+def build(name: str, comm, data, opts, device=None):
     from trainers.dp_sgd import DPSGD
     from trainers.easgd import EASGD
     from trainers.hybrid import Hybrid
     from trainers.sparse_dp import SparseDP
 
+    if device is not None and device.kind != "host":
+        return DPSGD(comm, data, opts, device)
     return {"dp_sgd": DPSGD, "easgd": EASGD, "sparse_dp": SparseDP, "hybrid": Hybrid}[name](comm, data, opts)
 
 
@@ -152,6 +167,11 @@ def run(args: argparse.Namespace) -> int:
     from trainers.data import load
 
     opts = _options(args)
+    if opts.device != "host" and args.trainer != "dp_sgd":
+        raise UsageError(
+            f"--device {opts.device}: dp_sgd only (easgd and hybrid exchange models and activations "
+            "point to point, sparse_dp selects top-k on the host)"
+        )
     from fabricprobe.mpienv.launcher import env_rank
 
     if env_rank() == 0:
@@ -161,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"invalid --batch {opts.batch}: the training set has {data.y_train.size} samples")
     from fabricprobe.mpienv import provenance, topology
     from fabricprobe.mpienv.init import init_mpi
+    from fabricprobe.mpienv.library import identify_library
+    from trainers.device import open_device
 
     MPI = init_mpi(args.thread_level)
     comm = MPI.COMM_WORLD
@@ -169,7 +191,13 @@ def run(args: argparse.Namespace) -> int:
     if opts.ranks_per_node:  # before the trainer loads a selection: it is checked against this shape
         topo = topology.virtual(topo, topology.node_sizes(list(opts.ranks_per_node), comm.size))
     topology.set_active(comm, topo)
-    trainer = build(args.trainer, comm, data, opts)
+    device = open_device(
+        opts.device,
+        topo.local_rank[comm.rank],
+        identify_library(MPI.Get_library_version()).vendor,
+        args.assume_cuda_aware,
+    )
+    trainer = build(args.trainer, comm, data, opts, device)
     prov = provenance.collect(MPI, comm, topo, args.thread_level)
     return _train(args, comm, trainer, prov)
 
@@ -216,6 +244,7 @@ def _train(args, comm, trainer, prov) -> int:
         **prov,
         **trainer.opts.as_attrs(),
         **trainer.describe(),
+        **trainer.device.describe(),
         **totals,
         "trainer": args.trainer,
         "dataset_source": trainer.data.source,

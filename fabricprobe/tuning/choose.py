@@ -77,9 +77,7 @@ def job_points(run: Run) -> list[dict]:
     return [p for p in run.points if not wanted or p["collective"] in wanted]
 
 
-def candidates(
-    runs: list[Run], dtype: str, include_handwritten: bool, library_variants: bool = True
-) -> tuple[dict, dict[str, Any]]:
+def candidates(runs: list[Run], dtype: str) -> tuple[dict, dict[str, Any]]:
     """(collective, nranks, bytes) -> {algorithm name: point}, latest measurement winning; and the
     provenance the runs share. Raises UsageError when the runs mix libraries or hold nothing usable."""
     table: dict[tuple, dict[str, dict]] = {}
@@ -100,10 +98,8 @@ def candidates(
             ):
                 continue
             forced = p["algorithm"].startswith(LIBRARY + ":")
-            if _name(p["algorithm"]) in RESERVED or (forced and not library_variants):
-                continue
-            if p["algorithm"] != LIBRARY and not forced and not include_handwritten:
-                continue
+            if _name(p["algorithm"]) in RESERVED or (p["algorithm"] != LIBRARY and not forced):
+                continue  # fabricprobe's own algorithms are the selection's (tuning.selection)
             table.setdefault((p["collective"], p["nranks"], p["bytes"]), {})[_name(p["algorithm"])] = p
     if not table:
         raise UsageError(
@@ -145,14 +141,11 @@ def choose(
     runs: list[Run],
     dtype: str = "float32",
     min_gain: float = 0.05,
-    include_handwritten: bool = False,
     collectives: list[str] | None = None,
-    library_variants: bool = True,
 ) -> Table:
-    """Rules over the library's variants (tuning files), or — include_handwritten and not
-    library_variants — over what can be chosen at run time: the library as launched and fabricprobe's
-    hand-written algorithms (fabricprobe's own selection table)."""
-    table, attrs = candidates(runs, dtype, include_handwritten, library_variants)
+    """Rules over the library's own algorithms, its default and each forced one: what its tuning
+    files say (fabricprobe's own algorithms are weighed against these in tuning.selection)."""
+    table, attrs = candidates(runs, dtype)
     rules: dict[str, dict[int, list[Range]]] = {}
     for coll, nranks, size in sorted(table):
         if collectives is not None and coll not in collectives:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricprobe.collectives.algorithm import LIBRARY
+from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.topology import prefix_sizes
 from fabricprobe.store import Run
 from fabricprobe.tuning.choose import RESERVED, Decision, Range, Table, decide, extend, job_points, winner_at
@@ -59,21 +60,30 @@ class Selection:
         return [(s, r) for s in self.sections for r in s.ranges if r.winner != s.reference]
 
 
-def _world(runs: list[Run]) -> tuple[int, tuple[int, ...], bool]:
-    attrs = next(r for r in reversed(runs) if r.points).attrs
+def _shape(attrs: dict) -> tuple[int, tuple[int, ...], bool]:
     n = int(attrs.get("nranks", 0) or 0)
     layout = attrs.get("topology_ranks_per_node") or attrs.get("ranks_per_node") or [n]
     return n, tuple(int(x) for x in layout), bool(attrs.get("virtual_topology", False))
 
 
-def _measured(runs: list[Run], dtype: str, world: tuple[int, ...]) -> dict[tuple, dict[str, dict]]:
-    """(collective, comm size, density, bytes) -> {label: point} for the runs measured on the world's
-    topology: "library" (as launched), "library:NAME" (forced), fabricprobe's names; newest wins."""
+def _world(runs: list[Run]) -> tuple[int, tuple[int, ...], bool]:
+    """The job shape the runs were measured on; a file of several shapes is refused (a selection is
+    for one shape, and which runs to leave out is the user's call)."""
+    shapes = {_shape(r.attrs) for r in runs if r.points}
+    if len(shapes) > 1:
+        raise UsageError(
+            "the file holds tune-sweeps of different job shapes ("
+            + ", ".join(f"{n} ranks as {describe_layout(lay, v)}" for n, lay, v in sorted(shapes))
+            + "): tune-sweep each shape into its own file"
+        )
+    return next(iter(shapes))
+
+
+def _measured(runs: list[Run], dtype: str) -> dict[tuple, dict[str, dict]]:
+    """(collective, comm size, density, bytes) -> {label: point}: "library" (as launched),
+    "library:NAME" (forced), fabricprobe's names; the newest measurement wins."""
     out: dict[tuple, dict[str, dict]] = {}
     for run in runs:
-        layout = tuple(run.attrs.get("topology_ranks_per_node") or run.attrs.get("ranks_per_node") or ())
-        if layout and layout != world:
-            continue
         for p in job_points(run):
             if (
                 p["collective"] not in TUNE_COLLECTIVES
@@ -104,7 +114,7 @@ def choose_selection(
     """The selection from a tune-sweep's runs and the library's rules `table` (choose.choose)."""
     world_size, world, virtual = _world(runs)
     sections: dict[tuple, Section] = {}
-    for (coll, n, density, size), by_label in sorted(_measured(runs, dtype, world).items()):
+    for (coll, n, density, size), by_label in sorted(_measured(runs, dtype).items()):
         if collectives is not None and coll not in collectives:
             continue
         own = {k: p for k, p in by_label.items() if not k.startswith(LIBRARY)}

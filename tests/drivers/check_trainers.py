@@ -1,6 +1,9 @@
 """Under mpiexec: (dp) run dp_sgd for a few steps in float64 and save the parameters (rank 0) so the
 test can compare p ranks with one; (hybrid) one hybrid step's gradient against the sequential
-model's gradient on the same global batch. Prints one JSON line on rank 0."""
+model's gradient on the same global batch. Prints one JSON line on rank 0.
+
+--device staged|direct runs dp_sgd's device path (trainers.device) with numpy standing in for CuPy:
+a memory with CuPy's interface whose "device" arrays are numpy arrays, counting its copies."""
 
 from __future__ import annotations
 
@@ -14,11 +17,36 @@ mpi4py.rc.thread_level = "single"
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
+from fabricprobe.memory import DIRECT, STAGED  # noqa: E402
 from trainers.core import Options, run  # noqa: E402
 from trainers.data import batches, load  # noqa: E402
+from trainers.device import Device  # noqa: E402
 from trainers.dp_sgd import DPSGD  # noqa: E402
 from trainers.hybrid import Hybrid  # noqa: E402
 from trainers.mlp import MLP, gradient_sum  # noqa: E402
+
+
+class StandInMemory:
+    """CuPy's memory interface over numpy: pinned host arrays, copies down and up (counted)."""
+
+    kind = "standin"
+
+    def __init__(self) -> None:
+        self.downloads = self.uploads = self.syncs = 0
+
+    def pinned(self, length: int, dtype) -> np.ndarray:
+        return np.empty(length, dtype)
+
+    def download(self, dev, host) -> None:
+        self.downloads += 1
+        np.copyto(host, dev)
+
+    def upload(self, host, dev) -> None:
+        self.uploads += 1
+        np.copyto(dev, host)
+
+    def synchronize(self) -> None:
+        self.syncs += 1
 
 
 def main() -> int:
@@ -27,6 +55,7 @@ def main() -> int:
     ap.add_argument("--allreduce", default="library")
     ap.add_argument("--save", default="")
     ap.add_argument("--stages", type=int, default=2)
+    ap.add_argument("--device", choices=("host", "staged", "direct"), default="host")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     data = load("digits", dtype=np.float64)
@@ -34,13 +63,27 @@ def main() -> int:
         opts = Options(
             epochs=1, batch=60, lr=0.2, dtype="float64", allreduce=args.allreduce, eval_every=10**9, bucket_bytes=20000
         )
-        trainer = DPSGD(comm, data, opts)
-        run(trainer)
+        memory = StandInMemory()
+        transfer = {"staged": STAGED, "direct": DIRECT}.get(args.device, "")
+        device = Device("standin", np, memory, transfer) if transfer else None
+        trainer = DPSGD(comm, data, opts, device)
+        log, _ = run(trainer)
         params = comm.gather(trainer.model.params.copy(), root=0)
         if comm.rank == 0:
             spread = max(float(np.abs(p - params[0]).max()) for p in params)  # every rank holds the same model
             np.save(args.save, params[0])
-            print(json.dumps({"nranks": comm.size, "spread": spread}))
+            calls = len(log.buckets)
+            print(
+                json.dumps(
+                    {
+                        "nranks": comm.size,
+                        "spread": spread,
+                        "calls": calls,
+                        "downloads": memory.downloads,
+                        "uploads": memory.uploads,
+                    }
+                )
+            )
         return 0
     opts = Options(batch=60, lr=0.2, dtype="float64", stages=args.stages, micro_batches=3, allreduce=args.allreduce)
     trainer = Hybrid(comm, data, opts)

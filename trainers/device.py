@@ -1,0 +1,95 @@
+"""Where a trainer's arrays live — host memory (numpy) or a GPU (CuPy) — and how its gradient
+collective reaches them there. The model, the data and the optimiser are written once against the
+array module `xp`; only this file knows which one it is.
+
+On a GPU the collective runs the way fabricprobe's sweep measures it (fabricprobe.engine.gpudirect):
+`direct` when the library says it is CUDA-aware (the device buffers handed to it, the device's
+queued work synchronised first, through a SyncComm), else `staged` (gradient down to pinned host
+memory, the collective there, the sum back up: what a step without GPUDirect pays). Direct is never
+assumed silently: --assume-cuda-aware claims it, as for the sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from fabricprobe.engine.gpudirect import direct_reason, sync_comm
+from fabricprobe.errors import UsageError
+from fabricprobe.memory import DIRECT, STAGED, BufferUnavailable, memory_for, select_device
+from trainers.data import Dataset
+
+DEVICES = ("host", "cupy")
+
+
+@dataclass
+class Device:
+    kind: str  # host or cupy
+    xp: Any  # the array module
+    memory: Any  # fabricprobe.memory's Memory: allocation, pinned host memory, copies
+    transfer: str = ""  # device only: direct or staged
+    why_staged: str = ""
+
+    def put(self, data: Dataset) -> Dataset:
+        """The dataset's arrays on this device (labels too: accuracy compares on the device)."""
+        if self.kind == "host":
+            return data
+        a = self.xp.asarray
+        return replace(
+            data, x_train=a(data.x_train), y_train=a(data.y_train), x_test=a(data.x_test), y_test=a(data.y_test)
+        )
+
+    def index(self, idx: np.ndarray) -> Any:
+        return idx if self.kind == "host" else self.xp.asarray(idx)
+
+    def collective(self, fn: Callable[[Any, Any, Any], str]) -> Callable[[Any, Any, Any], str]:
+        """fn(comm, send, recv) -> algorithm, made to work on this device's arrays."""
+        if self.kind == "host":
+            return fn
+        if self.transfer == DIRECT:
+            memory = self.memory
+            return lambda comm, send, recv: fn(sync_comm(comm, memory), send, recv)
+        return Staged(fn, self.memory)
+
+    def describe(self) -> dict[str, str]:
+        return {"device": self.kind, "device_transfer": self.transfer, "device_why_staged": self.why_staged}
+
+
+class Staged:
+    """The collective on pinned host copies: down, fn, up. Host buffers are kept per size (a
+    training step's buckets repeat), so no step allocates."""
+
+    def __init__(self, fn: Callable[[Any, Any, Any], str], memory: Any) -> None:
+        self.fn, self.memory = fn, memory
+        self.host: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+
+    def __call__(self, comm: Any, send: Any, recv: Any) -> str:
+        key = (int(send.size), str(send.dtype))
+        if key not in self.host:
+            self.host[key] = (self.memory.pinned(send.size, send.dtype), self.memory.pinned(send.size, send.dtype))
+        h_send, h_recv = self.host[key]
+        self.memory.download(send, h_send)
+        name = self.fn(comm, h_send, h_recv)
+        self.memory.upload(h_recv, recv)
+        return name
+
+
+def open_device(kind: str, local_rank: int, vendor: str, assume_cuda_aware: bool = False) -> Device:
+    """The device for --device kind on this rank (GPU local_rank mod the node's GPUs); UsageError
+    with the reason where it cannot be had."""
+    if kind not in DEVICES:
+        raise UsageError(f"invalid --device {kind!r}: choose from {', '.join(DEVICES)}")
+    if kind == "host":
+        return Device("host", np, memory_for("host"))
+    try:
+        memory = memory_for(kind)
+    except BufferUnavailable as exc:
+        raise UsageError(str(exc).replace("--buffer", "--device")) from None
+    select_device(memory, local_rank)
+    from fabricprobe.mpienv import gpu_info
+
+    aware, how = gpu_info.cuda_aware(vendor)
+    why = direct_reason(aware, how, assume_cuda_aware)
+    return Device(kind, memory.cp, memory, STAGED if why else DIRECT, why)
