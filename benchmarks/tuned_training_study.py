@@ -6,10 +6,12 @@ dp_sgd with `--allreduce library` against `--allreduce tuned`, and sparse_dp wit
 
     python benchmarks/tuned_training_study.py --rates 1gbit,unlimited --reps 3 --out tuned-study
 
-Per arm and repetition: the mean communication time per step (t_comm, the gradient collective only;
-waiting at the barrier before it is not counted), the final test accuracy, and the algorithm that ran
-per bucket size (from the training record). Per rate: each repetition's ratio tuned / reference,
-their range, and the tune's own winners at the bucket sizes. Everything goes to OUT/study.json."""
+dp_sgd runs with --bucket buckets and, where the tune named a hand-written allreduce on 4 ranks, again
+with buckets of the largest size it won at. Per arm and repetition: the mean communication time per
+step (t_comm, the gradient collective only; waiting at the barrier before it is not counted), the
+final test accuracy, and the algorithm that ran per bucket size (from the training record). Per
+rate: each repetition's ratio tuned / reference, their range, and the tune's own winners at the
+bucket sizes. Everything goes to OUT/study.json."""
 
 from __future__ import annotations
 
@@ -60,6 +62,21 @@ def ratios(rows: list[dict], key: str = "comm_ms_per_step") -> dict:
     return {"each": [round(x, 3) for x in r], "min": round(min(r), 3), "max": round(max(r), 3)}
 
 
+def own_winner_bucket(selection: dict, comm_size: int) -> int:
+    """The largest measured size of an allreduce range on comm_size ranks where the tune named one of
+    fabricprobe's algorithms (0: none): dp_sgd runs again with buckets of that size, so the tuned arm
+    meets the hand-written winner whatever --bucket is."""
+    sizes = [
+        size
+        for section in selection["sections"]
+        if section["collective"] == "allreduce" and section["comm_size"] == comm_size
+        for rule in section["rules"]
+        if rule["algorithm"] != "library"
+        for size in rule["measured_bytes"]
+    ]
+    return max(sizes, default=0)
+
+
 def study_rate(args, rate: str, out: Path) -> dict:
     fp("lab", "up", "--name", NAME, "--subnet", SUBNET, "--hosts", "2", "--ranks-per-host", "2", "--rate", rate)
     tune_file, tuning = out / f"{rate}-tune.h5", out / f"{rate}-tuning"
@@ -74,7 +91,8 @@ def study_rate(args, rate: str, out: Path) -> dict:
     selection = tuning / "fabricprobe_selection.json"
     sel = json.loads(selection.read_text())
     results = out / f"{rate}-train.h5"
-    dense, sparse = [], []
+    own_bucket = own_winner_bucket(sel, 4)
+    dense, dense_own, sparse = [], [], []
     for rep in range(args.reps):
         arms = [
             ("library", ["--allreduce", "library"]),
@@ -87,6 +105,9 @@ def study_rate(args, rate: str, out: Path) -> dict:
         order = 1 if rep % 2 else -1
         got = {n: train(results, "dp_sgd", a, args.epochs, args.bucket) for n, a in arms[::order]}
         dense.append((got["library"], got["tuned"]))
+        if own_bucket:
+            got = {n: train(results, "dp_sgd", a, args.epochs, own_bucket) for n, a in arms[::order]}
+            dense_own.append((got["library"], got["tuned"]))
         got = {n: train(results, "sparse_dp", a, args.epochs, args.bucket) for n, a in sparse_arms[::order]}
         sparse.append((got["topk_allgather"], got["tuned"]))
         d = dense[-1][1]["comm_ms_per_step"] / dense[-1][0]["comm_ms_per_step"]
@@ -96,7 +117,10 @@ def study_rate(args, rate: str, out: Path) -> dict:
         "rate": rate,
         "tune_sweep_s": round(sweep_s, 1),
         "selection": sel["sections"],
-        "dp_sgd": {"runs": dense, "tuned_over_library": ratios(dense)},
+        "dp_sgd": {"bucket_bytes": args.bucket, "runs": dense, "tuned_over_library": ratios(dense)},
+        "dp_sgd_own_bucket": None
+        if not own_bucket
+        else {"bucket_bytes": own_bucket, "runs": dense_own, "tuned_over_library": ratios(dense_own)},
         "sparse_dp": {"runs": sparse, "tuned_over_topk_allgather": ratios(sparse)},
         "accuracy_equal": {
             "dp_sgd": [a["final_test_accuracy"] == b["final_test_accuracy"] for a, b in dense],
