@@ -75,6 +75,8 @@ FOREIGN_OPTIONS = {
     "--scaling": "benchmarks/doctor_study.py",
     "--record": "benchmarks/doctor_study.py",
     "--rediagnose": "benchmarks/doctor_study.py",
+    "--rates": "benchmarks/tuned_training_study.py",
+    "--out": "benchmarks/tuned_training_study.py",
 }
 
 

@@ -109,6 +109,32 @@ def test_dp_sgd_device_path_equals_host_training(transfer, tmp_path):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("transfer", ["staged", "direct"])
+def test_hybrid_and_easgd_device_paths(transfer, tmp_path):
+    """The pipeline's activations and errors (Send/Recv) and its gradient allreduce, and sync EASGD's
+    parameter allreduce and final broadcast, on the device path with numpy standing in for CuPy:
+    the hybrid gradient still equals the sequential model's, EASGD's centre equals the host run's to
+    the bit; staged moves every buffer through host copies, direct none."""
+    n = 4 if more_ranks_than_cores() else 2
+    argv = [DRIVER, "hybrid", "--stages", "2", "--allreduce", "ring", "--device", transfer]
+    out = run_mpi(n, [], python_args=argv, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["relative_error"] < 1e-12
+    moved = [c["downloads"] + c["uploads"] for c in report["copies"]]
+    assert all(m > 0 for m in moved) if transfer == "staged" else not any(moved)
+    centres = []
+    for device in ("host", transfer):
+        path = tmp_path / f"easgd-{device}.npy"
+        out = run_mpi(n, [], python_args=[DRIVER, "easgd", "--save", str(path), "--device", device], timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        centres.append(np.load(path))
+        copied = json.loads(out.stdout.strip().splitlines()[-1])
+        assert (copied["downloads"] > 0) == (device == "staged")
+    assert np.array_equal(*centres)
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("n,stages", [(2, 2), (3, 3), (4, 2), (6, 3)])
 def test_hybrid_gradient_equals_the_sequential_model(n, stages):
     if n > 2 and not more_ranks_than_cores():

@@ -53,6 +53,15 @@ class Device:
             return lambda comm, send, recv: fn(sync_comm(comm, memory), send, recv)
         return Staged(fn, self.memory)
 
+    def comm(self, comm: Any) -> Any:
+        """comm for a trainer's own buffer calls (Send, Recv, Allreduce, Bcast) on this device's
+        arrays: itself on the host, a SyncComm when direct, a StagedComm when staged."""
+        if self.kind == "host":
+            return comm
+        if self.transfer == DIRECT:
+            return sync_comm(comm, self.memory)
+        return StagedComm(comm, self.memory)
+
     def describe(self) -> dict[str, str]:
         return {"device": self.kind, "device_transfer": self.transfer, "device_why_staged": self.why_staged}
 
@@ -74,6 +83,52 @@ class Staged:
         name = self.fn(comm, h_send, h_recv)
         self.memory.upload(h_recv, recv)
         return name
+
+
+class StagedComm:
+    """A communicator whose blocking buffer calls take device arrays and move them through pinned host
+    memory: Send copies down first, Recv copies up after, Allreduce and Bcast both. Every array it
+    is given is a device array (a trainer on a device keeps none on the host); anything else passes
+    through to the communicator."""
+
+    def __init__(self, comm: Any, memory: Any) -> None:
+        self._comm, self._memory = comm, memory
+
+    @property
+    def rank(self) -> int:
+        return self._comm.rank
+
+    @property
+    def size(self) -> int:
+        return self._comm.size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._comm, name)
+
+    def _down(self, dev: Any) -> np.ndarray:
+        host = self._memory.pinned(dev.size, dev.dtype).reshape(dev.shape)
+        self._memory.download(dev, host)
+        return host
+
+    def Send(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802 (mpi4py's names)
+        self._comm.Send(self._down(buf), dest=dest, tag=tag)
+
+    def Recv(self, buf: Any, source: int, tag: int = 0, status: Any = None) -> None:  # noqa: N802
+        host = self._memory.pinned(buf.size, buf.dtype).reshape(buf.shape)
+        self._comm.Recv(host, source=source, tag=tag, status=status)
+        self._memory.upload(host, buf)
+
+    def Allreduce(self, send: Any, recv: Any, op: Any = None) -> None:  # noqa: N802
+        from mpi4py import MPI
+
+        host = self._memory.pinned(recv.size, recv.dtype).reshape(recv.shape)
+        self._comm.Allreduce(self._down(send), host, op=MPI.SUM if op is None else op)
+        self._memory.upload(host, recv)
+
+    def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
+        host = self._down(buf)
+        self._comm.Bcast(host, root=root)
+        self._memory.upload(host, buf)
 
 
 def open_device(kind: str, local_rank: int, vendor: str, assume_cuda_aware: bool = False) -> Device:

@@ -30,18 +30,19 @@ REQUEST, CENTRE, DELTA, DONE = 11, 12, 13, 14
 class EASGD(Trainer):
     name = "easgd"
 
-    def __init__(self, comm, data, opts) -> None:
-        super().__init__(comm, data, opts)
+    def __init__(self, comm, data, opts, device=None) -> None:
+        super().__init__(comm, data, opts, device)
         if opts.mode not in MODES:
             raise UsageError(f"invalid --mode {opts.mode!r}: choose from {', '.join(MODES)}")
+        self.xcomm = self.device.comm(comm)  # the parameter exchange, on the device's arrays
         if opts.tau < 1:
             raise UsageError(f"invalid --tau {opts.tau}: at least 1")
         if opts.mode != "sync" and comm.size < 2:
             raise UsageError(f"--mode {opts.mode} needs at least 2 ranks (a master and a worker)")
         self.nworkers = len(self.workers())
         self.alpha = opts.alpha or 0.9 / self.nworkers
-        self.centre = MLP(self.model.sizes, seed=opts.seed, dtype=self.dtype)  # x̃ starts at x_i
-        self.total = np.empty_like(self.model.params)
+        self.centre = MLP(self.model.sizes, seed=opts.seed, dtype=self.dtype, xp=self.model.xp)  # x̃ starts at x_i
+        self.total = self.model.xp.empty_like(self.model.params)
         self.t = 0
         self.synchronous = opts.mode == "sync"
         self._pending = None  # async: the open receive of x̃, or None
@@ -74,7 +75,7 @@ class EASGD(Trainer):
                 with c.timing("wait"):
                     self.comm.Barrier()
             with c.timing("comm"):
-                self.comm.Allreduce(x, self.total)
+                self.xcomm.Allreduce(x, self.total)
             c.bytes_sent += dense_bytes_sent(x.nbytes, self.comm.size)
             with c.timing("compute"):
                 d = self.alpha * (x - xc)
@@ -157,7 +158,7 @@ class EASGD(Trainer):
         return self.centre if self.opts.mode == "sync" else self.model
 
     def finish(self):
-        self.comm.Bcast(self.centre.params, root=0)  # the master's x̃ (sync: identical everywhere)
+        self.xcomm.Bcast(self.centre.params, root=0)  # the master's x̃ (sync: identical everywhere)
         return self.centre if self.comm.rank == 0 else None
 
     def describe(self) -> dict:

@@ -19,8 +19,8 @@ from trainers.mlp import softmax_xent_grad
 class Hybrid(Trainer):
     name = "hybrid"
 
-    def __init__(self, comm, data, opts) -> None:
-        super().__init__(comm, data, opts)
+    def __init__(self, comm, data, opts, device=None) -> None:
+        super().__init__(comm, data, opts, device)
         s, p = opts.stages, comm.size
         if s < 1 or p % s:
             raise UsageError(f"invalid --stages {s}: the {p} ranks must form whole pipelines (p divisible by s)")
@@ -30,16 +30,17 @@ class Hybrid(Trainer):
             raise UsageError(f"invalid --micro-batches {opts.micro_batches}: at least 1")
         self.s, self.r = s, p // s
         self.stage, self.replica = comm.rank % s, comm.rank // s
-        self.pipe = comm.Split(self.replica, self.stage)  # this replica's pipeline, ranked by stage
+        self.pipe = self.device.comm(comm.Split(self.replica, self.stage))  # this replica's pipeline, by stage
         self.dp = comm.Split(self.stage, self.replica)  # this stage in every replica
         bounds = np.linspace(0, self.model.nlayers, s + 1).round().astype(int)
         self.lo, self.hi = int(bounds[self.stage]), int(bounds[self.stage + 1])
         self.part = self.model.param_slice(self.lo, self.hi)
-        self.allreduce = allreduce_fn(opts.allreduce, opts.selection)
-        self.summed = np.zeros(self.part.stop - self.part.start, self.dtype)
+        self.allreduce = self.device.collective(allreduce_fn(opts.allreduce, opts.selection))
+        self.summed = self.model.xp.zeros(self.part.stop - self.part.start, self.dtype)
 
     def step(self, idx: np.ndarray) -> float:
         c, m, o = self.clock, self.model, self.opts
+        xp, on = m.xp, self.device.index
         mine = shard(idx, self.replica, self.r)
         micro = [mb for mb in np.array_split(mine, o.micro_batches) if mb.size]
         first, last = self.stage == 0, self.stage == self.s - 1
@@ -48,9 +49,9 @@ class Hybrid(Trainer):
         m.grads[self.part] = 0
         for mb in micro:  # forward: fill the pipe
             if first:
-                x = self.data.x_train[mb]
+                x = self.data.x_train[on(mb)]
             else:
-                x = np.empty((mb.size, width_in), self.dtype)
+                x = xp.empty((mb.size, width_in), self.dtype)
                 with c.timing("wait"):  # upstream compute and transfer both show here
                     self.pipe.Recv(x, source=self.stage - 1, tag=1)
             with c.timing("compute"):
@@ -58,25 +59,25 @@ class Hybrid(Trainer):
             caches.append(cache)
             if last:
                 with c.timing("compute"):
-                    part_loss, g = softmax_xent_grad(out, self.data.y_train[mb])
+                    part_loss, g = softmax_xent_grad(out, self.data.y_train[on(mb)])
                 loss += part_loss
                 caches[-1] = (cache, g.astype(self.dtype))
             else:
                 with c.timing("comm"):
-                    self.pipe.Send(np.ascontiguousarray(out), dest=self.stage + 1, tag=1)
+                    self.pipe.Send(xp.ascontiguousarray(out), dest=self.stage + 1, tag=1)
                 c.bytes_sent += out.nbytes
         for mb, entry in zip(micro, caches):  # backward: drain
             if last:
                 cache, g = entry
             else:
-                cache, g = entry, np.empty((mb.size, width_out), self.dtype)
+                cache, g = entry, xp.empty((mb.size, width_out), self.dtype)
                 with c.timing("wait"):
                     self.pipe.Recv(g, source=self.stage + 1, tag=2)
             with c.timing("compute"):
                 g_in = m.backward(g, cache, self.lo, accumulate=True)
             if not first:
                 with c.timing("comm"):
-                    self.pipe.Send(np.ascontiguousarray(g_in.astype(self.dtype)), dest=self.stage - 1, tag=2)
+                    self.pipe.Send(xp.ascontiguousarray(g_in.astype(self.dtype)), dest=self.stage - 1, tag=2)
                 c.bytes_sent += g_in.nbytes
         grads = m.grads[self.part]
         if self.r > 1:
@@ -94,7 +95,7 @@ class Hybrid(Trainer):
         pieces = self.comm.gather((self.replica, self.part.start, self.summed.copy()), root=0)
         if self.comm.rank != 0:
             return None
-        full = np.zeros_like(self.model.grads)
+        full = self.model.xp.zeros_like(self.model.grads)
         for replica, start, piece in pieces:
             if replica == 0:
                 full[start : start + piece.size] = piece

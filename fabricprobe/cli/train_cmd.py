@@ -83,8 +83,8 @@ def add_parser(sub: Any) -> None:
         "--device",
         choices=("host", "cupy"),
         default="host",
-        help="dp_sgd: model, data and gradients in host memory or on a GPU (CuPy; direct if the MPI is "
-        "CUDA-aware, else staged through host memory)",
+        help="model, data and gradients in host memory or on a GPU (CuPy; direct if the MPI is CUDA-aware, "
+        "else staged through host memory): dp_sgd, hybrid, easgd --mode sync",
     )
     p.add_argument(
         "--assume-cuda-aware",
@@ -157,7 +157,7 @@ def build(name: str, comm, data, opts, device=None):
     from trainers.sparse_dp import SparseDP
 
     if device is not None and device.kind != "host":
-        return DPSGD(comm, data, opts, device)
+        return {"dp_sgd": DPSGD, "easgd": EASGD, "hybrid": Hybrid}[name](comm, data, opts, device)
     return {"dp_sgd": DPSGD, "easgd": EASGD, "sparse_dp": SparseDP, "hybrid": Hybrid}[name](comm, data, opts)
 
 
@@ -167,10 +167,10 @@ def run(args: argparse.Namespace) -> int:
     from trainers.data import load
 
     opts = _options(args)
-    if opts.device != "host" and args.trainer != "dp_sgd":
+    if opts.device != "host" and (args.trainer == "sparse_dp" or (args.trainer == "easgd" and opts.mode != "sync")):
         raise UsageError(
-            f"--device {opts.device}: dp_sgd only (easgd and hybrid exchange models and activations "
-            "point to point, sparse_dp selects top-k on the host)"
+            f"--device {opts.device}: dp_sgd, hybrid and easgd --mode sync (sparse_dp selects top-k and keeps "
+            "its error feedback on the host; async EASGD's non-blocking exchanges are not staged)"
         )
     from fabricprobe.mpienv.launcher import env_rank
 

@@ -93,7 +93,8 @@ def check(sel: Selection, path: str, library_version: str, size: int, ranks_per_
 
 def load(path: str | None = None, comm: Any = None) -> Selection | None:
     """Use the selection file at path (default: $FABRICPROBE_SELECTION; none = the library everywhere),
-    checked against this job: comm (default COMM_WORLD) with its active topology (virtual if set)."""
+    checked against this job: comm (default COMM_WORLD) with its active topology (virtual if set).
+    Collective over comm (finding its nodes is, the first time); every rank loads the same file."""
     global _selection, _loaded_from, _last
     path = path or os.environ.get("FABRICPROBE_SELECTION")
     _warned.clear()

@@ -22,6 +22,7 @@ from trainers.core import Options, run  # noqa: E402
 from trainers.data import batches, load  # noqa: E402
 from trainers.device import Device  # noqa: E402
 from trainers.dp_sgd import DPSGD  # noqa: E402
+from trainers.easgd import EASGD  # noqa: E402
 from trainers.hybrid import Hybrid  # noqa: E402
 from trainers.mlp import MLP, gradient_sum  # noqa: E402
 
@@ -51,7 +52,7 @@ class StandInMemory:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("dp", "hybrid"))
+    ap.add_argument("what", choices=("dp", "hybrid", "easgd"))
     ap.add_argument("--allreduce", default="library")
     ap.add_argument("--save", default="")
     ap.add_argument("--stages", type=int, default=2)
@@ -59,13 +60,23 @@ def main() -> int:
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     data = load("digits", dtype=np.float64)
+    memory = StandInMemory()
+    transfer = {"staged": STAGED, "direct": DIRECT}.get(args.device, "")
+    device = Device("standin", np, memory, transfer) if transfer else None
+    copies = lambda: {"downloads": memory.downloads, "uploads": memory.uploads}  # noqa: E731
+    if args.what == "easgd":  # sync EASGD: the parameter allreduce and the final broadcast on the device
+        opts = Options(epochs=1, batch=60, lr=0.2, dtype="float64", mode="sync", tau=2, eval_every=10**9)
+        trainer = EASGD(comm, data, opts, device)
+        run(trainer)
+        final = trainer.finish()
+        if comm.rank == 0:
+            np.save(args.save, final.params)
+            print(json.dumps({"nranks": comm.size, **copies()}))
+        return 0
     if args.what == "dp":
         opts = Options(
             epochs=1, batch=60, lr=0.2, dtype="float64", allreduce=args.allreduce, eval_every=10**9, bucket_bytes=20000
         )
-        memory = StandInMemory()
-        transfer = {"staged": STAGED, "direct": DIRECT}.get(args.device, "")
-        device = Device("standin", np, memory, transfer) if transfer else None
         trainer = DPSGD(comm, data, opts, device)
         log, _ = run(trainer)
         params = comm.gather(trainer.model.params.copy(), root=0)
@@ -79,14 +90,13 @@ def main() -> int:
                         "nranks": comm.size,
                         "spread": spread,
                         "calls": calls,
-                        "downloads": memory.downloads,
-                        "uploads": memory.uploads,
+                        **copies(),
                     }
                 )
             )
         return 0
     opts = Options(batch=60, lr=0.2, dtype="float64", stages=args.stages, micro_batches=3, allreduce=args.allreduce)
-    trainer = Hybrid(comm, data, opts)
+    trainer = Hybrid(comm, data, opts, device)
     idx = batches(data.y_train.size, opts.batch, 0, opts.seed)[0]
     trainer.step(idx)
     full = trainer.full_gradient()
@@ -94,7 +104,9 @@ def main() -> int:
         sequential = MLP(trainer.model.sizes, seed=opts.seed, dtype=np.float64)
         gradient_sum(sequential, data.x_train[idx], data.y_train[idx])
         err = float(np.abs(full - sequential.grads).max() / np.abs(sequential.grads).max())
-        print(json.dumps({"nranks": comm.size, "relative_error": err}))
+    copied = comm.gather(copies(), root=0)
+    if comm.rank == 0:
+        print(json.dumps({"nranks": comm.size, "relative_error": err, "copies": copied}))
     return 0
 
 
