@@ -33,7 +33,9 @@ def options(run: dict) -> str:
     t = run["trainer"]
     parts = []
     if t == "dp_sgd":
-        parts.append(ran(run) + (f" (asked: {run['opt_allreduce']})" if run["opt_allreduce"] == "tuned" else ""))
+        parts.append(ran(run) or "one rank: no allreduce")
+        if run["opt_allreduce"] == "tuned":
+            parts.append("asked: tuned")
         if run.get("opt_bucket_bytes"):
             parts.append(f"buckets {format_size(int(run['opt_bucket_bytes']))}")
     elif t == "sparse_dp":
@@ -43,7 +45,8 @@ def options(run: dict) -> str:
     elif t == "easgd":
         parts.append(f"{run['opt_mode']}, τ={run['opt_tau']}")
     elif t == "hybrid":
-        parts.append(f"{ran(run)}; {run['stages']} stages × {run['replicas']} replicas")
+        parts.append(ran(run) or "one replica: no gradient allreduce")
+        parts.append(f"{run['stages']} stages × {run['replicas']} replicas")
     parts.append(f"hidden {run['opt_hidden']}, batch {run['opt_batch']}, {run['opt_epochs']} epochs")
     return "; ".join(p for p in parts if p)
 
