@@ -77,6 +77,7 @@ FOREIGN_OPTIONS = {
     "--rediagnose": "benchmarks/doctor_study.py",
     "--rates": "benchmarks/tuned_training_study.py",
     "--out": "benchmarks/tuned_training_study.py",
+    "--summarize": "benchmarks/tuned_training_study.py",
 }
 
 
