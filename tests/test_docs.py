@@ -78,6 +78,7 @@ FOREIGN_OPTIONS = {
     "--rates": "benchmarks/tuned_training_study.py",
     "--out": "benchmarks/tuned_training_study.py",
     "--summarize": "benchmarks/tuned_training_study.py",
+    "--durations": "pytest",
 }
 
 
