@@ -192,12 +192,11 @@ class ConsoleReporter:
         for coll, sections in table.rules.items():
             for n, ranges in sorted(sections.items()):
                 for r in ranges:
-                    hi = "∞" if r.hi is None else format_size(r.hi)
                     noise = max(d.noise for d in r.decisions)
                     t.add_row(
                         coll,
                         str(n),
-                        f"[{format_size(r.lo)}, {hi})",
+                        r.span,
                         usec(r.decisions[0].default_s),
                         r.winner if r.winner == "default" else f"[bold green]{r.winner}[/]",
                         f"{r.speedup:.2f}×",
@@ -219,14 +218,13 @@ class ConsoleReporter:
         for col in ("collective", "comm size", "nodes", "density", "message sizes", "runs", "speedup", "noise ±"):
             t.add_column(col, justify="left" if col in ("collective", "nodes", "runs") else "right")
         for row in as_rows(selection):
-            hi = "∞" if row["hi"] is None else format_size(row["hi"])
             own = row["winner"] != row["reference"]
             t.add_row(
                 row["collective"],
                 str(row["comm_size"]),
                 row["layout"],
                 f"{row['density']:g}" if row["density"] else "",
-                f"[{format_size(row['lo'])}, {hi})",
+                row["span"],
                 f"[bold green]{row['winner']}[/]" if own else row["winner"],
                 f"{row['speedup']:.2f}×",
                 f"{row['noise']:.1%}",

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.sizes import format_size
 from fabricprobe.stats import point_noise
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
@@ -40,6 +41,14 @@ class Range:
     @property
     def speedup(self) -> float:
         return min((d.speedup for d in self.decisions), default=1.0)
+
+    def covers(self, size: int) -> bool:
+        return self.lo <= size and (self.hi is None or size < self.hi)
+
+    @property
+    def span(self) -> str:
+        """[64 KiB, 1 MiB) or [4 MiB, ∞): how every report and message names the range."""
+        return f"[{format_size(self.lo)}, {'∞' if self.hi is None else format_size(self.hi)})"
 
 
 @dataclass
@@ -134,7 +143,7 @@ def extend(ranges: list[Range], decision: Decision) -> None:
 
 def winner_at(ranges: list[Range], size: int) -> str:
     """The winner of the range covering size."""
-    return next(r.winner for r in ranges if r.lo <= size and (r.hi is None or size < r.hi))
+    return next(r.winner for r in ranges if r.covers(size))
 
 
 def choose(

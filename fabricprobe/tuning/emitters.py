@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricprobe.errors import UsageError
-from fabricprobe.sizes import format_size
 from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi
 from fabricprobe.tuning.choose import Table
 from fabricprobe.tuning.libraries import DEFAULT, Library
@@ -101,7 +100,7 @@ def intel_defaults_as_presets(table: Table, fallbacks: dict[tuple[str, int, int]
                     r.winner = f"preset{chosen}"
                     lines.append(
                         f"Intel MPI keeps no default inside its tuning rules: {coll} on {n} ranks "
-                        f"[{format_size(r.lo)}, {'∞' if r.hi is None else format_size(r.hi)}), won by "
+                        f"{r.span}, won by "
                         f"the default, is written as its fastest measured preset, {r.winner}"
                     )
     return lines

@@ -177,16 +177,11 @@ def unproven(table: Table, checks: list[Check]) -> list[str]:
             for r in ranges:
                 if r.winner == DEFAULT:
                     continue
-                mine = [
-                    c
-                    for c in checks
-                    if c.collective == coll and c.comm_size == n and r.lo <= c.size and (r.hi is None or c.size < r.hi)
-                ]
+                mine = [c for c in checks if c.collective == coll and c.comm_size == n and r.covers(c.size)]
                 reasons = sorted(
                     {f"{c.status} at {format_size(c.size)} ({c.detail})" for c in mine if c.status != VERIFIED}
                 )
                 if reasons or not mine:
-                    hi = "∞" if r.hi is None else format_size(r.hi)
                     why = "; ".join(reasons) or "no size of the range was checked"
-                    out.append(f"{coll} on {n} ranks [{format_size(r.lo)}, {hi}): {r.winner}: {why}")
+                    out.append(f"{coll} on {n} ranks {r.span}: {r.winner}: {why}")
     return out

@@ -97,8 +97,8 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         manifest["selection"] = {
             "own_winners": [
                 f"{s.collective} on {s.comm_size} ranks ({describe_layout(s.ranks_per_node)})"
-                f"{f' at density {s.density:g}' if s.density else ''} [{format_size(r.lo)}, "
-                f"{'∞' if r.hi is None else format_size(r.hi)}): {r.winner}, {r.speedup:.2f}× {s.reference}'s best"
+                f"{f' at density {s.density:g}' if s.density else ''} {r.span}: {r.winner}, "
+                f"{r.speedup:.2f}× {s.reference}'s best"
                 for s, r in own.own_winners()
             ]
         }
@@ -141,11 +141,8 @@ def prune(table: Table, checks: list[Check]) -> list[str]:
         if c.status not in (MISMATCH, ERROR):
             continue
         for r in table.rules.get(c.collective, {}).get(c.comm_size, []):
-            if r.lo <= c.size and (r.hi is None or c.size < r.hi) and r.winner != DEFAULT:
-                dropped.append(
-                    f"{c.collective} on {c.comm_size} ranks [{format_size(r.lo)}, "
-                    f"{'∞' if r.hi is None else format_size(r.hi)}): {r.winner}"
-                )
+            if r.covers(c.size) and r.winner != DEFAULT:
+                dropped.append(f"{c.collective} on {c.comm_size} ranks {r.span}: {r.winner}")
                 r.winner = DEFAULT
     return dropped
 
