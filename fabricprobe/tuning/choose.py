@@ -86,6 +86,21 @@ def job_points(run: Run) -> list[dict]:
     return [p for p in run.points if not wanted or p["collective"] in wanted]
 
 
+def usable(p: dict, dtype: str, collectives: tuple[str, ...]) -> bool:
+    """Whether a tune-sweep point can decide anything: one of `collectives`, measured fine, in the
+    barrier mode on separate buffers, of the datatype tuned, summed (or no op), and not one of tune's
+    own before/after labels. The library's rules and fabricprobe's selection read the same points."""
+    return (
+        p["collective"] in collectives
+        and p["status"] == "ok"
+        and p["mode"] == "barrier"
+        and not p["in_place"]
+        and p["dtype"] == dtype
+        and p["op"] in ("sum", "none")
+        and _name(p["algorithm"]) not in RESERVED
+    )
+
+
 def candidates(runs: list[Run], dtype: str) -> tuple[dict, dict[str, Any]]:
     """(collective, nranks, bytes) -> {algorithm name: point}, latest measurement winning; and the
     provenance the runs share. Raises UsageError when the runs mix libraries or hold nothing usable."""
@@ -97,17 +112,9 @@ def candidates(runs: list[Run], dtype: str) -> tuple[dict, dict[str, Any]]:
         )
     for run in runs:
         for p in job_points(run):
-            if (
-                p["collective"] not in COLLECTIVES
-                or p["status"] != "ok"
-                or p["mode"] != "barrier"
-                or p["in_place"]
-                or p["dtype"] != dtype
-                or p["op"] not in ("sum", "none")
-            ):
+            if not usable(p, dtype, COLLECTIVES):
                 continue
-            forced = p["algorithm"].startswith(LIBRARY + ":")
-            if _name(p["algorithm"]) in RESERVED or (p["algorithm"] != LIBRARY and not forced):
+            if p["algorithm"] != LIBRARY and not p["algorithm"].startswith(LIBRARY + ":"):
                 continue  # fabricprobe's own algorithms are the selection's (tuning.selection)
             table.setdefault((p["collective"], p["nranks"], p["bytes"]), {})[_name(p["algorithm"])] = p
     if not table:

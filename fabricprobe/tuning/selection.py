@@ -25,7 +25,7 @@ from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.topology import prefix_sizes
 from fabricprobe.store import Run
-from fabricprobe.tuning.choose import RESERVED, Decision, Range, Table, decide, extend, job_points, winner_at
+from fabricprobe.tuning.choose import Decision, Range, Table, decide, extend, job_points, usable, winner_at
 from fabricprobe.tuning.libraries import DEFAULT
 from fabricprobe.tuning.measure import variant_label
 from fabricprobe.tuning.own import SPARSE, SPARSE_REFERENCE, TUNE_COLLECTIVES
@@ -85,15 +85,7 @@ def _measured(runs: list[Run], dtype: str) -> dict[tuple, dict[str, dict]]:
     out: dict[tuple, dict[str, dict]] = {}
     for run in runs:
         for p in job_points(run):
-            if (
-                p["collective"] not in TUNE_COLLECTIVES
-                or p["status"] != "ok"
-                or p["mode"] != "barrier"
-                or p["in_place"]
-                or p["dtype"] != dtype
-                or p["op"] not in ("sum", "none")
-                or p["algorithm"].split(":")[-1] in RESERVED
-            ):
+            if not usable(p, dtype, TUNE_COLLECTIVES):
                 continue
             density = float(p["density"]) if p["collective"] == SPARSE else 0.0
             key = (p["collective"], int(p["nranks"]), density, int(p["bytes"]))
