@@ -18,6 +18,12 @@ SPARSE_REFERENCE = "topk_allgather"  # the reference a sparse candidate must bea
 TUNE_COLLECTIVES = (*TUNABLE, SPARSE)  # what tune-sweep can measure
 
 
+def reference(collective: str) -> str:
+    """What a selection names where fabricprobe's own does not win: the library (as launched with
+    its tuning files), or TopkA for the sparse allreduce, which the library does not have."""
+    return SPARSE_REFERENCE if collective == SPARSE else LIBRARY
+
+
 def candidates(collective: str) -> list[str]:
     """The hand-written algorithms of a collective that a selection may name, by name."""
     return sorted(

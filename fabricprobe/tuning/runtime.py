@@ -33,7 +33,7 @@ from fabricprobe.mpienv import topology
 from fabricprobe.specs import SPECS
 from fabricprobe.tuning.choose import winner_at
 from fabricprobe.tuning.emit_selection import parse
-from fabricprobe.tuning.own import SPARSE, SPARSE_REFERENCE
+from fabricprobe.tuning.own import SPARSE, reference
 from fabricprobe.tuning.selection import Section, Selection, describe_layout, library_line
 
 DENSITY_FACTOR = 2.0  # a sparse call uses the section of the nearest measured density within this factor
@@ -128,9 +128,9 @@ def _section(collective: str, size: int, ranks_per_node: tuple[int, ...], densit
 def algorithm_for(collective: str, comm: Any, nbytes: int, density: float = 0.0) -> str:
     """The algorithm the loaded selection names for this call: "library" (the sparse allreduce:
     TopkA) where it names none; a case the file did not measure is warned about once."""
-    reference = SPARSE_REFERENCE if collective == SPARSE else collectives.LIBRARY
+    fallback = reference(collective)
     if _selection is None:
-        return reference
+        return fallback
     comm = _comm(comm)
     layout = tuple(topology.active(comm).ranks_per_node)
     section = _section(collective, comm.size, layout, density)
@@ -141,9 +141,9 @@ def algorithm_for(collective: str, comm: Any, nbytes: int, density: float = 0.0)
             what = f"{collective}{f' at density {density:g}' if collective == SPARSE else ''}"
             warn_line(
                 f"{_loaded_from} has no answer for {what} on {comm.size} ranks as {describe_layout(layout)}: "
-                f"{reference} is used"
+                f"{fallback} is used"
             )
-        return reference
+        return fallback
     return winner_at(section.ranges, nbytes)
 
 

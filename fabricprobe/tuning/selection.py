@@ -28,7 +28,7 @@ from fabricprobe.store import Run
 from fabricprobe.tuning.choose import Decision, Range, Table, decide, extend, job_points, usable, winner_at
 from fabricprobe.tuning.libraries import DEFAULT
 from fabricprobe.tuning.measure import variant_label
-from fabricprobe.tuning.own import SPARSE, SPARSE_REFERENCE, TUNE_COLLECTIVES
+from fabricprobe.tuning.own import SPARSE, SPARSE_REFERENCE, TUNE_COLLECTIVES, reference
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Section:
 
     @property
     def reference(self) -> str:
-        return SPARSE_REFERENCE if self.collective == SPARSE else LIBRARY
+        return reference(self.collective)
 
 
 @dataclass
@@ -115,25 +115,24 @@ def choose_selection(
             own.pop(SPARSE_REFERENCE, None)
         else:
             ref_label = _library_label(table, coll, n, size)
-        reference = by_label.get(ref_label) or by_label.get(LIBRARY)
-        if reference is None or not own:
+        ref_point = by_label.get(ref_label) or by_label.get(LIBRARY)
+        if ref_point is None or not own:
             continue
-        decision = decide({DEFAULT: reference, **own}, size, min_gain)
+        decision = decide({DEFAULT: ref_point, **own}, size, min_gain)
         if decision is None:
             continue
         same = by_label.get(LIBRARY)
-        if decision.winner != DEFAULT and same is not None and same is not reference:
+        if decision.winner != DEFAULT and same is not None and same is not ref_point:
             # The library's best was forced in a launch of its own, fabricprobe's algorithm ran beside
             # the library's default: it must also beat that default, measured under the same
             # conditions (a slow phase during one launch is 2-3× here), and its speedup is the smaller.
             again = decide({DEFAULT: same, decision.winner: own[decision.winner]}, size, min_gain)
             if again is None or again.winner == DEFAULT:
-                decision = Decision(size, DEFAULT, reference["median_s"], reference["median_s"], decision.noise)
+                decision = Decision(size, DEFAULT, ref_point["median_s"], ref_point["median_s"], decision.noise)
             elif again.speedup < decision.speedup:
                 decision = again
-        ref_name = ref_label if coll == SPARSE else LIBRARY
         if decision.winner == DEFAULT:
-            decision = Decision(size, ref_name, decision.default_s, decision.winner_s, decision.noise)
+            decision = Decision(size, reference(coll), decision.default_s, decision.winner_s, decision.noise)
         key = (coll, n, density)
         if key not in sections:
             sections[key] = Section(coll, n, tuple(prefix_sizes(list(world), n)), density, [])
