@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fabricprobe.engine.gpudirect import direct_reason, sync_comm
+from fabricprobe.engine.gpudirect import CommProxy, direct_reason, sync_comm
 from fabricprobe.errors import UsageError
 from fabricprobe.memory import DIRECT, STAGED, BufferUnavailable, memory_for, select_device
 from trainers.data import Dataset
@@ -85,25 +85,11 @@ class Staged:
         return name
 
 
-class StagedComm:
+class StagedComm(CommProxy):
     """A communicator whose blocking buffer calls take device arrays and move them through pinned host
     memory: Send copies down first, Recv copies up after, Allreduce and Bcast both. Every array it
     is given is a device array (a trainer on a device keeps none on the host); anything else passes
     through to the communicator."""
-
-    def __init__(self, comm: Any, memory: Any) -> None:
-        self._comm, self._memory = comm, memory
-
-    @property
-    def rank(self) -> int:
-        return self._comm.rank
-
-    @property
-    def size(self) -> int:
-        return self._comm.size
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._comm, name)
 
     def _down(self, dev: Any) -> np.ndarray:
         host = self._memory.pinned(dev.size, dev.dtype).reshape(dev.shape)

@@ -48,12 +48,9 @@ def _carries_device(args: tuple, kwargs: dict) -> bool:
     return False
 
 
-class SyncComm:
-    """The communicator a collective sees in direct mode: an mpi4py communicator whose buffer calls first
-    wait for the device work queued before them (a CUDA-aware MPI reads device memory without
-    synchronising the caller's stream). Sub-communicators it makes are wrapped the same way."""
-
-    _SPLITS = ("Split", "Split_type", "Dup", "Create")
+class CommProxy:
+    """An mpi4py communicator behind a wrapper that changes how buffers reach it (SyncComm here, the
+    trainers' StagedComm): rank, size and whatever the wrapper does not define are the communicator's."""
 
     def __init__(self, comm: Any, memory: Any) -> None:
         self._comm, self._memory = comm, memory
@@ -65,6 +62,17 @@ class SyncComm:
     @property
     def size(self) -> int:
         return self._comm.size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._comm, name)
+
+
+class SyncComm(CommProxy):
+    """The communicator a collective sees in direct mode: an mpi4py communicator whose buffer calls first
+    wait for the device work queued before them (a CUDA-aware MPI reads device memory without
+    synchronising the caller's stream). Sub-communicators it makes are wrapped the same way."""
+
+    _SPLITS = ("Split", "Split_type", "Dup", "Create")
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._comm, name)
