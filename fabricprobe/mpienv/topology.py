@@ -64,10 +64,15 @@ class Topology:
         return tuple(out)
 
     def describe(self) -> str:
-        rpn = self.ranks_per_node
-        shape = f"{self.nnodes} × {rpn[0]}" if len(set(rpn)) == 1 else " + ".join(map(str, rpn))
+        shape = layout_shape(self.ranks_per_node)
         kind = "virtual nodes" if self.virtual else ("node" if self.nnodes == 1 else "nodes")
         return f"{shape} ranks ({kind})"
+
+
+def layout_shape(ranks_per_node: list[int] | tuple[int, ...]) -> str:
+    """Nodes by their rank counts: "2 × 4" when even, "3 + 3 + 2" when not."""
+    rpn = list(ranks_per_node)
+    return f"{len(rpn)} × {rpn[0]}" if len(set(rpn)) == 1 else " + ".join(map(str, rpn))
 
 
 def cpu_quota() -> float | None:

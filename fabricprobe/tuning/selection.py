@@ -23,7 +23,7 @@ from typing import Any
 
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.errors import UsageError
-from fabricprobe.mpienv.topology import prefix_sizes
+from fabricprobe.mpienv.topology import layout_shape, prefix_sizes
 from fabricprobe.store import Run
 from fabricprobe.tuning.choose import Decision, Range, Table, decide, extend, job_points, usable, winner_at
 from fabricprobe.tuning.libraries import DEFAULT
@@ -158,9 +158,7 @@ def library_line(version: str) -> str:
 
 def describe_layout(ranks_per_node: tuple[int, ...] | list[int], virtual: bool = False) -> str:
     """2 × 2 (virtual nodes), 3 + 3 + 2, 1 × 4: how a message names a topology."""
-    rpn = list(ranks_per_node)
-    shape = f"{len(rpn)} × {rpn[0]}" if len(set(rpn)) == 1 else " + ".join(map(str, rpn))
-    return shape + (" (virtual nodes)" if virtual else "")
+    return layout_shape(ranks_per_node) + (" (virtual nodes)" if virtual else "")
 
 
 def as_rows(selection: Selection) -> list[dict[str, Any]]:
