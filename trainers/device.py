@@ -66,21 +66,36 @@ class Device:
         return {"device": self.kind, "device_transfer": self.transfer, "device_why_staged": self.why_staged}
 
 
+class PinnedPool:
+    """Pinned host buffers for staging, one per (slot, shape, dtype), kept: a training step's buckets,
+    activations and parameters repeat their shapes, so no step allocates. A blocking call is done
+    with its buffers when it returns, so the next call may reuse them."""
+
+    def __init__(self, memory: Any) -> None:
+        self.memory = memory
+        self.buffers: dict[tuple, np.ndarray] = {}
+
+    def like(self, slot: int, dev: Any) -> np.ndarray:
+        key = (slot, tuple(dev.shape), str(dev.dtype))
+        if key not in self.buffers:
+            self.buffers[key] = self.memory.pinned(dev.size, dev.dtype).reshape(dev.shape)
+        return self.buffers[key]
+
+    def down(self, slot: int, dev: Any) -> np.ndarray:
+        host = self.like(slot, dev)
+        self.memory.download(dev, host)
+        return host
+
+
 class Staged:
-    """The collective on pinned host copies: down, fn, up. Host buffers are kept per size (a
-    training step's buckets repeat), so no step allocates."""
+    """The collective on pinned host copies: down, fn, up."""
 
     def __init__(self, fn: Callable[[Any, Any, Any], str], memory: Any) -> None:
-        self.fn, self.memory = fn, memory
-        self.host: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+        self.fn, self.memory, self.pool = fn, memory, PinnedPool(memory)
 
     def __call__(self, comm: Any, send: Any, recv: Any) -> str:
-        key = (int(send.size), str(send.dtype))
-        if key not in self.host:
-            self.host[key] = (self.memory.pinned(send.size, send.dtype), self.memory.pinned(send.size, send.dtype))
-        h_send, h_recv = self.host[key]
-        self.memory.download(send, h_send)
-        name = self.fn(comm, h_send, h_recv)
+        h_recv = self.pool.like(1, recv)
+        name = self.fn(comm, self.pool.down(0, send), h_recv)
         self.memory.upload(h_recv, recv)
         return name
 
@@ -91,28 +106,27 @@ class StagedComm(CommProxy):
     is given is a device array (a trainer on a device keeps none on the host); anything else passes
     through to the communicator."""
 
-    def _down(self, dev: Any) -> np.ndarray:
-        host = self._memory.pinned(dev.size, dev.dtype).reshape(dev.shape)
-        self._memory.download(dev, host)
-        return host
+    def __init__(self, comm: Any, memory: Any) -> None:
+        super().__init__(comm, memory)
+        self._pool = PinnedPool(memory)
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802 (mpi4py's names)
-        self._comm.Send(self._down(buf), dest=dest, tag=tag)
+        self._comm.Send(self._pool.down(0, buf), dest=dest, tag=tag)
 
     def Recv(self, buf: Any, source: int, tag: int = 0, status: Any = None) -> None:  # noqa: N802
-        host = self._memory.pinned(buf.size, buf.dtype).reshape(buf.shape)
+        host = self._pool.like(1, buf)
         self._comm.Recv(host, source=source, tag=tag, status=status)
         self._memory.upload(host, buf)
 
     def Allreduce(self, send: Any, recv: Any, op: Any = None) -> None:  # noqa: N802
         from mpi4py import MPI
 
-        host = self._memory.pinned(recv.size, recv.dtype).reshape(recv.shape)
-        self._comm.Allreduce(self._down(send), host, op=MPI.SUM if op is None else op)
+        host = self._pool.like(1, recv)
+        self._comm.Allreduce(self._pool.down(0, send), host, op=MPI.SUM if op is None else op)
         self._memory.upload(host, recv)
 
     def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
-        host = self._down(buf)
+        host = self._pool.down(0, buf)
         self._comm.Bcast(host, root=root)
         self._memory.upload(host, buf)
 
