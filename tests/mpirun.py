@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricprobe.mpienv.launcher import run_launch
+from fabricprobe.mpienv.launcher import LAUNCH_ATTEMPTS, launcher_failed_to_start, run_launch
 
 BIN = Path(sys.executable).parent
 
@@ -96,20 +96,52 @@ def run_launched(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return run_launch(argv, **kwargs)
 
 
-def start_sweep(n: int, args: list[str]) -> subprocess.Popen:
-    """`fabricprobe sweep ARGS` under mpiexec with n ranks, in a session of its own (so kill_session
-    ends the launcher and every rank), its progress lines on a pipe."""
-    return subprocess.Popen(
-        need_ranks(n).argv(n) + fabricprobe_argv() + ["sweep", *args],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=mpi_env(),
-        start_new_session=True,
-    )
+class Launched:
+    """A Popen of an mpiexec command line whose stderr is read line by line (a sweep's progress), in a
+    session of its own (so kill_session ends the launcher and every rank). Launched again, as run_launch
+    does, when its stderr ends before any progress line with mpiexec saying no rank ever ran: CI lost a
+    kill-and-resume test to one such launch. Everything else (pid, wait, communicate, returncode) is the
+    current Popen's."""
+
+    def __init__(self, argv: list[str]):
+        self.argv = argv
+        self.attempts = 0
+        self._start()
+
+    def _start(self) -> None:
+        self.attempts += 1
+        self.seen: list[str] = []
+        self.proc = subprocess.Popen(
+            self.argv,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=mpi_env(),
+            start_new_session=True,
+        )
+
+    def __getattr__(self, name: str):
+        return getattr(self.proc, name)
+
+    def readline(self) -> str:
+        while True:
+            line = self.proc.stderr.readline()
+            if line:
+                self.seen.append(line)
+                return line
+            progressed = any(seen.startswith("[") for seen in self.seen)
+            if progressed or self.attempts >= LAUNCH_ATTEMPTS or not launcher_failed_to_start("".join(self.seen)):
+                return line
+            self.proc.wait()
+            self._start()
 
 
-def wait_for_points(proc: subprocess.Popen, points: int, timeout: float = 120) -> int:
+def start_sweep(n: int, args: list[str]) -> Launched:
+    """`fabricprobe sweep ARGS` under mpiexec with n ranks, its progress lines on a pipe."""
+    return Launched(need_ranks(n).argv(n) + fabricprobe_argv() + ["sweep", *args])
+
+
+def wait_for_points(proc: Launched, points: int, timeout: float = 120) -> int:
     """Read a sweep's stderr until it has reported `points` points done ("[k/N] ..." lines), it ends,
     or the time is up; returns how many it reported."""
     import time
@@ -117,11 +149,19 @@ def wait_for_points(proc: subprocess.Popen, points: int, timeout: float = 120) -
     reported = 0
     deadline = time.monotonic() + timeout
     while reported < points and time.monotonic() < deadline:
-        line = proc.stderr.readline()
+        line = proc.readline()
         if not line:
             break
         reported += line.startswith("[")
     return reported
+
+
+def run_in_terminal(shell_command: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """A shell command line (an mpiexec launch) run under util-linux `script`, so that it has a terminal;
+    its stdout carries the terminal's output, stderr included. Launched again as run_launch does."""
+    if shutil.which("script") is None:
+        pytest.skip("needs util-linux `script` to provide a terminal")
+    return run_launch(["script", "-qec", shell_command, "/dev/null"], env=mpi_env(), timeout=timeout)
 
 
 def run_local(

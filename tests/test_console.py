@@ -5,11 +5,9 @@ beat detection."""
 from __future__ import annotations
 
 import shlex
-import shutil
-import subprocess
 
 import pytest
-from mpirun import fabricprobe_argv, mpi_env, need_ranks, run_mpi
+from mpirun import fabricprobe_argv, need_ranks, run_in_terminal, run_mpi
 
 from fabricprobe.console import outermost_launcher_stream
 
@@ -43,21 +41,13 @@ def small_results(tmp_path_factory):
     return path
 
 
-def _in_terminal(shell_command: str) -> subprocess.CompletedProcess:
-    if shutil.which("script") is None:
-        pytest.skip("needs util-linux `script` to provide a terminal")
-    return subprocess.run(
-        ["script", "-qec", shell_command, "/dev/null"], capture_output=True, text=True, env=mpi_env(), timeout=120
-    )
-
-
 def test_no_escape_codes_when_mpiexec_writes_to_a_file_from_a_terminal(small_results, tmp_path):
     found = need_ranks(1)
     report = shlex.join(found.argv(1) + fabricprobe_argv() + ["report", str(small_results)])
-    shown = _in_terminal(report)
+    shown = run_in_terminal(report)
     assert shown.returncode == 0 and ESC in shown.stdout  # the terminal gets colour
     saved = tmp_path / "report.txt"
-    piped = _in_terminal(f"{report} > {shlex.quote(str(saved))}")
+    piped = run_in_terminal(f"{report} > {shlex.quote(str(saved))}")
     assert piped.returncode == 0
     text = saved.read_text()
     assert "allreduce" in text and ESC not in text
@@ -66,7 +56,7 @@ def test_no_escape_codes_when_mpiexec_writes_to_a_file_from_a_terminal(small_res
 def test_no_color_and_force_color_beat_detection(small_results):
     plain = run_mpi(1, ["report", str(small_results)], env={"FORCE_COLOR": "1"})
     assert plain.returncode == 0 and ESC in plain.stdout
-    off = _in_terminal(
+    off = run_in_terminal(
         "NO_COLOR=1 " + shlex.join(need_ranks(1).argv(1) + fabricprobe_argv() + ["report", str(small_results)])
     )
     assert off.returncode == 0 and "allreduce" in off.stdout and ESC not in off.stdout

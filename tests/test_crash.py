@@ -197,14 +197,14 @@ def test_interrupting_a_sweep_marks_the_run_interrupted(tmp_path, launched):
     import signal
     import time
 
-    from mpirun import fabricprobe_argv, kill_session, mpi_env, need_ranks, wait_for_points
+    from mpirun import Launched, fabricprobe_argv, kill_session, need_ranks, wait_for_points
 
     path = tmp_path / "r.h5"
     args = ["sweep", "-o", str(path), "--collectives", "allreduce", "--sizes", "8,1M", "--iters", "100000"]
     args += ["--ci-target", "0", "--max-time", "30", "--progress", "plain", "--quiet"]
     found = need_ranks(2)
     argv = (found.argv(2) if launched == "mpiexec" else []) + fabricprobe_argv() + args
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=mpi_env(), start_new_session=True)
+    proc = Launched(argv)
     try:
         wait_for_points(proc, 1)  # the first point done: the run exists, a long batch is under way
         time.sleep(1.0)

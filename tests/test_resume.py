@@ -31,7 +31,7 @@ def _kill_after(results, points: int, n: int = 2) -> None:
     seen = wait_for_points(proc, points)
     kill_session(proc.pid)  # the launcher and every rank (Open MPI puts ranks in process groups of their own)
     proc.wait()
-    assert seen >= points, "sweep ended before it could be killed"
+    assert seen >= points, "sweep ended before it could be killed: " + "".join(proc.seen)[-2000:]
 
 
 def test_kill_then_resume(results):

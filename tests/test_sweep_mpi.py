@@ -149,22 +149,16 @@ def test_native_and_python_timers_agree_on_results(results):
 def test_rich_progress_bar_when_launched_from_a_terminal(tmp_path):
     """mpiexec pipes rank output, so rank 0 must find the terminal through its launcher."""
     import shlex
-    import shutil
-    import subprocess
 
-    from mpirun import fabricprobe_argv, mpi_env, need_ranks
+    from mpirun import fabricprobe_argv, need_ranks, run_in_terminal
 
-    if shutil.which("script") is None:
-        pytest.skip("needs util-linux `script` to provide a terminal")
     found = need_ranks(2)
     cmd = (
         found.argv(2)
         + fabricprobe_argv()
         + ["sweep", "-o", str(tmp_path / "r.h5"), "--collectives", "barrier", "--iters", "10", "--quiet"]
     )
-    out = subprocess.run(
-        ["script", "-qec", shlex.join(cmd), "/dev/null"], capture_output=True, text=True, env=mpi_env(), timeout=120
-    )
+    out = run_in_terminal(shlex.join(cmd))
     assert out.returncode == 0, out.stdout
     assert "━" in out.stdout and "3/3" in out.stdout
 

@@ -42,6 +42,11 @@ LAUNCH_ATTEMPTS = 3
 LAUNCHER_START_FAILURES = ("The PMIx server's listener thread failed to start",)
 
 
+def launcher_failed_to_start(output: str) -> bool:
+    """Whether mpiexec's output says it failed before any rank existed (then launching again is safe)."""
+    return any(t in (output or "") for t in LAUNCHER_START_FAILURES)
+
+
 def run_launch(argv: list[str], **kwargs):
     """subprocess.run of an mpiexec command line (text, output captured), launched again only when
     mpiexec failed before any rank ran."""
@@ -49,6 +54,7 @@ def run_launch(argv: list[str], **kwargs):
 
     for _ in range(LAUNCH_ATTEMPTS):
         out = subprocess.run(argv, capture_output=True, text=True, **kwargs)
-        if out.returncode == 0 or not any(t in (out.stderr or "") for t in LAUNCHER_START_FAILURES):
+        # under `script` (a terminal for the tests) mpiexec's stderr arrives in stdout
+        if out.returncode == 0 or not launcher_failed_to_start((out.stderr or "") + (out.stdout or "")):
             return out
     return out
