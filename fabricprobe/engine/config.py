@@ -83,6 +83,7 @@ class SweepConfig:
     pairs: list[str] = field(default_factory=lambda: ["intra", "inter"])
     ranks_per_node: list[int] | None = None  # virtual topology; None = the hardware's
     comm_sizes: list[int] | None = None  # sub-communicators of the first k ranks; None = the world only
+    points: list[list] | None = None  # tune-sweep --budget: [algorithm, communicator size, bytes] to measure only
     library_variant: str = ""  # the forced library algorithm this run measures (tune-sweep), recorded as library:NAME
     root: int = 0
     point_timeout: float = 120.0
@@ -163,6 +164,12 @@ class SweepConfig:
         for option, counts in (("--ranks-per-node", self.ranks_per_node), ("--comm-sizes", self.comm_sizes)):
             if counts is not None and (not counts or any(not isinstance(c, int) or c < 1 for c in counts)):
                 raise UsageError(f"invalid {option} {counts}: expected positive rank counts")
+        if self.points is not None and any(
+            not (isinstance(p, (list, tuple)) and len(p) == 3 and isinstance(p[0], str))
+            or not all(isinstance(x, int) and x >= 0 for x in p[1:])
+            for p in self.points
+        ):
+            raise UsageError("invalid points: expected [algorithm, communicator size, bytes] triples")
         if self.library_variant and not all(c.isalnum() or c in "_-." for c in self.library_variant):
             raise UsageError(f"invalid --library-variant {self.library_variant!r}: letters, digits, _ - . only")
         if len(self.library_variant) > VARIANT_MAX:

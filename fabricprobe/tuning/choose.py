@@ -15,6 +15,7 @@ from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.libraries import DEFAULT
 
 LIBRARY = "library"
+MIN_GAIN = 0.05  # tune's --min-gain: a winner must be this much faster than the default
 RESERVED = ("baseline", "tuned")  # labels of fabricprobe tune's before/after measurements, never candidates
 
 
@@ -156,7 +157,7 @@ def winner_at(ranges: list[Range], size: int) -> str:
 def choose(
     runs: list[Run],
     dtype: str = "float32",
-    min_gain: float = 0.05,
+    min_gain: float = MIN_GAIN,
     collectives: list[str] | None = None,
 ) -> Table:
     """Rules over the library's own algorithms, its default and each forced one: what its tuning

@@ -1,0 +1,114 @@
+"""`fabricprobe tune-sweep --budget F`: the tune-sweep that measures what tuning.economy asks for,
+round by round, instead of the whole grid. Each round is one launch per library algorithm that has
+points to measure (the library reads a forced algorithm at MPI_Init), each launch a sweep restricted
+to its points (SweepConfig.points); the rounds append to one results file that `fabricprobe tune`
+reads as it reads an exhaustive one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from fabricprobe.collectives.algorithm import LIBRARY
+from fabricprobe.engine.config import SweepConfig
+from fabricprobe.store import check_output_path, load_runs
+from fabricprobe.tuning import economy
+from fabricprobe.tuning.choose import MIN_GAIN
+from fabricprobe.tuning.economy import Grid, Key, Observation, State
+from fabricprobe.tuning.libraries import DEFAULT, Variant, for_vendor
+from fabricprobe.tuning.measure import Launch, job_config, launcher, library_in_use, run_variant, variants_for
+from fabricprobe.tuning.measure import variant_label as label_of
+from fabricprobe.tuning.replay import observations
+
+
+@dataclass
+class Round:
+    number: int
+    points: int
+    jobs: int
+    spent_s: float  # measurement time so far
+    estimate_s: float  # the exhaustive sweep's measurement time as estimated after this round
+
+
+def _label(variant: Variant) -> str:
+    return LIBRARY if variant.name == DEFAULT else f"{LIBRARY}:{label_of(variant.name)}"
+
+
+def measure_budgeted(
+    n: int,
+    output: str,
+    collectives: list[str],
+    comm_sizes: list[int],
+    template: SweepConfig,
+    budget: float,
+    min_gain: float = MIN_GAIN,
+    mpiexec: str | None = None,
+    mpiexec_args: str = "",
+    only: list[str] | None = None,
+    timeout: float = 900,
+    own: dict[str, list[str]] | None = None,
+    progress=None,
+) -> tuple[str, list[Launch], State]:
+    """Measure round after round until tuning.economy has nothing worth measuring or the budget
+    (a fraction of the exhaustive measurement time) is spent; progress(Round) after each."""
+    own = own or {}
+    check_output_path(output)
+    vendor = library_in_use()
+    base = launcher(mpiexec, mpiexec_args, n, vendor)
+    variants = {_label(v): v for v in variants_for(for_vendor(vendor), collectives, only)}
+    grid = Grid(
+        {
+            coll: sorted([label for label, v in variants.items() if v.collective == coll] + own.get(coll, []))
+            for coll in collectives
+        },
+        list(comm_sizes),
+        list(template.sizes),
+    )
+    launches: list[Launch] = []
+
+    def job_of(key: Key) -> tuple[str, str]:
+        coll, label, _, _ = key
+        return (coll, label) if label.startswith(LIBRARY) else (coll, LIBRARY)  # fabricprobe's: the default's job
+
+    def measure(keys: list[Key]) -> dict[Key, Observation]:
+        before = len(load_runs(output)) if _exists(output) else 0
+        jobs: dict[tuple[str, str], list[Key]] = {}
+        for key in keys:
+            jobs.setdefault(job_of(key), []).append(key)
+        for (coll, label), wanted in sorted(jobs.items()):
+            variant = variants[label] if label in variants else next(v for v in variants.values() if v.name == DEFAULT)
+            points = [[k[1] if not k[1].startswith(LIBRARY) else LIBRARY, k[2], k[3]] for k in wanted]
+            sizes = sorted({k[3] for k in wanted})
+            needed = sorted({k[2] for k in wanted})
+            mine = sorted({k[1] for k in wanted if not k[1].startswith(LIBRARY)})
+            config = replace(job_config(replace(template, sizes=sizes), coll, needed, variant, mine), points=points)
+            launch = run_variant(base, output, variant, config.check(), timeout)
+            if launch.returncode not in (0, 124) and len(needed) > 1:
+                # one communicator size an algorithm does not run on ends the job: each on its own
+                for c in needed:
+                    only_c = [p for p in points if p[1] == c]
+                    config_c = replace(
+                        job_config(replace(template, sizes=sizes), coll, [c], variant, mine), points=only_c
+                    )
+                    launches.append(run_variant(base, output, variant, config_c.check(), timeout))
+            else:
+                launches.append(launch)
+        new = load_runs(output)[before:] if _exists(output) else []
+        found = observations(new, template.dtypes[0])
+        return {k: found[k][0] for k in keys if k in found}
+
+    state = State(grid)
+    while True:
+        wanted = economy.next_round(state, budget, min_gain)
+        if not wanted:
+            break
+        state.add(wanted, measure(wanted))
+        if progress is not None:
+            jobs = len({job_of(k) for k in wanted})
+            progress(Round(state.rounds, len(wanted), jobs, state.spent_s, economy.exhaustive_estimate(state)))
+    return vendor, launches, state
+
+
+def _exists(path: str) -> bool:
+    import os
+
+    return os.path.exists(path)
