@@ -23,6 +23,7 @@ from fabricprobe.cli import (
     sweep_cmd,
     train_cmd,
     tune_cmd,
+    tune_eval_cmd,
 )
 from fabricprobe.cli.parser import HelpFormatter, Parser
 from fabricprobe.console import error_line, is_root
@@ -51,6 +52,7 @@ def build_parser() -> Parser:
         plot_cmd,
         model_cmd,
         tune_cmd,
+        tune_eval_cmd,
         train_cmd,
         doctor_cmd,
         info_cmd,

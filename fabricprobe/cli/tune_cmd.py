@@ -53,6 +53,13 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--mpiexec", metavar="PATH", help="launcher (default: the mpiexec next to this Python)")
     s.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
     s.add_argument("--job-timeout", type=float, default=900, metavar="SECONDS", help="limit per launched job")
+    s.add_argument(
+        "--budget",
+        type=float,
+        metavar="F",
+        help="measure in rounds only what could change the choice, up to this fraction (0 < F ≤ 1) of the "
+        "exhaustive sweep's measurement time (docs/tuning.md); dense collectives only",
+    )
     s.set_defaults(handler=run_sweep)
 
     t = sub.add_parser(
@@ -111,6 +118,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     if args.ranks < 2:
         raise UsageError("-n must be at least 2")
     collectives = choice_list(args.collectives, TUNE_COLLECTIVES, "collective")
+    if args.budget is not None:
+        collectives = budgeted_collectives(args.budget, collectives, args.collectives != ",".join(TUNE_COLLECTIVES))
     own = chosen(collectives, args.algorithms)
     ranks_per_node = parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node else None
     if ranks_per_node:
@@ -134,6 +143,8 @@ def run_sweep(args: argparse.Namespace) -> int:
             console.print(f"[{i + 1}/{total}] {variant.collective}: {variant.name}")
 
     only = list_items(args.only, "--only") if args.only else None
+    if args.budget is not None:
+        return _run_budgeted(args, collectives, comm_sizes, template, only, own, console)
     vendor, launches = measure(
         args.ranks,
         args.output,
@@ -147,6 +158,49 @@ def run_sweep(args: argparse.Namespace) -> int:
         progress,
         own,
     )
+    return _report_launches(vendor, launches, args.output, console)
+
+
+def budgeted_collectives(budget: float, collectives: list[str], asked: bool) -> list[str]:
+    """--budget: a fraction in (0, 1]; the sparse allreduce (no library algorithm, its candidates all
+    measured in one job) is refused when asked for and left out of the default list."""
+    from fabricprobe.tuning.own import SPARSE
+
+    if not 0 < budget <= 1:  # NaN fails too
+        raise UsageError(f"--budget must be a fraction in (0, 1] (got {budget:g})")
+    if SPARSE in collectives and asked:
+        raise UsageError(f"--budget tunes collectives with library algorithms; measure {SPARSE} without it")
+    return [c for c in collectives if c != SPARSE]
+
+
+def _run_budgeted(args, collectives, comm_sizes, template, only, own, console) -> int:
+    from fabricprobe.tuning.economical import measure_budgeted
+
+    def progress(r) -> None:
+        console.print(
+            f"round {r.number}: {r.points} points {'screened' if r.screening else 'measured'} in {r.jobs} jobs; "
+            f"{r.spent_s:.1f} s measured of an estimated "
+            f"{r.estimate_s:.1f} s exhaustive ({r.spent_s / r.estimate_s:.0%}, budget {args.budget:.0%})"
+        )
+
+    vendor, launches, _ = measure_budgeted(
+        args.ranks,
+        args.output,
+        collectives,
+        comm_sizes,
+        template,
+        args.budget,
+        mpiexec=args.mpiexec,
+        mpiexec_args=args.mpiexec_args,
+        only=only,
+        timeout=args.job_timeout,
+        own=own,
+        progress=progress,
+    )
+    return _report_launches(vendor, launches, args.output, console)
+
+
+def _report_launches(vendor: str, launches: list, output: str, console) -> int:
     failed = [launch for launch in launches if launch.returncode != 0]
     for launch in failed:
         sizes = ",".join(map(str, launch.comm_sizes))
@@ -158,8 +212,8 @@ def run_sweep(args: argparse.Namespace) -> int:
         error_line(f"{vendor}: none of {len(launches)} jobs measured anything (their errors are above)")
         return EXIT_WRONG
     console.print(
-        f"{vendor}: {len(launches) - len(failed)} of {len(launches)} jobs measured into {args.output}; "
-        f"next: fabricprobe tune {args.output}"
+        f"{vendor}: {len(launches) - len(failed)} of {len(launches)} jobs measured into {output}; "
+        f"next: fabricprobe tune {output}"
     )
     return EXIT_OK
 

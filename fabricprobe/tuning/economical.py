@@ -6,6 +6,7 @@ reads as it reads an exhaustive one."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from fabricprobe.collectives.algorithm import LIBRARY
@@ -27,6 +28,7 @@ class Round:
     jobs: int
     spent_s: float  # measurement time so far
     estimate_s: float  # the exhaustive sweep's measurement time as estimated after this round
+    screening: bool
 
 
 def _label(variant: Variant) -> str:
@@ -69,7 +71,17 @@ def measure_budgeted(
         coll, label, _, _ = key
         return (coll, label) if label.startswith(LIBRARY) else (coll, LIBRARY)  # fabricprobe's: the default's job
 
-    def measure(keys: list[Key]) -> dict[Key, Observation]:
+    screen = replace(
+        template,
+        iterations_small=economy.SCREEN_ITERS,
+        iterations_large=economy.SCREEN_ITERS,
+        warmup_small=economy.SCREEN_WARMUP,
+        warmup_large=economy.SCREEN_WARMUP,
+        ci_target=0.0,  # exactly SCREEN_ITERS timed calls
+    )
+
+    def measure(keys: list[Key], screening: bool) -> dict[Key, Observation]:
+        settings = screen if screening else template
         before = len(load_runs(output)) if _exists(output) else 0
         jobs: dict[tuple[str, str], list[Key]] = {}
         for key in keys:
@@ -80,35 +92,35 @@ def measure_budgeted(
             sizes = sorted({k[3] for k in wanted})
             needed = sorted({k[2] for k in wanted})
             mine = sorted({k[1] for k in wanted if not k[1].startswith(LIBRARY)})
-            config = replace(job_config(replace(template, sizes=sizes), coll, needed, variant, mine), points=points)
+            config = replace(job_config(replace(settings, sizes=sizes), coll, needed, variant, mine), points=points)
             launch = run_variant(base, output, variant, config.check(), timeout)
             if launch.returncode not in (0, 124) and len(needed) > 1:
                 # one communicator size an algorithm does not run on ends the job: each on its own
                 for c in needed:
                     only_c = [p for p in points if p[1] == c]
                     config_c = replace(
-                        job_config(replace(template, sizes=sizes), coll, [c], variant, mine), points=only_c
+                        job_config(replace(settings, sizes=sizes), coll, [c], variant, mine), points=only_c
                     )
                     launches.append(run_variant(base, output, variant, config_c.check(), timeout))
             else:
                 launches.append(launch)
         new = load_runs(output)[before:] if _exists(output) else []
         found = observations(new, template.dtypes[0])
-        return {k: found[k][0] for k in keys if k in found}
+        return {k: replace(found[k][0], screening=screening) for k in keys if k in found}
 
     state = State(grid)
     while True:
-        wanted = economy.next_round(state, budget, min_gain)
+        wanted, screening = economy.next_round(state, budget, min_gain)
         if not wanted:
             break
-        state.add(wanted, measure(wanted))
+        state.add(wanted, measure(wanted, screening))
         if progress is not None:
             jobs = len({job_of(k) for k in wanted})
-            progress(Round(state.rounds, len(wanted), jobs, state.spent_s, economy.exhaustive_estimate(state)))
+            progress(
+                Round(state.rounds, len(wanted), jobs, state.spent_s, economy.exhaustive_estimate(state), screening)
+            )
     return vendor, launches, state
 
 
 def _exists(path: str) -> bool:
-    import os
-
     return os.path.exists(path)

@@ -316,8 +316,8 @@ def screening_pass(state: State, allowance_s: float) -> list[Key]:
 
 
 def worth_measuring(state: State, min_gain: float) -> list[tuple[float, Key]]:
-    """(possible gain in log time, point) of every unmeasured candidate that could still be the one
-    tune chooses at its point, largest gain per predicted second first."""
+    """(possible gain in log time, point) of every candidate not measured in full that could still be
+    the one tune chooses at a point it cannot decide yet, largest gain per predicted second first."""
     model = Model(state)
     out = []
     for coll, labels in state.grid.candidates.items():
@@ -333,6 +333,8 @@ def worth_measuring(state: State, min_gain: float) -> list[tuple[float, Key]]:
                     p = model.predict(coll, label, n, s)
                     if p is not None:
                         preds[label] = p
+                if _settled(state, preds, (coll, n, s), default, min_gain):
+                    continue
                 best_high = min(p.high for p in preds.values())
                 bar = min(best_high, default.log_s + math.log(1 - min_gain))
                 for label, p in preds.items():
@@ -341,6 +343,20 @@ def worth_measuring(state: State, min_gain: float) -> list[tuple[float, Key]]:
                         out.append((gain / max(cost(state, coll, label, n, s), 1e-6), gain, (coll, label, n, s)))
     out.sort(key=lambda r: -r[0])
     return [(gain, key) for _, gain, key in out]
+
+
+def _settled(state: State, preds: dict[str, Prediction], point: tuple[str, int, int], default, min_gain) -> bool:
+    """Whether tune already decides this point from what is measured: the predicted best is measured
+    (a screening is enough), its interval lies below every other candidate's, and it is the default
+    or beats the default's interval by min_gain."""
+    best = min(preds, key=lambda label: preds[label].log_s)
+    coll, n, size = point
+    if (coll, best, n, size) not in state.seen:
+        return False
+    others = [p.low for label, p in preds.items() if label != best]
+    if others and preds[best].high >= min(others):
+        return False
+    return best == LIBRARY or preds[best].high < default.low + math.log(1 - min_gain)
 
 
 def next_round(state: State, budget: float, min_gain: float = MIN_GAIN) -> tuple[list[Key], bool]:
