@@ -146,11 +146,11 @@ def _plan_for(
     notes: list[str] = []
     seen: set[str] = set()
 
-    wanted = None if config.points is None else {(a, int(n), int(b)) for a, n, b in config.points}
+    only = None if config.points is None else {(a, int(n), int(b)) for a, n, b in config.points}
 
     def add(**kw) -> None:
-        if wanted is not None and kw["collective"] != EMPTY:
-            if (kw["algorithm"], sub or nranks, kw["requested_bytes"]) not in wanted:
+        if only is not None and kw["collective"] != EMPTY:
+            if (kw["algorithm"], sub or nranks, kw["requested_bytes"]) not in only:
                 return  # tune-sweep --budget measures the points it chose, not the whole grid
         point = PlannedPoint(index=first_index + len(points), nranks=sub, **kw)
         if point.key not in seen:

@@ -53,6 +53,8 @@ def evaluate(
     min_gain: float = MIN_GAIN,
 ) -> list[Row]:
     truth = _runs(exhaustive)
+    if any(r.config.get("points") is not None for r in truth):
+        raise UsageError(f"{exhaustive} was measured by tune-sweep --budget: judge against a sweep without it")
     if not observations(truth, dtype):
         raise UsageError(f"{exhaustive} holds no {dtype} tune-sweep measurements to judge against")
     version = library_line(truth[-1].attrs.get("mpi_library_version", ""))
