@@ -109,3 +109,29 @@ def test_the_copy_is_measured_right_after_the_kernel_at_every_size():
     ]
     assert [p.index for p in points] == list(range(len(points)))
     assert [p.collective for p in points[:4]] == ["allreduce"] * 4  # the rest keeps its order
+
+
+def test_a_budgeted_job_measures_only_its_points():
+    """tune-sweep --budget hands each job [algorithm, communicator size, bytes] triples."""
+    config = SweepConfig(
+        collectives=["allreduce"],
+        algorithms=["library", "ring"],
+        sizes=[8, 1024, 65536],
+        comm_sizes=[2, 4],
+        points=[["library", 4, 8], ["ring", 2, 1024], ["library", 2, 65536]],
+    ).check()
+    points, _ = make_plan(config, _topo([4]), ["native"])
+    measured = {(p.algorithm, p.nranks or 4, p.requested_bytes) for p in points if p.collective == "allreduce"}
+    assert measured == {("library", 4, 8), ("ring", 2, 1024), ("library", 2, 65536)}
+    assert [p.index for p in points] == list(range(len(points)))
+    assert any(p.collective == "empty" for p in points)  # the harness floor is still measured
+
+
+def test_malformed_points_are_refused():
+    import pytest
+
+    from fabricprobe.errors import UsageError
+
+    for bad in ([["library", 2]], [[2, 2, 8]], [["library", -1, 8]]):
+        with pytest.raises(UsageError, match="points"):
+            SweepConfig(points=bad).check()

@@ -40,7 +40,7 @@ from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.tuning.choose import MIN_GAIN
 
 FLOOR = 0.05  # least interpolation error per grid step (log): 5% per ×4 in size, the noise between runs here
-SEED_SHARE = 0.6  # of the budget left after the default's pass, what the screening pass may spend
+SEED_SHARE = 0.9  # of the budget left after the default's pass, what screening may spend (0.3-0.9 tried, below)
 ROUND_SHARE = 0.5  # of the budget left, what one refinement round may spend (so there is a next round)
 MAX_ROUNDS = 5  # default pass, screening pass, three refinements: each round is one launch per algorithm
 SCREEN_ITERS = 5  # a screening measurement: this many timed calls, fixed (no adaptive repetition)
