@@ -27,6 +27,7 @@ def add_parser(sub: Any) -> None:
     e.add_argument("exhaustive", metavar="EXHAUSTIVE", help="results file of a tune-sweep without --budget")
     e.add_argument("economical", nargs="*", metavar="ECONOMICAL", help="results files of tune-sweep --budget")
     e.add_argument("--replay", metavar="LIST", help="budgets to replay on the exhaustive file, e.g. 0.1,0.25")
+    e.add_argument("--collectives", metavar="LIST", help="judge these collectives only (default: all measured)")
     e.add_argument("--dtype", default="float32", help="datatype whose measurements decide")
     e.add_argument("--min-gain", type=float, default=0.05, metavar="FRACTION", help="as fabricprobe tune's")
     e.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
@@ -53,13 +54,16 @@ def _ci(value: tuple[float, float, float]) -> str:
 def run_eval(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    from fabricprobe.choices import choice_list
     from fabricprobe.console import make_console
     from fabricprobe.tuning.evaluate import evaluate
+    from fabricprobe.tuning.replay import DENSE
 
     if not 0 <= args.min_gain < 1:
         raise UsageError(f"--min-gain must be a fraction in [0, 1) (got {args.min_gain:g})")
     budgets = _budgets(args.replay)
-    rows = evaluate(args.exhaustive, args.economical, budgets, args.dtype, args.min_gain)
+    collectives = choice_list(args.collectives, DENSE, "collective") if args.collectives else None
+    rows = evaluate(args.exhaustive, args.economical, budgets, args.dtype, args.min_gain, collectives)
     t = Table(
         title=f"[bold]regret against[/] {args.exhaustive} (95% bootstrap intervals over its grid points)",
         title_justify="left",

@@ -64,6 +64,7 @@ def measure_budgeted(
         },
         list(comm_sizes),
         list(template.sizes),
+        template.max_time,
     )
     launches: list[Launch] = []
 

@@ -37,6 +37,13 @@ def _runs(path: str) -> list[Run]:
     return runs
 
 
+def _only(runs: list[Run], collectives: list[str] | None) -> list[Run]:
+    """The jobs of these collectives (a tune-sweep job measures one)."""
+    if collectives is None:
+        return runs
+    return [r for r in runs if set(r.config.get("collectives") or ()) & set(collectives)]
+
+
 def _judged(truth: list[Run], runs: list[Run], dtype: str, min_gain: float) -> tuple[dict, dict]:
     found = regrets(truth, runs, dtype, min_gain)
     per = {}
@@ -51,8 +58,9 @@ def evaluate(
     budgets: list[float],
     dtype: str = "float32",
     min_gain: float = MIN_GAIN,
+    collectives: list[str] | None = None,
 ) -> list[Row]:
-    truth = _runs(exhaustive)
+    truth = _only(_runs(exhaustive), collectives)
     if any(r.config.get("points") is not None for r in truth):
         raise UsageError(f"{exhaustive} was measured by tune-sweep --budget: judge against a sweep without it")
     if not observations(truth, dtype):
@@ -60,7 +68,7 @@ def evaluate(
     version = library_line(truth[-1].attrs.get("mpi_library_version", ""))
     rows = [Row("exhaustive", 1.0, 1.0, 1.0, 1.0, None, *_judged(truth, truth, dtype, min_gain))]
     for path in economical:
-        runs = _runs(path)
+        runs = _only(_runs(path), collectives)
         other = library_line(runs[-1].attrs.get("mpi_library_version", ""))
         if other != version:
             raise UsageError(f"{path} was measured with {other!r}, {exhaustive} with {version!r}: compare one library")

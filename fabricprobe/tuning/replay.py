@@ -8,6 +8,7 @@ measurements, the budgeted choice and the exhaustive one differ only by what the
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -71,10 +72,12 @@ def grid_of(runs: list[Run], dtype: str = "float32") -> Grid:
     candidates: dict[str, set[str]] = {}
     for coll, label, _, _ in seen:
         candidates.setdefault(coll, set()).add(label)
+    caps = [float(r.config["max_time"]) for r in runs if r.config.get("max_time")]
     return Grid(
         {c: sorted(labels) for c, labels in sorted(candidates.items())},
         sorted({k[2] for k in seen}),
         sorted({k[3] for k in seen}),
+        max(caps) if caps else math.inf,
     )
 
 
