@@ -15,7 +15,7 @@ from fabricprobe.tuning.replay import observations
 
 pytestmark = pytest.mark.mpi
 
-GRID = ["-n", "2", "--collectives", "allreduce", "--sizes", "8,1K,64K,1M", "--comm-sizes", "2"]
+GRID = ["-n", "2", "--collectives", "allreduce,bcast", "--sizes", "8,1K,64K,1M", "--comm-sizes", "2"]
 GRID += ["--algorithms", "ring,recursive_doubling", "--max-time", "0.05", "--iters", "20"]
 
 
@@ -33,7 +33,7 @@ def sweeps(tmp_path_factory):
 
 def test_a_budgeted_sweep_measures_in_rounds_a_part_of_the_grid(sweeps):
     full, part, stderr = sweeps
-    assert "round 1: 4 points measured in 1 jobs" in stderr  # the default at every size first
+    assert "round 1: 8 points measured in 2 jobs" in stderr  # the defaults at every size first
     assert "screened" in stderr.splitlines()[1]
     whole, some = observations(load_runs(str(full))), observations(load_runs(str(part)))
     assert set(some) < set(whole)

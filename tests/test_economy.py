@@ -143,3 +143,27 @@ def test_leave_one_out_error_grows_at_a_protocol_switch():
     switch = [1.0, 2.0, 4.5, 4.0, 5.0]
     assert economy.step_error(xs, smooth, 2.0) == economy.FLOOR
     assert economy.step_error(xs, switch, 2.0) > 0.5
+
+
+def test_the_budget_grid_keeps_each_collectives_algorithms_apart():
+    """Planted in the first version: the launches were keyed by label alone, so every collective's
+    default ("library") and allgather's ring replaced allreduce's, and a two-collective budgeted
+    sweep crashed in its third round."""
+    from fabricprobe.engine.config import SweepConfig
+    from fabricprobe.tuning.economical import budget_grid, launched_jobs
+    from fabricprobe.tuning.libraries import Variant
+
+    variants = [
+        Variant("allreduce", "default", "", {}),
+        Variant("allreduce", "ring", "", {"X": "4"}),
+        Variant("allgather", "default", "", {}),
+        Variant("allgather", "ring", "", {"Y": "2"}),
+    ]
+    jobs = launched_jobs(variants)
+    assert jobs[("allreduce", "library:ring")].env == {"X": "4"}
+    assert jobs[("allgather", "library:ring")].env == {"Y": "2"}
+    g = budget_grid(jobs, {"allreduce": ["rabenseifner"]}, ["allreduce", "allgather"], [2, 4], SweepConfig(sizes=[8]))
+    assert g.candidates == {
+        "allreduce": ["library", "library:ring", "rabenseifner"],
+        "allgather": ["library", "library:ring"],
+    }

@@ -35,6 +35,28 @@ def _label(variant: Variant) -> str:
     return LIBRARY if variant.name == DEFAULT else f"{LIBRARY}:{label_of(variant.name)}"
 
 
+def launched_jobs(variants: list[Variant]) -> dict[tuple[str, str], Variant]:
+    """(collective, point label) -> the variant whose launch measures it: the labels repeat across
+    collectives (every collective has a default; ring is an allreduce and an allgather)."""
+    return {(v.collective, _label(v)): v for v in variants}
+
+
+def budget_grid(
+    jobs: dict[tuple[str, str], Variant],
+    own: dict[str, list[str]],
+    collectives: list[str],
+    comm_sizes: list[int],
+    template: SweepConfig,
+) -> Grid:
+    """The exhaustive grid: per collective its library labels and fabricprobe's own algorithms."""
+    return Grid(
+        {coll: sorted([lab for c, lab in jobs if c == coll] + own.get(coll, [])) for coll in collectives},
+        list(comm_sizes),
+        list(template.sizes),
+        template.max_time,
+    )
+
+
 def measure_budgeted(
     n: int,
     output: str,
@@ -56,16 +78,8 @@ def measure_budgeted(
     check_output_path(output)
     vendor = library_in_use()
     base = launcher(mpiexec, mpiexec_args, n, vendor)
-    variants = {_label(v): v for v in variants_for(for_vendor(vendor), collectives, only)}
-    grid = Grid(
-        {
-            coll: sorted([label for label, v in variants.items() if v.collective == coll] + own.get(coll, []))
-            for coll in collectives
-        },
-        list(comm_sizes),
-        list(template.sizes),
-        template.max_time,
-    )
+    jobs = launched_jobs(variants_for(for_vendor(vendor), collectives, only))
+    grid = budget_grid(jobs, own, collectives, comm_sizes, template)
     launches: list[Launch] = []
 
     def job_of(key: Key) -> tuple[str, str]:
@@ -84,11 +98,11 @@ def measure_budgeted(
     def measure(keys: list[Key], screening: bool) -> dict[Key, Observation]:
         settings = screen if screening else template
         before = len(load_runs(output)) if _exists(output) else 0
-        jobs: dict[tuple[str, str], list[Key]] = {}
+        todo: dict[tuple[str, str], list[Key]] = {}
         for key in keys:
-            jobs.setdefault(job_of(key), []).append(key)
-        for (coll, label), wanted in sorted(jobs.items()):
-            variant = variants[label] if label in variants else next(v for v in variants.values() if v.name == DEFAULT)
+            todo.setdefault(job_of(key), []).append(key)
+        for (coll, label), wanted in sorted(todo.items()):
+            variant = jobs[(coll, label)]
             points = [[k[1] if not k[1].startswith(LIBRARY) else LIBRARY, k[2], k[3]] for k in wanted]
             sizes = sorted({k[3] for k in wanted})
             needed = sorted({k[2] for k in wanted})

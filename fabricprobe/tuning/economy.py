@@ -370,7 +370,7 @@ def worth_measuring(state: State, min_gain: float) -> list[tuple[float, Key]]:
                     p = model.predict(coll, label, n, s)
                     if p is not None:
                         preds[label] = p
-                if _settled(state, preds, (coll, n, s), default, min_gain):
+                if not preds or _settled(state, preds, (coll, n, s), default, min_gain):
                     continue
                 best_high = min(p.high for p in preds.values())
                 bar = min(best_high, default.log_s + math.log(1 - min_gain))
