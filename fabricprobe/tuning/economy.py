@@ -2,30 +2,33 @@
 what has been measured, so that tune makes the exhaustive sweep's choices from a fraction of its time.
 
 The model, per (collective, candidate, communicator size): the measured medians, interpolated linearly
-in log(time) against log(size) between measured sizes (extrapolated along the nearest two at the ends,
-flat from one). Its uncertainty at an unmeasured size is the measurement's own interval at the
-neighbours plus the series' interpolation error per grid step times the steps to the nearest measured
-size; the error per step is each series' own leave-one-out error (every interior point predicted from
-its neighbours without it), never less than FLOOR. Collective times are smooth in log-log between
-protocol switches, and a switch is where the leave-one-out error is large, so the model is least sure
-exactly where the algorithms' order can change.
+in log(time) against log(size) between measured sizes; beyond them extrapolated along the nearest two,
+with a slope between flat and linear growth (MAX_SLOPE). Its uncertainty at an unmeasured size is the
+measurement's own interval at the neighbours plus the series' interpolation error per grid step times
+the steps to the nearest measured size; the error per step is each series' own leave-one-out error
+(every interior point predicted from its neighbours without it), never less than FLOOR. Collective
+times are smooth in log-log between protocol switches, and a switch is where the leave-one-out error
+is large, so the model is least sure exactly where the algorithms' order can change. At a communicator
+size where a candidate is not measured, its ratio to the default is carried over from the nearest
+size where it is, with an error per doubling calibrated on the candidates measured at two sizes.
+(The α-β-γ cost models of costmodel/ describe fabricprobe's algorithms, not the library's forced
+ones, which have no formula here; the interpolation needs none.)
 
 A candidate is worth measuring at a point when, within its uncertainty, it could be the winner tune
-would choose there: its optimistic time is below both the best pessimistic time of any candidate (the
-default's measured time among them) and the default's time less tune's --min-gain (a candidate that
-cannot beat the default by that much is never chosen). Points are taken in order of that possible
-gain per second of predicted measurement time, a round at a time (each round is one launch per
-library algorithm: the library reads a forced algorithm at MPI_Init).
+would choose there: its optimistic time is below both the best pessimistic time of any candidate and
+the default's time less tune's --min-gain (a candidate that cannot beat the default by that much is
+never chosen), unless tune can already decide the point (the predicted best is measured and its
+interval lies clear of every other). Points are taken in order of that possible gain per second of
+predicted measurement time (cost()), a round at a time: each round is one launch per library
+algorithm, as the library reads a forced algorithm at MPI_Init.
 
 The rounds: the library's default everywhere first, in full (tune compares every candidate with it,
-and its times give every point's measurement cost); then every other candidate screened (SCREEN_ITERS
-calls, a few per cent of a full point's time at large sizes, where a point's time goes) on as many
-sizes as a part of the budget allows; then refinement rounds that measure in full the candidates that
-could still win, while budget is left. Measuring every candidate's largest sizes in full, the least a
-model needs to know them, costs about a third of the exhaustive time on this machine: screening is
-what makes a tenth reachable. The budget is a fraction of the exhaustive sweep's measurement time, estimated as the
-default's measured time per point times the number of candidates, each candidate's cost scaled by
-what its measured points cost against the default's.
+and its costs are every point's baseline); then every other candidate screened (SCREEN_ITERS timed
+calls, no adaptive repetition) on as much of the grid as SEED_SHARE of the budget left allows; then
+up to three refinement rounds that measure in full the candidates that could still win, each spending
+at most ROUND_SHARE of what is left. The budget is a fraction of the exhaustive sweep's measurement
+time, which is not known until it is measured: exhaustive_estimate() says how it is guessed and how
+far the guess was off here (docs/tuning.md gives the fractions actually spent).
 
 Pure functions on plain data: the CLI's driver (tuning.economical) measures what they ask for by
 launching jobs, tune-eval's replay (tuning.replay) looks it up in an exhaustive file.
@@ -40,7 +43,7 @@ from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.tuning.choose import MIN_GAIN
 
 FLOOR = 0.05  # least interpolation error per grid step (log): 5% per ×4 in size, the noise between runs here
-SEED_SHARE = 0.9  # of the budget left after the default's pass, what screening may spend (0.3-0.9 tried, below)
+SEED_SHARE = 0.9  # of the budget left after the default's pass, what screening may spend (replayed: 0.3-0.9)
 ROUND_SHARE = 0.5  # of the budget left, what one refinement round may spend (so there is a next round)
 MAX_ROUNDS = 5  # default pass, screening pass, three refinements: each round is one launch per algorithm
 SCREEN_ITERS = 5  # a screening measurement: this many timed calls, fixed (no adaptive repetition)
@@ -273,39 +276,18 @@ def screening_cost(state: State, coll: str, n: int, size: int) -> float:
     return base.overhead_s + (SCREEN_ITERS + SCREEN_WARMUP) * base.mean_s
 
 
-def cost_ratio(state: State, coll: str, label: str) -> float:
-    """A candidate's full measurement cost against the default's, the median over the points where it
-    was measured: in full, its own cost; screened, its own overhead (validation, buffers) plus the
-    default's calls at its measured time per call, capped at --max-time."""
-    ratios = []
-    for (c, lab, n, size), obs in state.seen.items():
-        base = state.seen.get((c, LIBRARY, n, size))
-        if c != coll or lab != label or base is None or base.duration_s <= 0:
-            continue
-        if not obs.screening:
-            ratios.append(obs.duration_s / base.duration_s)
-            continue
-        timed = min(base.calls * obs.mean_s, max(state.grid.max_time, 10 * obs.mean_s))
-        ratios.append((obs.overhead_s + timed) / base.duration_s)
-    ratios.sort()
-    return ratios[len(ratios) // 2] if ratios else 1.0
-
-
 def exhaustive_estimate(state: State) -> float:
     """The exhaustive sweep's measurement time as far as it can be told: the full measurements' own
-    time plus, for every other point, the default's time there times the candidate's cost_ratio().
-    Neither the default's time alone (0.5-1.3× the exhaustive time on Open MPI at n=8: alltoall's
-    default costs twice the average candidate) nor summed per-point predictions (1.3-4×: extrapolated
-    to sizes never measured) kept the search to its budget."""
-    ratio = {(c, label): cost_ratio(state, c, label) for c, labels in state.grid.candidates.items() for label in labels}
+    time plus, for every other point, the default's time there. Replayed on Open MPI at n=8 this was
+    0.5-1.3× the exhaustive time (alltoall's default costs twice the average candidate, allreduce's
+    less than fabricprobe's own algorithms); scaling each candidate by its measured cost against the
+    default's, or summing the model's per-point predictions, was off by up to 1.7× and 4×."""
     total = 0.0
     for coll, label, n, size in state.grid.points():
         obs = state.seen.get((coll, label, n, size))
-        if obs is not None and not obs.screening:
-            total += obs.duration_s
-            continue
-        base = state.seen.get((coll, LIBRARY, n, size))
-        total += base.duration_s * ratio[(coll, label)] if base is not None else 1.0
+        if obs is None or obs.screening:
+            obs = state.seen.get((coll, LIBRARY, n, size))
+        total += obs.duration_s if obs is not None else 1.0
     return total
 
 
