@@ -130,9 +130,9 @@ def measure_budgeted(
             break
         state.add(wanted, measure(wanted, screening))
         if progress is not None:
-            jobs = len({job_of(k) for k in wanted})
+            count = len({job_of(k) for k in wanted})
             progress(
-                Round(state.rounds, len(wanted), jobs, state.spent_s, economy.exhaustive_estimate(state), screening)
+                Round(state.rounds, len(wanted), count, state.spent_s, economy.exhaustive_estimate(state), screening)
             )
     return vendor, launches, state
 
