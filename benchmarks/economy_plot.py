@@ -59,6 +59,7 @@ def plot(files: list[Path], out: Path) -> None:
         ax.set_xlabel("fraction of the exhaustive measurement time spent")
         ax.set_ylabel(f"{stat} regret, % (95% bootstrap interval)")
         ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(bottom=0)
         ax.axhline({"mean": 2, "p95": 10}[stat], color="grey", linestyle=":", linewidth=1)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
