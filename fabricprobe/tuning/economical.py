@@ -16,7 +16,7 @@ from fabricprobe.tuning import economy
 from fabricprobe.tuning.choose import MIN_GAIN
 from fabricprobe.tuning.economy import Grid, Key, Observation, State
 from fabricprobe.tuning.libraries import DEFAULT, Variant, for_vendor
-from fabricprobe.tuning.measure import Launch, job_config, launcher, library_in_use, run_variant, variants_for
+from fabricprobe.tuning.measure import Launch, job_config, launcher, library_in_use, run_job, variants_for
 from fabricprobe.tuning.measure import variant_label as label_of
 from fabricprobe.tuning.replay import observations
 
@@ -95,31 +95,26 @@ def measure_budgeted(
         ci_target=0.0,  # exactly SCREEN_ITERS timed calls
     )
 
+    known = {r.id for r in load_runs(output)} if os.path.exists(output) else set()
+
     def measure(keys: list[Key], screening: bool) -> dict[Key, Observation]:
         settings = screen if screening else template
-        before = len(load_runs(output)) if _exists(output) else 0
         todo: dict[tuple[str, str], list[Key]] = {}
         for key in keys:
             todo.setdefault(job_of(key), []).append(key)
         for (coll, label), wanted in sorted(todo.items()):
             variant = jobs[(coll, label)]
             points = [[k[1] if not k[1].startswith(LIBRARY) else LIBRARY, k[2], k[3]] for k in wanted]
-            sizes = sorted({k[3] for k in wanted})
-            needed = sorted({k[2] for k in wanted})
+            sized = replace(settings, sizes=sorted({k[3] for k in wanted}))
             mine = sorted({k[1] for k in wanted if not k[1].startswith(LIBRARY)})
-            config = replace(job_config(replace(settings, sizes=sizes), coll, needed, variant, mine), points=points)
-            launch = run_variant(base, output, variant, config.check(), timeout)
-            if launch.returncode not in (0, 124) and len(needed) > 1:
-                # one communicator size an algorithm does not run on ends the job: each on its own
-                for c in needed:
-                    only_c = [p for p in points if p[1] == c]
-                    config_c = replace(
-                        job_config(replace(settings, sizes=sizes), coll, [c], variant, mine), points=only_c
-                    )
-                    launches.append(run_variant(base, output, variant, config_c.check(), timeout))
-            else:
-                launches.append(launch)
-        new = load_runs(output)[before:] if _exists(output) else []
+
+            def config_for(comms: list[int], coll=coll, variant=variant, points=points, sized=sized, mine=mine):
+                only_these = [p for p in points if p[1] in comms]
+                return replace(job_config(sized, coll, comms, variant, mine), points=only_these).check()
+
+            launches.extend(run_job(base, output, variant, config_for, sorted({k[2] for k in wanted}), timeout))
+        new = [r for r in load_runs(output) if r.id not in known] if os.path.exists(output) else []
+        known.update(r.id for r in new)
         found = observations(new, template.dtypes[0])
         return {k: replace(found[k][0], screening=screening) for k in keys if k in found}
 
@@ -135,7 +130,3 @@ def measure_budgeted(
                 Round(state.rounds, len(wanted), count, state.spent_s, economy.exhaustive_estimate(state), screening)
             )
     return vendor, launches, state
-
-
-def _exists(path: str) -> bool:
-    return os.path.exists(path)

@@ -134,6 +134,17 @@ def run_variant(base: list[str], output: str, variant: Variant, config: SweepCon
         os.unlink(f.name)
 
 
+def run_job(base: list[str], output: str, variant: Variant, config_for, comm_sizes: list[int], timeout: float):
+    """One job on every communicator size (config_for(sizes) -> its SweepConfig). Some algorithms run on
+    some communicator sizes only (Open MPI's two_proc: 2 ranks), and one failing size ends the job:
+    when it fails on several sizes, each size is measured on its own instead. Returns the launches
+    that stand (the failed whole job is replaced by the per-size ones)."""
+    launch = run_variant(base, output, variant, config_for(list(comm_sizes)), timeout)
+    if launch.returncode in (0, 124) or len(comm_sizes) <= 1:
+        return [launch]
+    return [run_variant(base, output, variant, config_for([c]), timeout) for c in comm_sizes]
+
+
 def variant_label(name: str) -> str:
     """The label a forced algorithm's points carry (library:LABEL): the library's name, "-" as "_"."""
     return name.replace("-", "_")
@@ -186,20 +197,14 @@ def measure(
         if progress is not None:
             progress(i, len(todo), variant)
         mine = own.get(variant.collective, [])
-        launch = run_variant(
-            base, output, variant, job_config(template, variant.collective, comm_sizes, variant, mine), timeout
+        launches += run_job(
+            base,
+            output,
+            variant,
+            lambda sizes, v=variant, m=mine: job_config(template, v.collective, sizes, v, m),
+            comm_sizes,
+            timeout,
         )
-        if launch.returncode not in (0, 124) and len(comm_sizes) > 1:
-            # Some algorithms run on some communicator sizes only (Open MPI's two_proc: 2 ranks), and
-            # one failing size ends the job: measure every size on its own instead.
-            launches += [
-                run_variant(
-                    base, output, variant, job_config(template, variant.collective, [c], variant, mine), timeout
-                )
-                for c in comm_sizes
-            ]
-        else:
-            launches.append(launch)
     if progress is not None:
         progress(len(todo), len(todo), None)
     return vendor, launches
