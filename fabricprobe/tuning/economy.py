@@ -131,7 +131,7 @@ def _interpolate(xs: list[float], ys: list[float], x: float) -> float:
     if len(xs) == 1:
         return ys[0]
     if xs[0] <= x <= xs[-1]:
-        i = max(k for k in range(len(xs) - 1) if xs[k] <= x and k < len(xs) - 1)
+        i = max(k for k in range(len(xs) - 1) if xs[k] <= x)
         x0, x1, y0, y1 = xs[i], xs[i + 1], ys[i], ys[i + 1]
         return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     i = 0 if x < xs[0] else len(xs) - 2
@@ -182,8 +182,7 @@ class Model:
         for key, rows in by_series.items():
             rows.sort(key=lambda r: r[0])
             xs = [x for x, _ in rows]
-            ys = [_log_interval(o)[0] for _, o in rows]
-            halves = [_log_interval(o)[1] for _, o in rows]
+            ys, halves = (list(v) for v in zip(*(_log_interval(o) for _, o in rows)))
             self.series[key] = (xs, ys, halves, step_error(xs, ys, self.step))
 
     def predict(self, coll: str, label: str, n: int, size: int) -> Prediction | None:
@@ -230,10 +229,14 @@ class Model:
             return self._transfer[coll]
         moves = []
         seen = self.state.seen
+        comms: dict[tuple[str, int], list[int]] = {}  # (label, size) -> communicator sizes measured
+        for c, label, n, size in seen:
+            if c == coll:
+                comms.setdefault((label, size), []).append(n)
         for (c, label, n, size), obs in seen.items():
             if c != coll or label == LIBRARY or (c, LIBRARY, n, size) not in seen:
                 continue
-            larger = [m for (c2, l2, m, s2) in seen if c2 == c and l2 == label and s2 == size and m > n]
+            larger = [m for m in comms[(label, size)] if m > n]
             if not larger or (c, LIBRARY, min(larger), size) not in seen:
                 continue
             m = min(larger)
@@ -249,7 +252,7 @@ class Model:
         return value
 
 
-def cost(state: State, coll: str, label: str, n: int, size: int, model: Model | None = None) -> float:
+def cost(state: State, coll: str, label: str, n: int, size: int, model: Model) -> float:
     """Predicted seconds to measure this point in full: the default's overhead there plus the timed
     calls the default made, at this candidate's predicted time per call, capped at --max-time (the
     harness stops there). The screening pass gives every candidate a time per call; before it, the
@@ -259,7 +262,7 @@ def cost(state: State, coll: str, label: str, n: int, size: int, model: Model | 
     if base is None:
         return 1.0
     per_call = base.mean_s
-    if model is not None and label != LIBRARY:
+    if label != LIBRARY:
         p = model.predict(coll, label, n, size)
         if p is not None:  # within 50× the default's either way: a prediction, not a measurement
             per_call = min(max(math.exp(p.log_s), base.mean_s / 50), base.mean_s * 50)
@@ -325,18 +328,21 @@ def screening_pass(state: State, allowance_s: float) -> list[Key]:
         return max(fitting, key=lambda p: (len(p[1]), -p[0]))[1]
     # Not even the coarsest fits: its cheapest points (the small sizes) up to the allowance, so that
     # refinement keeps a share of the budget.
+    cheapest = min(plans, key=lambda p: p[0])[1]
+    priced = sorted(((screening_cost(state, k[0], k[2], k[3]), k) for k in cheapest), key=lambda pk: pk[0])
     keys, spend = [], 0.0
-    for key in sorted(min(plans, key=lambda p: p[0])[1], key=lambda k: screening_cost(state, k[0], k[2], k[3])):
-        spend += screening_cost(state, key[0], key[2], key[3])
+    for price, key in priced:
+        spend += price
         if spend > allowance_s:
             break
         keys.append(key)
     return keys
 
 
-def worth_measuring(state: State, min_gain: float) -> list[tuple[float, Key]]:
-    """(possible gain in log time, point) of every candidate not measured in full that could still be
-    the one tune chooses at a point it cannot decide yet, largest gain per predicted second first."""
+def worth_measuring(state: State, min_gain: float) -> list[tuple[Key, float]]:
+    """(point, predicted cost()) of every candidate not measured in full that could still be the one
+    tune chooses at a point it cannot decide yet, largest possible gain (log time) per predicted
+    second first."""
     model = Model(state)
     out = []
     for coll, labels in state.grid.candidates.items():
@@ -360,9 +366,9 @@ def worth_measuring(state: State, min_gain: float) -> list[tuple[float, Key]]:
                     if not p.final and p.low < bar:
                         gain = bar - p.low
                         price = cost(state, coll, label, n, s, model)
-                        out.append((gain / max(price, 1e-6), gain, (coll, label, n, s)))
+                        out.append((gain / max(price, 1e-6), (coll, label, n, s), price))
     out.sort(key=lambda r: -r[0])
-    return [(gain, key) for _, gain, key in out]
+    return [(key, price) for _, key, price in out]
 
 
 def _settled(state: State, preds: dict[str, Prediction], point: tuple[str, int, int], default, min_gain) -> bool:
@@ -390,7 +396,6 @@ def next_round(state: State, budget: float, min_gain: float = MIN_GAIN) -> tuple
         return [k for k in state.grid.points() if k not in state.seen and k not in state.tried], False
     if state.rounds >= MAX_ROUNDS:
         return [], False
-    model = Model(state)
     left = budget * exhaustive_estimate(state) - state.spent_s
     if left <= 0:
         return [], False
@@ -399,12 +404,11 @@ def next_round(state: State, budget: float, min_gain: float = MIN_GAIN) -> tuple
     allowance = left * (ROUND_SHARE if state.rounds < MAX_ROUNDS - 1 else 1.0)
     picked: list[Key] = []
     spend = 0.0
-    for _, key in worth_measuring(state, min_gain):
-        c = cost(state, *key, model=model)
-        if picked and spend + c > allowance:
+    for key, price in worth_measuring(state, min_gain):
+        if picked and spend + price > allowance:
             continue
         picked.append(key)
-        spend += c
+        spend += price
     return picked, False
 
 
