@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from fabricprobe.errors import UsageError
 from fabricprobe.store import Run, load_runs
 from fabricprobe.tuning.choose import MIN_GAIN
-from fabricprobe.tuning.regret import fractions, regrets, spent, summary
+from fabricprobe.tuning.regret import regrets, spent, summary
 from fabricprobe.tuning.replay import observations, replay
 from fabricprobe.tuning.selection import library_line
 
@@ -66,16 +66,16 @@ def evaluate(
     if not observations(truth, dtype):
         raise UsageError(f"{exhaustive} holds no {dtype} tune-sweep measurements to judge against")
     version = library_line(truth[-1].attrs.get("mpi_library_version", ""))
+    total = spent(truth, dtype)
     rows = [Row("exhaustive", 1.0, 1.0, 1.0, 1.0, None, *_judged(truth, truth, dtype, min_gain))]
     for path in economical:
         runs = _only(_runs(path), collectives)
         other = library_line(runs[-1].attrs.get("mpi_library_version", ""))
         if other != version:
             raise UsageError(f"{path} was measured with {other!r}, {exhaustive} with {version!r}: compare one library")
-        f = fractions(truth, runs, dtype)
+        f = {k: v / total[k] if total[k] else math.nan for k, v in spent(runs, dtype).items()}
         judged = _judged(truth, runs, dtype, min_gain)
         rows.append(Row(path, None, f["points"], f["measurement_s"], f["wall_s"], None, *judged))
-    total = spent(truth, dtype)
     for budget in budgets:
         state, runs = replay(truth, budget, min_gain, dtype)
         rows.append(

@@ -24,11 +24,9 @@ from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.errors import UsageError
 from fabricprobe.store import Run
 from fabricprobe.tuning.choose import MIN_GAIN, Table, choose, winner_at
-from fabricprobe.tuning.libraries import DEFAULT
-from fabricprobe.tuning.measure import variant_label
 from fabricprobe.tuning.own import reference
 from fabricprobe.tuning.replay import DENSE, observations
-from fabricprobe.tuning.selection import Selection, choose_selection
+from fabricprobe.tuning.selection import Selection, choose_selection, library_label
 
 BOOTSTRAP = 2000
 
@@ -58,9 +56,7 @@ def label_at(table: Table, selection: Selection, collective: str, n: int, nbytes
         own = winner_at(section.ranges, nbytes)
         if own != reference(collective):
             return own
-    ranges = table.rules.get(collective, {}).get(n)
-    winner = winner_at(ranges, nbytes) if ranges else DEFAULT
-    return LIBRARY if winner == DEFAULT else f"{LIBRARY}:{variant_label(winner)}"
+    return library_label(table, collective, n, nbytes)
 
 
 def regrets(truth: list[Run], runs: list[Run], dtype: str = "float32", min_gain: float = MIN_GAIN) -> list[PointRegret]:
@@ -117,9 +113,3 @@ def spent(runs: list[Run], dtype: str = "float32") -> dict[str, float]:
         "measurement_s": float(sum(obs.duration_s for obs, _ in seen.values())),
         "wall_s": _wall_s(runs),
     }
-
-
-def fractions(truth: list[Run], runs: list[Run], dtype: str = "float32") -> dict[str, float]:
-    """The economical file's points, measurement time and wall time as fractions of the exhaustive's."""
-    a, b = spent(runs, dtype), spent(truth, dtype)
-    return {k: a[k] / b[k] if b[k] else float("nan") for k in a}

@@ -66,7 +66,10 @@ def screened(run: Run, p: dict) -> Observation:
 
 def grid_of(runs: list[Run], dtype: str = "float32") -> Grid:
     """The grid a file's tune-sweep covered: the candidates, communicator sizes and sizes it measured."""
-    seen = observations(runs, dtype)
+    return _grid(runs, observations(runs, dtype), dtype)
+
+
+def _grid(runs: list[Run], seen: dict[Key, tuple[Observation, dict]], dtype: str) -> Grid:
     if not seen:
         raise UsageError(f"no {dtype} tune-sweep measurements of {', '.join(DENSE)} in the file")
     candidates: dict[str, set[str]] = {}
@@ -108,5 +111,5 @@ def replay(
             return {k: screened(run_of[id(seen[k][1])], seen[k][1]) for k in keys if k in seen}
         return {k: seen[k][0] for k in keys if k in seen}
 
-    state = run(grid_of(runs, dtype), measure, budget, min_gain)
+    state = run(_grid(runs, seen, dtype), measure, budget, min_gain)
     return state, restricted(runs, state.seen)

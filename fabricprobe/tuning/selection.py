@@ -93,7 +93,7 @@ def _measured(runs: list[Run], dtype: str) -> dict[tuple, dict[str, dict]]:
     return out
 
 
-def _library_label(table: Table, collective: str, n: int, size: int) -> str:
+def library_label(table: Table, collective: str, n: int, size: int) -> str:
     """The label of the library's best measurement at this point: what its tuning file runs there."""
     ranges = table.rules.get(collective, {}).get(n)
     winner = winner_at(ranges, size) if ranges else DEFAULT
@@ -114,7 +114,7 @@ def choose_selection(
             ref_label = SPARSE_REFERENCE
             own.pop(SPARSE_REFERENCE, None)
         else:
-            ref_label = _library_label(table, coll, n, size)
+            ref_label = library_label(table, coll, n, size)
         ref_point = by_label.get(ref_label) or by_label.get(LIBRARY)
         if ref_point is None or not own:
             continue
