@@ -159,6 +159,13 @@ def test_python_dash_m(tmp_path):
         (["tune", "r.h5", "--min-gain", "nan"], "--min-gain must be a fraction"),
         (["model", "r.h5", "--scale", "2x2,,4x4"], "an item is empty"),
         (["train", "dp_sgd", "--hidden", "64,,32"], "an item is empty"),
+        (["tune-sweep", "-n", "2", "--budget", "0"], "--budget must be a fraction in (0, 1]"),
+        (["tune-sweep", "-n", "2", "--budget", "1.5"], "--budget must be a fraction in (0, 1]"),
+        (["tune-sweep", "-n", "2", "--budget", "nan"], "--budget must be a fraction in (0, 1]"),
+        (["tune-sweep", "-n", "2", "--budget", "0.2", "--collectives", "sparse_allreduce"], "library algorithms"),
+        (["tune-eval", "missing.h5"], "no such file"),
+        (["tune-eval", "x.h5", "--replay", "0"], "budgets are fractions"),
+        (["tune-eval", "x.h5", "--replay", "a,b"], "expected fractions"),
     ],
 )
 def test_bad_numbers_lists_and_names_in_other_commands(args, fragment, tmp_path):
