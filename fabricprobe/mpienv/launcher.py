@@ -13,9 +13,17 @@ _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 
 
+def _vars(names: tuple[str, ...]) -> tuple[str, ...]:
+    # An sbatch script has SLURM_PROCID=0 and SLURM_NTASKS=N but is the allocation's shell, not a
+    # rank: Slurm's variables count only inside an srun step (measured with Slurm 22.05).
+    from fabricprobe.mpienv.slurm_env import in_step
+
+    return names if in_step() else tuple(n for n in names if not n.startswith("SLURM_"))
+
+
 def env_rank() -> int:
     """This process's rank according to the launcher, 0 when not launched by one."""
-    for var in _RANK_VARS:
+    for var in _vars(_RANK_VARS):
         value = os.environ.get(var)
         if value is not None and value.isdigit():
             return int(value)
@@ -24,7 +32,7 @@ def env_rank() -> int:
 
 def env_size() -> int | None:
     """The job size according to the launcher, None when not launched by one."""
-    for var in _SIZE_VARS:
+    for var in _vars(_SIZE_VARS):
         value = os.environ.get(var)
         if value is not None and value.isdigit():
             return int(value)
@@ -32,7 +40,7 @@ def env_size() -> int | None:
 
 
 def launched_by_mpiexec() -> bool:
-    return env_size() is not None or any(v in os.environ for v in _RANK_VARS)
+    return env_size() is not None or any(v in os.environ for v in _vars(_RANK_VARS))
 
 
 # Open MPI 5's launcher, on a loaded machine, now and then fails before any rank exists ("The PMIx
@@ -58,3 +66,48 @@ def run_launch(argv: list[str], **kwargs):
         if out.returncode == 0 or not launcher_failed_to_start((out.stderr or "") + (out.stdout or "")):
             return out
     return out
+
+
+# Where a library's launcher is found. A wheel puts mpiexec beside Python; a site library is on PATH,
+# and where Debian installs Open MPI and MPICH side by side, `mpiexec` is whichever the alternatives
+# system chose: the vendor's own name comes first (mpiexec.openmpi / mpiexec.mpich), and a candidate
+# is taken only when its --version names the vendor (a tuning file measured through another
+# library's launcher would be worthless).
+_SUFFIX = {"Open MPI": ("openmpi",), "MPICH": ("mpich", "hydra"), "Intel MPI": ("hydra",)}
+_VERSION_SAYS = {"Open MPI": ("Open MPI", "OpenRTE"), "MPICH": ("HYDRA",), "Intel MPI": ("Intel",)}
+
+
+def _launcher_candidates(vendor: str) -> list[str]:
+    import shutil
+    import sys
+    from pathlib import Path
+
+    beside = Path(sys.executable).parent / "mpiexec"
+    found = [str(beside)] if beside.exists() else []
+    for name in [f"mpiexec.{s}" for s in _SUFFIX.get(vendor, ())] + ["mpiexec", "mpirun"]:
+        path = shutil.which(name)
+        if path and path not in found:
+            found.append(path)
+    return found
+
+
+def launcher_matches(path: str, vendor: str) -> bool:
+    """Whether `path --version` names `vendor` (Open MPI's prints "mpiexec (Open MPI) 4.1.4", MPICH's
+    hydra "HYDRA build details")."""
+    import subprocess
+
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    text = out.stdout + out.stderr
+    return any(word in text for word in _VERSION_SAYS.get(vendor, (vendor,)))
+
+
+def find_launcher(vendor: str) -> str | None:
+    """The mpiexec of the library in use: beside this Python (a wheel), else on PATH by the vendor's
+    own name, else plain mpiexec/mpirun, each only when its --version names the vendor."""
+    for path in _launcher_candidates(vendor):
+        if launcher_matches(path, vendor):
+            return path
+    return None

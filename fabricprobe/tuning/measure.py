@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,8 @@ import numpy as np
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
-from fabricprobe.mpienv.launcher import run_launch
+from fabricprobe.mpienv import slurm_env
+from fabricprobe.mpienv.launcher import find_launcher, run_launch
 from fabricprobe.mpienv.library import identify_library
 from fabricprobe.stats import median_ci_exact
 from fabricprobe.store import check_output_path
@@ -72,15 +74,33 @@ class Launch:
 
 
 def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
-    path = mpiexec or str(Path(sys.executable).parent / "mpiexec")
-    if not Path(path).exists() and mpiexec is None:
-        raise UsageError("no mpiexec next to this Python; give --mpiexec")
+    """The argv prefix that starts an n-rank job: `--mpiexec` when given; inside a Slurm allocation
+    (salloc, sbatch) srun, each job a step of the allocation, with the PMI the library speaks
+    (slurm.mpi_flag); else the library's own mpiexec (beside this Python, or on PATH by its vendor's
+    name: launcher.find_launcher)."""
+    args = shlex.split(extra)
+    if mpiexec is None and slurm_env.in_allocation():
+        path = shutil.which("srun")
+        if path is None:
+            raise UsageError("inside a Slurm allocation but srun is not on PATH; give --mpiexec")
+        return [path, *slurm_env.srun_flags(vendor, args), *args, "-n", str(n)]
+    path = mpiexec or find_launcher(vendor)
+    if path is None:
+        raise UsageError(
+            f"no {vendor} mpiexec beside this Python or on PATH (mpiexec, or the vendor's mpiexec.NAME): give --mpiexec"
+        )
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise UsageError(f"--mpiexec {path}: no such executable")
-    args = shlex.split(extra)
+    if Path(path).name == "srun":
+        return [path, *slurm_env.srun_flags(vendor, args), *args, "-n", str(n)]
     if vendor == "Open MPI" and "--oversubscribe" not in args and n > (os.cpu_count() or 1):
         args.append("--oversubscribe")
     return [path, *args, "-n", str(n)]
+
+
+def with_ranks(base: list[str], n: int) -> list[str]:
+    """The same launcher line for n ranks (launcher() always ends with "-n N")."""
+    return [*base[:-1], str(n)]
 
 
 def job_config(
@@ -107,8 +127,11 @@ def job_error(stderr: str) -> str:
 
 
 def run_variant(base: list[str], output: str, variant: Variant, config: SweepConfig, timeout: float) -> Launch:
-    """Launch one sweep job with the variant's environment (the library reads it at MPI_Init)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="fabricprobe-job-", delete=False) as f:
+    """Launch one sweep job with the variant's environment (the library reads it at MPI_Init). The
+    job's configuration file is written beside the results file, not in /tmp: under Slurm every
+    node may have a /tmp of its own (the lab's do), and the ranks on other nodes must read it."""
+    folder = os.path.dirname(os.path.abspath(output))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=".fabricprobe-job-", dir=folder, delete=False) as f:
         f.write(config.to_json())
     argv = base + [
         sys.executable,
@@ -142,7 +165,9 @@ def run_job(base: list[str], output: str, variant: Variant, config_for, comm_siz
     launch = run_variant(base, output, variant, config_for(list(comm_sizes)), timeout)
     if launch.returncode in (0, 124) or len(comm_sizes) <= 1:
         return [launch]
-    return [run_variant(base, output, variant, config_for([c]), timeout) for c in comm_sizes]
+    # each size in a job of its own size: the forced algorithm applies to every communicator, and one
+    # that exists for some sizes only (two_proc) fails fabricprobe's own COMM_WORLD collectives too
+    return [run_variant(with_ranks(base, c), output, variant, config_for([c]), timeout) for c in comm_sizes]
 
 
 def variant_label(name: str) -> str:
