@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,28 @@ def test_read_open_mpi_algorithms():
         "OMPI_MCA_coll_tuned_allreduce_algorithm": "4",
     }
     assert variants["default"].env == {}
+
+
+def test_read_mpich_4_0_algorithms_printed_inline():
+    """MPICH 4.0's mpivars glues each value to the description before it (Debian's 4.0.2, verbatim):
+    "algorithmsmp" is smp, "algorithmssched_ring" sched_ring, "Force Binomial Treenb" nb."""
+    text = (Path(__file__).parent / "data" / "mpivars-mpich-4.0.2.txt").read_text()
+    found = parse_mpivars(text)
+    assert found["ALLREDUCE"] == ["auto", "nb", "smp", "recursive_doubling", "reduce_scatter_allgather"]
+    assert found["BCAST"] == [
+        "auto",
+        "binomial",
+        "nb",
+        "smp",
+        "scatter_recursive_doubling_allgather",
+        "scatter_ring_allgather",
+    ]
+    assert found["ALLGATHER"] == ["auto", "brucks", "nb", "recursive_doubling", "ring"]
+    assert found["IALLGATHER"][2:5] == ["sched_ring", "sched_brucks", "sched_recursive_doubling"]
+    assert found["IALLGATHER"][-2:] == ["tsp_recexch_doubling", "tsp_recexch_halving"]
+    assert found["IALLREDUCE"][-1] == "tsp_recexch_reduce_scatter_recexch_allgatherv"
+    variants = {v.name for v in MPICH(text=text).variants("allreduce")}
+    assert variants == {"default", "mpir", "smp", "recursive_doubling", "reduce_scatter_allgather"}
 
 
 def test_read_mpich_algorithms():
@@ -227,7 +250,7 @@ def test_mpich_trees_are_spliced_into_the_default(measured):
     # ring needs a commutative op (a JSON leaf has no fallback): other calls keep MPICH's subtree
     assert intra["comm_size<=4"]["avg_msg_size=any"] == {
         "is_commutative=yes": {"algorithm=MPIR_Allreduce_intra_ring": {}},
-        "is_commutative=any": original,
+        "is_commutative=no": original,
     }
     assert mpir["collective=allgather"] == TREE["collective=allgather"]  # the rest of the tree is kept
     assert mpir["collective=allreduce"]["comm_type=inter"] == TREE["collective=allreduce"]["comm_type=inter"]
@@ -243,10 +266,15 @@ def test_mpich_trees_are_spliced_into_the_default(measured):
 def test_mpich_guards_follow_the_restrictions():
     leaf, fallback = {"algorithm=A": {}}, {"algorithm=D": {}}
     node = emit_mpich.guarded("allreduce", "reduce_scatter_allgather", leaf, fallback)
-    assert node == {"count<pow2": fallback, "count=any": {"is_op_built_in=yes": leaf, "is_op_built_in=any": fallback}}
+    assert node == {"count<pow2": fallback, "count=any": {"is_op_built_in=yes": leaf, "is_op_built_in=no": fallback}}
     assert emit_mpich.guarded("alltoall", "pairwise_sendrecv_replace", leaf, fallback) == {
         "is_sendbuf_inplace=yes": leaf,
-        "is_sendbuf_inplace=any": fallback,
+        "is_sendbuf_inplace=no": fallback,
+    }
+    # MPICH 4.0 knows no is_*=any key: every guard's other side is its complement
+    assert emit_mpich.guarded("alltoall", "pairwise", leaf, fallback) == {
+        "is_sendbuf_inplace=no": leaf,
+        "is_sendbuf_inplace=yes": fallback,
     }
     assert emit_mpich.guarded("bcast", "binomial", leaf, fallback) == leaf  # no restriction, no guard
     assert emit_mpich.needs_builtin_op("reduce", "reduce_scatter_gather")

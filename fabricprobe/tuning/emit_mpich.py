@@ -59,13 +59,17 @@ RESTRICTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("alltoall", "scattered"): ("noinplace",),
     ("alltoall", "pairwise_sendrecv_replace"): ("inplace",),
 }
-# restriction -> (condition under which the algorithm may run, the catch-all for everything else)
+# restriction -> (condition under which the algorithm may run, the key for everything else). A yes/no
+# condition's other side is its complement, not "=any": MPICH 4.0's selection parser knows
+# comm_size=any, count=any, avg_msg_size=any but no is_*=any ("unknown key is_op_built_in=any",
+# an assertion in csel.c at MPI_Init; the keys it accepts are strings in libmpich.so.12), and 5.0
+# reads the complements just as well.
 _GUARDS = {
-    "builtin-op": ("is_op_built_in=yes", "is_op_built_in=any"),
-    "commutative": ("is_commutative=yes", "is_commutative=any"),
+    "builtin-op": ("is_op_built_in=yes", "is_op_built_in=no"),
+    "commutative": ("is_commutative=yes", "is_commutative=no"),
     "power-of-two": ("comm_size=pow2", "comm_size=any"),
-    "inplace": ("is_sendbuf_inplace=yes", "is_sendbuf_inplace=any"),
-    "noinplace": ("is_sendbuf_inplace=no", "is_sendbuf_inplace=any"),
+    "inplace": ("is_sendbuf_inplace=yes", "is_sendbuf_inplace=no"),
+    "noinplace": ("is_sendbuf_inplace=no", "is_sendbuf_inplace=yes"),
 }
 
 
