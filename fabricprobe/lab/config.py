@@ -60,8 +60,11 @@ class LabConfig:
             net = ipaddress.IPv4Network(self.subnet, strict=True)
         except ValueError as exc:
             raise UsageError(f"invalid --subnet {self.subnet!r}: {exc}") from None
-        if net.num_addresses - 2 < self.hosts:
-            raise UsageError(f"--subnet {self.subnet} has room for {net.num_addresses - 2} hosts, not {self.hosts}")
+        if net.num_addresses - 3 < self.hosts:  # the last usable address is the head's
+            raise UsageError(
+                f"--subnet {self.subnet} has room for {max(0, net.num_addresses - 3)} hosts and the head, "
+                f"not {self.hosts}"
+            )
         if not self.host_names:
             object.__setattr__(self, "host_names", tuple(f"{self.name}{i}" for i in range(self.hosts)))
 
@@ -76,6 +79,16 @@ class LabConfig:
     def address(self, host: int) -> str:
         net = ipaddress.IPv4Network(self.subnet)
         return str(net.network_address + 1 + host)
+
+    @property
+    def head(self) -> str:
+        """The head (login) node's host name: the switch namespace, when a scheduler runs there."""
+        return f"{self.name}-head"
+
+    @property
+    def head_address(self) -> str:
+        """The subnet's last usable address (hosts count up from the first)."""
+        return str(ipaddress.IPv4Network(self.subnet).broadcast_address - 1)
 
     @property
     def prefixlen(self) -> int:

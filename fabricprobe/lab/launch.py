@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-from pathlib import Path
 
 from fabricprobe.lab import cpu
 from fabricprobe.lab.config import LabConfig
@@ -32,7 +31,13 @@ exec ip netns exec "$host" unshare --uts -- sh -c 'hostname "$0" && eval "$*"' "
 """
 
 
-def mpiexec_options(lab: LabConfig, vendor: str, agent: str) -> list[str]:
+def shared_memory_btl(version: str) -> str:
+    """Open MPI's shared-memory BTL: `vader` up to 4.1, renamed `sm` in 5.0 (4.1 has no `sm`)."""
+    major = version.split(".")[0]
+    return "vader" if major.isdigit() and int(major) < 5 else "sm"
+
+
+def mpiexec_options(lab: LabConfig, vendor: str, agent: str, version: str = "5") -> list[str]:
     hosts = ",".join(f"{h}:{lab.ranks_per_host}" for h in lab.host_names)
     if vendor == OPEN_MPI:
         return [
@@ -43,7 +48,7 @@ def mpiexec_options(lab: LabConfig, vendor: str, agent: str) -> list[str]:
             agent,
             "--mca",
             "btl",
-            "tcp,self,sm",
+            f"tcp,self,{shared_memory_btl(version)}",
             "--mca",
             "pml",
             "ob1",
@@ -78,9 +83,9 @@ def mpiexec_options(lab: LabConfig, vendor: str, agent: str) -> list[str]:
     raise ValueError(f"no lab launch line for {vendor}")
 
 
-def mpiexec_script(lab: LabConfig, vendor: str, real_mpiexec: str) -> str:
+def mpiexec_script(lab: LabConfig, vendor: str, real_mpiexec: str, version: str = "5") -> str:
     agent = str(directory(lab.name) / "agent")
-    opts = " ".join(shlex.quote(o) for o in mpiexec_options(lab, vendor, agent))
+    opts = " ".join(shlex.quote(o) for o in mpiexec_options(lab, vendor, agent, version))
     host0 = lab.host_names[0]
     extra_env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " if vendor == OPEN_MPI else ""
     return f"""#!/bin/sh
@@ -93,15 +98,45 @@ exec ip netns exec {host0} unshare --uts -- sh -c 'hostname "$0" && exec "$@"' {
 """
 
 
-def default_mpiexec() -> str:
-    return str(Path(sys.executable).parent / "mpiexec")
+def job_environment(lab: LabConfig, vendor: str, version: str) -> dict[str, str]:
+    """What every rank of a lab job started by srun needs, as environment (srun passes its caller's
+    environment to the tasks): the options the mpiexec wrapper gives on its command line. Open MPI:
+    TCP between hosts on the lab's subnet, shared memory within one, yield when idle; MPICH (Debian's
+    4.0 is built on UCX): UCX's TCP and shared-memory transports over the lab's interface."""
+    env = {ENV_VAR: str(record_path(lab.name))}
+    if vendor == OPEN_MPI:
+        env |= {
+            "OMPI_MCA_btl": f"tcp,self,{shared_memory_btl(version)}",
+            "OMPI_MCA_pml": "ob1",
+            "OMPI_MCA_btl_tcp_if_include": lab.subnet,
+            "OMPI_MCA_oob_tcp_if_include": lab.subnet,
+            "OMPI_MCA_mpi_yield_when_idle": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        }
+    elif vendor == MPICH:
+        env |= {"UCX_NET_DEVICES": IFACE, "UCX_TLS": "tcp,self,sm", "FI_TCP_IFACE": IFACE, "FI_PROVIDER": "tcp"}
+    return env
 
 
-def run_argv(lab: LabConfig, nranks: int, fabricprobe_args: list[str]) -> list[str]:
+def client(lab_name: str, program: str) -> str:
+    """The wrapper `lab up --scheduler slurm` writes for a Slurm client (srun, sbatch, salloc, ...)."""
+    return str(directory(lab_name) / "bin" / program)
+
+
+def run_argv(lab: LabConfig, nranks: int, fabricprobe_args: list[str], scheduler: str = "none") -> list[str]:
     """The command `lab run` executes. Subcommands that launch their own jobs (tune-sweep, tune
-    --verify) run here and are handed the wrapper as their --mpiexec; the rest run under it."""
-    wrapper = str(directory(lab.name) / "mpiexec")
+    --verify) run here and are handed the wrapper as their --mpiexec; the rest run under it. With the
+    lab's Slurm up, jobs go through the scheduler as a site's do: an srun step over every host, and
+    tune-sweep / tune inside one salloc allocation, where they launch each job as a step of it."""
     me = [sys.executable, "-m", "fabricprobe"]
-    if fabricprobe_args and fabricprobe_args[0] in ("tune-sweep", "tune"):
+    launches_own = bool(fabricprobe_args) and fabricprobe_args[0] in ("tune-sweep", "tune")
+    if scheduler == "slurm":
+        shape = ["-N", str(lab.hosts), "--ntasks-per-node", str(lab.ranks_per_host)]
+        if launches_own:
+            return [client(lab.name, "salloc"), *shape, *me, *fabricprobe_args]
+        return [client(lab.name, "srun"), *shape, "-n", str(nranks), *me, *fabricprobe_args]
+    wrapper = str(directory(lab.name) / "mpiexec")
+    if launches_own:
         return [*me, *fabricprobe_args, "--mpiexec", wrapper]
     return [wrapper, "-n", str(nranks), *me, *fabricprobe_args]

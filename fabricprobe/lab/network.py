@@ -105,6 +105,7 @@ def shape_host(lab: LabConfig, host: int, rate_bits: float) -> None:
 def _hosts_file(lab: LabConfig) -> str:
     lines = ["127.0.0.1 localhost"]
     lines += [f"{lab.address(i)} {h}" for i, h in enumerate(lab.host_names)]
+    lines.append(f"{lab.head_address} {lab.head}")
     return "\n".join(lines) + "\n"
 
 
@@ -119,6 +120,9 @@ def create(lab: LabConfig) -> None:
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
         _run(["ip", "-n", sw, "link", "add", BRIDGE, "type", "bridge"])
         _run(["ip", "-n", sw, "link", "set", BRIDGE, "up"])
+        etc = ETC_NETNS / sw
+        etc.mkdir(parents=True, exist_ok=True)
+        (etc / "hosts").write_text(_hosts_file(lab))
         for i, host in enumerate(lab.host_names):
             port = f"p{i}"
             _run(["ip", "-n", sw, "link", "add", port, "type", "veth", "peer", "name", IFACE, "netns", host])

@@ -25,16 +25,31 @@ def record_path(name: str) -> Path:
     return directory(name) / "lab.json"
 
 
-def save(lab: LabConfig, vendor: str, scripts: dict[str, str], faults: dict | None = None) -> Path:
+def save(
+    lab: LabConfig,
+    vendor: str,
+    scripts: dict[str, str],
+    faults: dict | None = None,
+    scheduler: str = "none",
+    mpi_version: str = "",
+) -> Path:
     """Write lab.json and the scripts atomically enough: a half-written lab.json is never read.
-    `faults`: host -> {"rate_bits": ..., "cpu": ...} for hosts made slow on purpose (`lab slow`)."""
+    `faults`: host -> {"rate_bits": ..., "cpu": ...} for hosts made slow on purpose (`lab slow`);
+    `scheduler`: "slurm" when `lab up --scheduler slurm` started one (scripts then has bin/srun, ...)."""
     d = directory(lab.name)
     d.mkdir(parents=True, exist_ok=True)
     for fname, text in scripts.items():
         path = d / fname
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         path.chmod(0o755)
-    record = {**lab.as_dict(), "mpi_vendor": vendor, "faults": faults or {}}
+    record = {
+        **lab.as_dict(),
+        "mpi_vendor": vendor,
+        "mpi_version": mpi_version,
+        "scheduler": scheduler,
+        "faults": faults or {},
+    }
     tmp = record_path(lab.name).with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))
     tmp.replace(record_path(lab.name))
@@ -50,11 +65,28 @@ def load(name: str) -> tuple[LabConfig, str] | None:
         return None
 
 
+def _record(name: str) -> dict:
+    try:
+        found = json.loads(record_path(name).read_text())
+        return found if isinstance(found, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def scheduler(name: str) -> str:
+    """ "slurm" when the lab runs a scheduler, else "none"."""
+    return str(_record(name).get("scheduler") or "none")
+
+
+def mpi_version(name: str) -> str:
+    return str(_record(name).get("mpi_version") or "")
+
+
 def faults(name: str) -> dict:
     """host -> {"rate_bits", "cpu"} of the hosts made slow on purpose ({} when none)."""
     try:
-        return dict(json.loads(record_path(name).read_text()).get("faults") or {})
-    except (OSError, ValueError, AttributeError):
+        return dict(_record(name).get("faults") or {})
+    except (TypeError, ValueError):
         return {}
 
 

@@ -37,6 +37,29 @@ def identify_library(version_string: str, standard: tuple[int, int] = (0, 0)) ->
     return LibraryInfo("unknown", "", text, f"{standard[0]}.{standard[1]}")
 
 
+def library_of_this_python() -> LibraryInfo:
+    """The MPI library mpi4py loads in this environment, asked in a child process without
+    initialising MPI (a launcher, or MPI_Init in the parent, is not needed)."""
+    import subprocess
+    import sys
+
+    from fabricprobe.errors import UsageError
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import mpi4py; mpi4py.rc.initialize = False\nfrom mpi4py import MPI; print(MPI.Get_library_version())",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if out.returncode != 0:
+        raise UsageError(f"could not load MPI through mpi4py: {out.stderr.strip().splitlines()[-1:]}")
+    return identify_library(out.stdout)
+
+
 def library_info(MPI: "MPIModule") -> LibraryInfo:
     return identify_library(MPI.Get_library_version(), MPI.Get_version())
 

@@ -28,7 +28,7 @@ from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import slurm_env
 from fabricprobe.mpienv.launcher import find_launcher, run_launch
-from fabricprobe.mpienv.library import identify_library
+from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.stats import median_ci_exact
 from fabricprobe.store import check_output_path
 from fabricprobe.tuning.libraries import DEFAULT, Library, Variant, for_vendor
@@ -40,19 +40,7 @@ BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=
 
 def library_in_use() -> str:
     """The vendor of the MPI library mpi4py loads, asked without initialising MPI."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import mpi4py; mpi4py.rc.initialize = False\nfrom mpi4py import MPI; print(MPI.Get_library_version())",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if out.returncode != 0:
-        raise UsageError(f"could not load MPI through mpi4py: {out.stderr.strip().splitlines()[-1:]}")
-    return identify_library(out.stdout).vendor
+    return library_of_this_python().vendor
 
 
 def default_comm_sizes(n: int) -> list[int]:
