@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from fabricprobe.mpienv.launcher import run_launch
 from fabricprobe.specs import SPECS
@@ -32,21 +35,47 @@ def probe(
     method: str,
     env: dict[str, str],
     timeout: float = 120,
+    scratch: str | None = None,
 ) -> str:
-    """The fingerprint as a canonical string, or "error: ..." when the probe failed."""
+    """The fingerprint as a canonical string, or "error: ..." when the probe failed. Open MPI's pml
+    monitoring writes one file per rank (enable_output=3 with a filename) in a folder under `scratch`,
+    which every node must see: printed to the launcher's output instead, Open MPI 4.1's long records
+    from different ranks were glued into one line now and then (1 run in 20 lost a record, and the
+    verification a spurious MISMATCH). Its parameters go in the environment, which mpiexec and srun
+    both pass on (srun has no --mca)."""
     argv = launcher + ["-n", str(nranks)]
-    if method == "monitor":
-        argv += ["--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "1"]
     argv += [sys.executable, "-m", "fabricprobe.tuning.probe", collective, str(nbytes), method]
     full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
+    folder = None
+    if method == "monitor":
+        folder = Path(tempfile.mkdtemp(prefix=".fabricprobe-monitor-", dir=scratch))
+        full_env |= {
+            "OMPI_MCA_pml_monitoring_enable": "2",
+            "OMPI_MCA_pml_monitoring_enable_output": "3",
+            "OMPI_MCA_pml_monitoring_filename": str(folder / "rank"),
+        }
+        # the monitoring PML sits on top of the one selected: a PML include list (a site's
+        # OMPI_MCA_pml=ucx, the lab's ob1) must name it too, or nothing is recorded
+        pml = full_env.get("OMPI_MCA_pml", "")
+        if pml and not pml.startswith("^") and "monitoring" not in pml.split(","):
+            full_env["OMPI_MCA_pml"] = f"{pml},monitoring"
     try:
-        out = run_launch(argv, env=full_env, timeout=timeout)
+        return _probe(argv, full_env, timeout, method, folder)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _probe(argv: list[str], env: dict[str, str], timeout: float, method: str, folder: Path | None) -> str:
+    try:
+        out = run_launch(argv, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "error: timed out"
     if out.returncode != 0:
         return "error: " + " ".join(out.stderr.strip().splitlines()[-2:])[:300]
-    if method == "monitor":
-        pairs = sorted((int(s), int(d), int(b), int(m)) for s, d, b, m in _MONITOR.findall(out.stderr + out.stdout))
+    if folder is not None:
+        text = "".join(p.read_text(errors="replace") for p in sorted(folder.glob("rank.*.prof")))
+        pairs = sorted((int(s), int(d), int(b), int(m)) for s, d, b, m in _MONITOR.findall(text))
         if not pairs:
             # Two empty fingerprints are equal, so "[]" would let a file the library ignores pass.
             return "error: pml monitoring recorded no messages (no fingerprint to compare)"

@@ -48,13 +48,16 @@ def verify(
     tuned_env: dict[str, str],
     launcher: list[str],
     progress: Callable[[str], None] | None = None,
+    scratch: str | None = None,
 ) -> list[Check]:
+    """`scratch`: a folder every node sees, for the probes' per-rank monitoring files (the tuning
+    files' folder; node-local /tmp is not enough under a scheduler)."""
     cache: dict[tuple, str] = {}
 
     def fp(coll: str, n: int, size: int, method: str, env: dict[str, str]) -> str:
         key = (coll, n, size, method, tuple(sorted(env.items())))
         if key not in cache:
-            cache[key] = probe(launcher, n, coll, size, method, env)
+            cache[key] = probe(launcher, n, coll, size, method, env, scratch=scratch)
         return cache[key]
 
     checks = []

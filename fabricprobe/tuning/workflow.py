@@ -189,7 +189,9 @@ def _verify(
     opts: TuneOptions, table: Table, library: Library, emitted: emitters.Emitted, manifest: dict, say: Reporter, reemit
 ) -> tuple[int, emitters.Emitted, str]:
     base = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)[:-2]  # without "-n N"
-    checks = verify(table, library, emitted.load_env, base, progress=lambda text: say.line(f"verifying {text}"))
+    checks = verify(
+        table, library, emitted.load_env, base, progress=lambda text: say.line(f"verifying {text}"), scratch=opts.output
+    )
     dropped: list[str] = []
     if not passed(checks):
         # Rules the library does not apply as measured (an algorithm that calls other collectives
@@ -202,7 +204,12 @@ def _verify(
             replace_files(emitted, again)
             emitted = again
             checks = verify(
-                table, library, emitted.load_env, base, progress=lambda text: say.line(f"verifying again {text}")
+                table,
+                library,
+                emitted.load_env,
+                base,
+                progress=lambda text: say.line(f"verifying again {text}"),
+                scratch=opts.output,
             )
     say.verification(checks)
     ok = passed(checks)
