@@ -57,5 +57,9 @@ def run(args: argparse.Namespace) -> int:
     table.add_column(overflow="fold")
     for key, value in prov.items():
         table.add_row(key, _value(value))
-    make_console().print(Panel(table, title="fabricprobe info", expand=False))
+    console = make_console()
+    console.print(Panel(table, title="fabricprobe info", expand=False))
+    mismatch = provenance.build_mismatch(prov)
+    if mismatch:
+        console.print(f"[yellow]warning:[/] {mismatch}")
     return 0

@@ -164,6 +164,10 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
             else:  # the fabric lab: emulated nodes share one machine's cores
                 where = f"{comm.size} ranks on this machine's {os.cpu_count()} cores (emulated nodes)"
             warn(f"oversubscribed: {where}; times will include scheduler waits")
+        if "disagrees" in prov["placement_check"]:
+            warn(f"the launcher's placement and the shared-memory nodes differ: {prov['placement_check']}")
+        if provenance.build_mismatch(prov):
+            warn(provenance.build_mismatch(prov))
         if prov["thread_level_provided"] != config.thread_level:
             warn(f"requested thread level {config.thread_level}, the library provided {prov['thread_level_provided']}")
     device = None

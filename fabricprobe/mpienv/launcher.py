@@ -111,3 +111,29 @@ def find_launcher(vendor: str) -> str | None:
         if launcher_matches(path, vendor):
             return path
     return None
+
+
+# Where the launcher says this process runs: (source, node name or None, local rank). Slurm names
+# the node (SLURMD_NODENAME) and the task's index on it (SLURM_LOCALID); Open MPI's launcher and
+# PRRTE give the local rank (OMPI_COMM_WORLD_LOCAL_RANK) and PRRTE/PMIx the host (PMIX_HOSTNAME);
+# MPICH's hydra the local rank (MPI_LOCALRANKID). topology.detect checks each against the
+# shared-memory communicators.
+_PLACEMENT = (
+    ("slurm", "SLURMD_NODENAME", "SLURM_LOCALID"),
+    ("open mpi", "PMIX_HOSTNAME", "OMPI_COMM_WORLD_LOCAL_RANK"),
+    ("hydra", None, "MPI_LOCALRANKID"),
+)
+
+
+def placement() -> list[tuple[str, str | None, int]]:
+    """Every launcher's claim about this process: [(source, node or None, local rank)]."""
+    from fabricprobe.mpienv.slurm_env import in_step
+
+    found = []
+    for source, node_var, local_var in _PLACEMENT:
+        if source == "slurm" and not in_step():
+            continue
+        local = os.environ.get(local_var, "")
+        if local.isdigit():
+            found.append((source, os.environ.get(node_var) if node_var else None, int(local)))
+    return found

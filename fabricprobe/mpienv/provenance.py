@@ -11,7 +11,7 @@ from importlib import metadata
 from typing import Any
 
 from fabricprobe.lab import state as lab_state
-from fabricprobe.mpienv import gpu_info
+from fabricprobe.mpienv import build, gpu_info, slurm_env
 from fabricprobe.mpienv.init import provided_thread_level
 from fabricprobe.mpienv.library import library_info
 from fabricprobe.mpienv.topology import Topology
@@ -74,6 +74,32 @@ def transparent_hugepages() -> str:
     return text[start + 1 : end] if 0 <= start < end else text.strip()
 
 
+def built_for(MPI: Any) -> str:
+    """The MPI mpi4py was compiled against (its mpi.h), e.g. "Open MPI 4.1.4"."""
+    try:
+        vendor, version = MPI.get_vendor()
+    except AttributeError:
+        return ""
+    return f"{vendor} {'.'.join(map(str, version))}"
+
+
+def build_mismatch(prov: dict[str, Any]) -> str:
+    """A line when mpi4py was built for another library (or major.minor) than the one it loaded:
+    a library path swapped under a built mpi4py, or a pip cache's mpi4py built for another MPI."""
+    built = prov.get("mpi4py_built_for") or ""
+    if not built:
+        return ""
+    running = f"{prov['mpi_vendor']} {prov['mpi_version']}"
+    vendor_b, _, version_b = built.rpartition(" ")
+    same = vendor_b == prov["mpi_vendor"] and version_b.split(".")[:2] == str(prov["mpi_version"]).split(".")[:2]
+    if same:
+        return ""
+    return (
+        f"mpi4py was built for {built} but loaded {running}: rebuild it against the library you run "
+        "(pip install --no-cache-dir --force-reinstall --no-binary=mpi4py mpi4py, with MPICC set)"
+    )
+
+
 def collect(
     MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: list[str] | None = None
 ) -> dict[str, Any]:
@@ -87,12 +113,19 @@ def collect(
     rank_gpus = comm.allgather(gpus.get("gpu_device", -1))
     # Emulated hosts share one machine's cores: oversubscription is counted against the machine.
     oversubscribed = topo.oversubscribed or bool(lab and comm.size > int(lab.get("machine_cores") or comm.size))
+    mpi_build = build.collect(lib.vendor, lib.version_string) if comm.rank == 0 else {}
+    job = slurm_env.provenance()
     return {
         "fabricprobe_version": __version__,
         "mpi_vendor": lib.vendor,
         "mpi_version": lib.version,
         "mpi_library_version": lib.version_string,
         "mpi_standard": lib.mpi_standard,
+        "mpi4py_built_for": built_for(MPI),
+        "mpi_build": json.dumps(mpi_build) if mpi_build else "",
+        "scheduler": job.get("scheduler", ""),
+        "scheduler_job": json.dumps(job) if job else "",
+        "placement_check": topo.placement,
         "mpi4py_version": _version("mpi4py"),
         "numpy_version": _version("numpy"),
         "numba_version": _version("numba"),

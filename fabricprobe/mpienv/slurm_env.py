@@ -38,7 +38,9 @@ def in_step() -> bool:
     """A task of an srun step (a rank when srun launched MPI). An sbatch script runs in the "batch"
     step, which is the allocation's shell, not a rank."""
     step = os.environ.get("SLURM_STEP_ID")
-    return step is not None and step.isdigit() and "SLURM_PROCID" in os.environ
+    # Slurm numbers its own steps from 0xFFFFFFF0 up (batch 0xFFFFFFFB, extern 0xFFFFFFFC, interactive
+    # ...): those are not srun steps. Slurm 22.05's batch shell has no SLURM_STEP_ID at all.
+    return step is not None and step.isdigit() and int(step) < 0xFFFFFFF0 and "SLURM_PROCID" in os.environ
 
 
 def srun_flags(vendor: str, user_args: list[str]) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.mpienv.launcher import placement
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Topology:
     virtual: bool = False  # True when nodes come from --ranks-per-node, not the hardware
     cpus: tuple[str, ...] = field(default=())  # rank -> CPU affinity list, e.g. "0-1"
     physical: "Topology | None" = None  # for virtual topologies: the hardware's
+    placement: str = ""  # the launchers' placement against the shared-memory nodes (check_placement)
 
     @property
     def nranks(self) -> int:
@@ -134,17 +136,54 @@ def detect(comm: Any) -> Topology:
         usable = max(1, min(usable, int(quota)))
     mine = (MPI.Get_processor_name(), node_leader, usable, format_cpus(affinity()))
     everyone = comm.allgather(mine)
+    claims = comm.allgather(placement())
     leaders = sorted({leader for _, leader, _, _ in everyone})
     index = {leader: i for i, leader in enumerate(leaders)}
     cores = [0] * len(leaders)
     for _, leader, ncores, _ in everyone:
         cores[index[leader]] = ncores
+    node_of = tuple(index[leader] for _, leader, _, _ in everyone)
     return Topology(
         hosts=tuple(h for h, _, _, _ in everyone),
-        node_of=tuple(index[leader] for _, leader, _, _ in everyone),
+        node_of=node_of,
         cores_per_node=tuple(cores),
         cpus=tuple(c for _, _, _, c in everyone),
+        placement=check_placement(node_of, claims),
     )
+
+
+def check_placement(node_of: tuple[int, ...], claims: list[list[tuple[str, str | None, int]]]) -> str:
+    """The launchers' view (launcher.placement(), per rank) against the shared-memory nodes: every
+    source that speaks for all ranks must put two ranks on one node exactly when MPI_COMM_TYPE_SHARED
+    does, and give each rank its index among its node's ranks. Returns "" when no launcher says,
+    "SOURCE agrees", or what disagrees first (a binding or node list the scheduler and the library
+    see differently, e.g. ranks srun placed on two nodes that share memory)."""
+    local = []
+    seen: dict[int, int] = {}
+    for node in node_of:
+        local.append(seen.get(node, 0))
+        seen[node] = local[-1] + 1
+    sources = [s for s, _, _ in claims[0]] if claims else []
+    sources = [s for s in sources if all(any(c[0] == s for c in rank) for rank in claims)]
+    verdicts = []
+    for source in sources:
+        said = [next(c for c in rank if c[0] == source) for rank in claims]
+        problem = ""
+        for rank, (_, _node, lrank) in enumerate(said):
+            if lrank != local[rank]:
+                problem = f"rank {rank} is local rank {lrank} to {source}, {local[rank]} by shared memory"
+                break
+        if not problem and all(node is not None for _, node, _ in said):
+            names: dict[int, str] = {}
+            for rank, (_, node, _) in enumerate(said):
+                first = names.setdefault(node_of[rank], node)
+                if first != node:
+                    problem = f"rank {rank} shares memory with ranks on {first} but {source} puts it on {node}"
+                    break
+            if not problem and len(set(names.values())) != len(names):
+                problem = f"{source} puts ranks of different shared-memory nodes on one node"
+        verdicts.append(f"{source} disagrees: {problem}" if problem else f"{source} agrees")
+    return "; ".join(verdicts)
 
 
 def parse_ranks_per_node(text: str) -> list[int]:
@@ -191,6 +230,7 @@ def virtual(physical: Topology, sizes: list[int]) -> Topology:
         virtual=True,
         cpus=physical.cpus,
         physical=physical.hardware,
+        placement=physical.placement,
     )
 
 

@@ -49,21 +49,28 @@ def probe(
     folder = None
     if method == "monitor":
         folder = Path(tempfile.mkdtemp(prefix=".fabricprobe-monitor-", dir=scratch))
-        full_env |= {
-            "OMPI_MCA_pml_monitoring_enable": "2",
-            "OMPI_MCA_pml_monitoring_enable_output": "3",
-            "OMPI_MCA_pml_monitoring_filename": str(folder / "rank"),
-        }
-        # the monitoring PML sits on top of the one selected: a PML include list (a site's
-        # OMPI_MCA_pml=ucx, the lab's ob1) must name it too, or nothing is recorded
-        pml = full_env.get("OMPI_MCA_pml", "")
-        if pml and not pml.startswith("^") and "monitoring" not in pml.split(","):
-            full_env["OMPI_MCA_pml"] = f"{pml},monitoring"
+        full_env = monitoring_env(full_env, str(folder))
     try:
         return _probe(argv, full_env, timeout, method, folder)
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def monitoring_env(env: dict[str, str], folder: str) -> dict[str, str]:
+    """`env` with Open MPI's pml monitoring on, one file per rank in `folder` (FOLDER/rank.R.prof)."""
+    out = {
+        **env,
+        "OMPI_MCA_pml_monitoring_enable": "2",
+        "OMPI_MCA_pml_monitoring_enable_output": "3",
+        "OMPI_MCA_pml_monitoring_filename": os.path.join(folder, "rank"),
+    }
+    # the monitoring PML sits on top of the one selected: a PML include list (a site's
+    # OMPI_MCA_pml=ucx, the lab's ob1) must name it too, or nothing is recorded
+    pml = out.get("OMPI_MCA_pml", "")
+    if pml and not pml.startswith("^") and "monitoring" not in pml.split(","):
+        out["OMPI_MCA_pml"] = f"{pml},monitoring"
+    return out
 
 
 def _probe(argv: list[str], env: dict[str, str], timeout: float, method: str, folder: Path | None) -> str:

@@ -1,0 +1,160 @@
+"""The site path without a cluster: what Slurm's environment means (an allocation, a step, a rank),
+how tune-sweep launches inside an allocation, the launcher found by vendor on PATH, the placement
+cross-check, the lab's Slurm configuration and job environment, and the build-mismatch warning.
+The same paths run for real in tests/site (nox -s site: Debian's Open MPI 4.1 and MPICH 4.0 under
+Slurm in the fabric lab)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from fabricprobe.lab import launch, slurm
+from fabricprobe.lab.config import LabConfig
+from fabricprobe.mpienv import launcher as launcher_env
+from fabricprobe.mpienv import provenance, slurm_env
+from fabricprobe.mpienv.topology import check_placement
+from fabricprobe.tuning import fingerprint, measure
+
+STEP = {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1"}
+BATCH = {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "4294967291", "SLURM_PROCID": "0", "SLURM_NTASKS": "4"}
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for key in list(os.environ):
+        if key.startswith(("SLURM", "OMPI_", "PMI", "MPI_LOCALRANKID")):
+            monkeypatch.delenv(key)
+    return monkeypatch
+
+
+def _set(monkeypatch, env: dict[str, str]) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+
+
+def test_an_srun_task_is_a_rank_an_sbatch_shell_is_not(clean_env):
+    _set(clean_env, STEP)
+    assert slurm_env.in_step() and not slurm_env.in_allocation()
+    assert launcher_env.env_rank() == 3 and launcher_env.env_size() == 4 and launcher_env.launched_by_mpiexec()
+    for k in STEP:
+        clean_env.delenv(k)
+    # sbatch's batch step (and salloc's shell, which has no step id) hold the allocation, not a rank
+    _set(clean_env, BATCH)
+    for _ in range(2):
+        assert slurm_env.in_allocation() and not slurm_env.in_step()
+        assert launcher_env.env_rank() == 0 and launcher_env.env_size() is None
+        assert not launcher_env.launched_by_mpiexec()
+        clean_env.delenv("SLURM_STEP_ID", raising=False)  # Slurm 22.05's batch shell has none
+
+
+def test_scheduler_provenance_and_srun_flags(clean_env):
+    assert slurm_env.provenance() == {}
+    _set(clean_env, {**STEP, "SLURM_JOB_NODELIST": "lab[0-1]", "SLURM_CPU_BIND": "quiet,cores"})
+    prov = slurm_env.provenance()
+    assert prov["scheduler"] == "slurm" and prov["job_id"] == "7" and prov["job_nodelist"] == "lab[0-1]"
+    assert prov["cpu_bind"] == "quiet,cores"
+    assert slurm_env.srun_flags("Open MPI", []) == ["--mpi=pmix"]
+    assert slurm_env.srun_flags("MPICH", []) == ["--mpi=pmi2"]
+    assert slurm_env.srun_flags("Open MPI", ["--mpi=pmi2"]) == []  # the user's choice stands
+    clean_env.setenv("SLURM_MPI_TYPE", "pmix_v4")
+    assert slurm_env.srun_flags("MPICH", []) == []  # so does the site's
+
+
+def _fake(tmp_path: Path, name: str, says: str) -> str:
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\necho '{says}'\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_tune_sweep_launches_steps_inside_an_allocation(clean_env, tmp_path):
+    srun = _fake(tmp_path, "srun", "slurm 22.05.8")
+    clean_env.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    _set(clean_env, BATCH)
+    base = measure.launcher(None, "", 4, "Open MPI")
+    assert base == [srun, "--mpi=pmix", "-n", "4"]
+    assert measure.with_ranks(base, 2) == [srun, "--mpi=pmix", "-n", "2"]  # the per-size relaunch
+    # outside an allocation, the library's own mpiexec; --mpiexec srun is honoured too
+    for k in BATCH:
+        clean_env.delenv(k)
+    assert measure.launcher(srun, "--cpu-bind=cores", 2, "MPICH") == [
+        srun,
+        "--mpi=pmi2",
+        "--cpu-bind=cores",
+        "-n",
+        "2",
+    ]
+
+
+def test_the_launcher_is_found_by_its_vendor(clean_env, tmp_path, monkeypatch):
+    monkeypatch.setattr(launcher_env, "_launcher_candidates", lambda vendor: [hydra, ompi])
+    hydra = _fake(tmp_path, "mpiexec.mpich", "HYDRA build details:")
+    ompi = _fake(tmp_path, "mpiexec.openmpi", "mpiexec.openmpi (OpenRTE) 4.1.4")
+    assert launcher_env.find_launcher("Open MPI") == ompi  # not the first on the list: it is MPICH's
+    assert launcher_env.find_launcher("MPICH") == hydra
+    assert launcher_env.find_launcher("Intel MPI") is None
+
+
+def test_placement_agrees_or_says_where_it_does_not():
+    nodes = (0, 0, 1, 1)
+    slurm_says = [[("slurm", "n0", 0)], [("slurm", "n0", 1)], [("slurm", "n1", 0)], [("slurm", "n1", 1)]]
+    assert check_placement(nodes, slurm_says) == "slurm agrees"
+    assert check_placement(nodes, [[] for _ in nodes]) == ""  # no launcher said anything
+    swapped = [slurm_says[0], slurm_says[1], [("slurm", "n1", 1)], [("slurm", "n1", 0)]]
+    assert "rank 2 is local rank 1 to slurm, 0 by shared memory" in check_placement(nodes, swapped)
+    split = [slurm_says[0], [("slurm", "n2", 0)], slurm_says[2], slurm_says[3]]
+    assert "disagrees" in check_placement(nodes, split)
+    merged = [[("slurm", "n0", i)] for i in range(2)] + [[("slurm", "n0", i)] for i in range(2)]
+    assert "slurm disagrees" in check_placement(nodes, merged)
+    both = [[("slurm", f"n{r // 2}", r % 2), ("hydra", None, r % 2)] for r in range(4)]
+    assert check_placement(nodes, both) == "slurm agrees; hydra agrees"
+
+
+def test_launcher_placement_reads_each_launchers_variables(clean_env):
+    assert launcher_env.placement() == []
+    _set(clean_env, {**STEP, "SLURMD_NODENAME": "lab1", "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
+    assert launcher_env.placement() == [("slurm", "lab1", 1), ("open mpi", None, 1)]
+
+
+LAB = LabConfig("sl", 2, 2, 1e9, "10.213.0.0/24")
+
+
+def test_the_lab_cluster_configuration():
+    text = slurm.config_text(LAB, "pmix")
+    assert "SlurmctldHost=sl-head(10.213.0.254)" in text and "MpiDefault=pmix" in text
+    assert "NodeName=sl0 NodeAddr=10.213.0.1 CPUs=2" in text and "NodeName=sl1 NodeAddr=10.213.0.2 CPUs=2" in text
+    assert "PartitionName=lab Nodes=ALL Default=YES" in text
+    assert f"AuthInfo=socket={slurm.folder('sl')}/munge.socket" in text  # the lab's own munged
+    script = slurm.client_script(LAB, "srun", {"OMPI_MCA_pml": "ob1"})
+    assert "export SLURM_CONF=" in script and "export OMPI_MCA_pml=ob1" in script
+    assert "ip netns exec sl-sw" in script and script.rstrip().endswith('srun "$@"')
+
+
+def test_lab_jobs_get_the_transport_of_the_library_version():
+    assert launch.job_environment(LAB, "Open MPI", "4.1.4")["OMPI_MCA_btl"] == "tcp,self,vader"
+    assert launch.job_environment(LAB, "Open MPI", "5.0.11")["OMPI_MCA_btl"] == "tcp,self,sm"
+    assert launch.job_environment(LAB, "MPICH", "4.0.2")["UCX_NET_DEVICES"] == "lab0"
+    srun = launch.run_argv(LAB, 3, ["sweep", "--quick"], "slurm")
+    assert srun[0].endswith("/sl/bin/srun") and srun[1:7] == ["-N", "2", "--ntasks-per-node", "2", "-n", "3"]
+    salloc = launch.run_argv(LAB, 4, ["tune-sweep", "-n", "4"], "slurm")
+    assert salloc[0].endswith("/sl/bin/salloc") and "--mpiexec" not in salloc  # steps of the allocation
+    assert "--mpiexec" in launch.run_argv(LAB, 4, ["tune-sweep", "-n", "4"])
+
+
+def test_monitoring_joins_a_pml_include_list():
+    env = fingerprint.monitoring_env({"OMPI_MCA_pml": "ucx"}, "/shared/x")
+    assert env["OMPI_MCA_pml"] == "ucx,monitoring" and env["OMPI_MCA_pml_monitoring_enable_output"] == "3"
+    assert env["OMPI_MCA_pml_monitoring_filename"] == "/shared/x/rank"
+    assert fingerprint.monitoring_env({"OMPI_MCA_pml": "^cm"}, "/x")["OMPI_MCA_pml"] == "^cm"
+    assert "OMPI_MCA_pml" not in fingerprint.monitoring_env({}, "/x")
+
+
+def test_mpi4py_built_for_another_library_is_named():
+    prov = {"mpi_vendor": "MPICH", "mpi_version": "4.0.2", "mpi4py_built_for": "Open MPI 4.1.4"}
+    assert "built for Open MPI 4.1.4 but loaded MPICH 4.0.2" in provenance.build_mismatch(prov)
+    assert provenance.build_mismatch({**prov, "mpi4py_built_for": "MPICH 4.0.3"}) == ""
+    assert "built for MPICH 4.1" in provenance.build_mismatch({**prov, "mpi4py_built_for": "MPICH 4.1.0"})
