@@ -50,7 +50,11 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--sizes", metavar="LIST", help="message sizes (default: 8 B to 4 MiB by ×4)")
     s.add_argument("--iters", type=int, default=100, metavar="N", help="first batch of timed iterations")
     s.add_argument("--max-time", type=float, default=0.5, metavar="SECONDS", help="time budget per point")
-    s.add_argument("--mpiexec", metavar="PATH", help="launcher (default: the mpiexec next to this Python)")
+    s.add_argument(
+        "--mpiexec",
+        metavar="PATH",
+        help="launcher (default: srun inside a Slurm allocation, else the library's mpiexec, beside Python or on PATH)",
+    )
     s.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
     s.add_argument("--job-timeout", type=float, default=900, metavar="SECONDS", help="limit per launched job")
     s.add_argument(
