@@ -158,3 +158,18 @@ def test_mpi4py_built_for_another_library_is_named():
     assert "built for Open MPI 4.1.4 but loaded MPICH 4.0.2" in provenance.build_mismatch(prov)
     assert provenance.build_mismatch({**prov, "mpi4py_built_for": "MPICH 4.0.3"}) == ""
     assert "built for MPICH 4.1" in provenance.build_mismatch({**prov, "mpi4py_built_for": "MPICH 4.1.0"})
+
+
+def test_a_failed_job_shows_the_librarys_own_message():
+    """MPICH 4.0 refusing a selection file at MPI_Init (Debian's 4.0.2, verbatim): the message, not
+    the 60-line backtrace after it nor hydra's last line."""
+    stderr = (Path(__file__).parent / "data" / "mpich-4.0-unknown-key.stderr").read_text()
+    said = launcher_env.failure_message(stderr)
+    assert said == "unknown key is_op_built_in=any / Assertion failed in file src/mpi/coll/src/csel.c at line 543: 0"
+    assert measure.job_error(stderr).startswith("unknown key is_op_built_in=any")
+    assert (
+        launcher_env.failure_message("x\nfabricprobe: error: bad size\nsrun: error: task 0")
+        == "fabricprobe: error: bad size"
+    )
+    traceback = 'Traceback (most recent call last):\n  File "a.py", line 1\nmpi4py.MPI.Exception: MPI_ERR_ARG\n'
+    assert launcher_env.failure_message(traceback) == "mpi4py.MPI.Exception: MPI_ERR_ARG"

@@ -441,4 +441,4 @@ def test_a_failed_jobs_own_error_line_is_shown_not_the_launchers_banner():
         "thus causing the job to be terminated.\n"
     )
     assert job_error(banner) == "fabricprobe: error: cannot write results to /x/r.h5: directory /x does not exist"
-    assert job_error("a\nb\nc\nd\n") == "b\nc\nd"
+    assert job_error("a\nb\nc\nd\n") == "a / b / c"  # the library speaks first; backtraces and banners follow

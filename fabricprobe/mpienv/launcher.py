@@ -8,6 +8,7 @@ Slurm.
 from __future__ import annotations
 
 import os
+import re
 
 _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
@@ -137,3 +138,28 @@ def placement() -> list[tuple[str, str | None, int]]:
         if local.isdigit():
             found.append((source, os.environ.get(node_var) if node_var else None, int(local)))
     return found
+
+
+# What a failed job said, in the library's own words. A launcher's stderr ends in noise: MPICH's
+# backtrace ("libmpich.so.12(+0x30c7c5) [0x7f29...]", 60 lines after "unknown key
+# is_op_built_in=any / Assertion failed in csel.c"), hydra's and srun's banners, Open MPI's boxes.
+_NOISE = re.compile(
+    r"\(\+?0x[0-9a-f]+\)|\[0x[0-9a-f]+\]\s*$|^=+$|^-+$|BAD TERMINATION|^srun: (error|Job step)|"
+    r"^\s*(PID|EXIT CODE|CLEANING UP|KILLED BY SIGNAL|YOUR APPLICATION)|^Abort\(\d+\): Internal error$",
+    re.I,
+)
+
+
+def failure_message(stderr: str, lines: int = 2) -> str:
+    """fabricprobe's own error line if a rank printed one; else a Python exception's last line; else
+    the first `lines` lines that are not a backtrace or a launcher banner (the library speaks first)."""
+    text = [line.rstrip() for line in stderr.strip().splitlines() if line.strip()]
+    own = [line for line in text if line.startswith("fabricprobe: error:")]
+    if own:
+        return own[0]
+    if any(line.startswith("Traceback") for line in text):
+        raised = [line for line in text if re.match(r"^[\w.]+(Error|Exception)\b", line)]
+        if raised:
+            return raised[-1]
+    meaningful = [line.strip() for line in text if not _NOISE.search(line)]
+    return " / ".join(meaningful[:lines]) if meaningful else " / ".join(text[-lines:])

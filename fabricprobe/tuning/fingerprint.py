@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fabricprobe.mpienv.launcher import run_launch
+from fabricprobe.mpienv.launcher import failure_message, run_launch
 from fabricprobe.specs import SPECS
 
 _MONITOR = re.compile(r"^I\s+(\d+)\s+(\d+)\s+(\d+) bytes\s+(\d+) msgs sent", re.M)
@@ -79,7 +79,7 @@ def _probe(argv: list[str], env: dict[str, str], timeout: float, method: str, fo
     except subprocess.TimeoutExpired:
         return "error: timed out"
     if out.returncode != 0:
-        return "error: " + " ".join(out.stderr.strip().splitlines()[-2:])[:300]
+        return "error: " + failure_message(out.stderr + "\n" + out.stdout)[:300]
     if folder is not None:
         text = "".join(p.read_text(errors="replace") for p in sorted(folder.glob("rank.*.prof")))
         pairs = sorted((int(s), int(d), int(b), int(m)) for s, d, b, m in _MONITOR.findall(text))

@@ -27,7 +27,7 @@ from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import slurm_env
-from fabricprobe.mpienv.launcher import find_launcher, run_launch
+from fabricprobe.mpienv.launcher import failure_message, find_launcher, run_launch
 from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.stats import median_ci_exact
 from fabricprobe.store import check_output_path
@@ -108,10 +108,8 @@ def job_config(
 
 def job_error(stderr: str) -> str:
     """What a failed job said: fabricprobe's own error line when there is one (the launcher's banner
-    that follows it says only that a rank exited), else the last lines of stderr."""
-    lines = stderr.strip().splitlines()
-    own = [line for line in lines if line.startswith("fabricprobe: error:")]
-    return own[0] if own else "\n".join(lines[-3:])
+    that follows it says only that a rank exited), else the library's own message."""
+    return failure_message(stderr, 3)
 
 
 def run_variant(base: list[str], output: str, variant: Variant, config: SweepConfig, timeout: float) -> Launch:
