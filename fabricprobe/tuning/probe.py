@@ -5,8 +5,8 @@
 - trace: reductions only. A commutative user-defined sum records how many elements each local
   reduction step combines; after 12 untraced calls (MPICH hands some collectives to another path
   after a few calls) one traced call is made. Prints {"trace": [[steps of rank 0], ...]} on rank 0.
-- monitor: exactly one call, for Open MPI's pml monitoring (enabled by the caller through
-  --mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 1), which prints every internal
+- monitor: exactly one call, for Open MPI's pml monitoring (enabled by the caller through the
+  environment: fingerprint.monitoring_env), which records every internal
   point-to-point message at MPI_Finalize.
 - smoke: 13 calls with the built-in sum and nothing recorded: does the library survive the file
   where the trace cannot look (MPICH leaves that only run with built-in ops)?
