@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from mpirun import error_lines, run_local, run_mpi
 
-from fabricprobe.doctor import record, schedule
+from fabricprobe.doctor import measure, record, schedule
 from fabricprobe.doctor.diagnose import diagnose
 from fabricprobe.doctor.plot import heatmap, matrices
 from fabricprobe.doctor.results import Measurements, pair_table, rank_table
@@ -184,6 +184,45 @@ def test_confirmed_times_clear_the_first_pass():
 
 
 # ---- record and picture ----
+
+
+class _Clock:
+    """MPI stand-in for block_reductions: every reduction 'takes' the given seconds on this rank,
+    and allreduce(MIN) sees another rank's time too; the barrier never waits."""
+
+    MIN = "min"
+
+    def __init__(self, per_reduction: float, other_rank: float):
+        self.now, self.step, self.other, self.calls = 0.0, per_reduction, other_rank, 0
+
+    def Wtime(self):  # noqa: N802 (MPI's name)
+        self.calls += 1
+        if self.calls % 2 == 0:  # the second reading of a pair: a reduction has run
+            self.now += self.step
+        return self.now
+
+    def Ibarrier(self):  # noqa: N802
+        return type("Done", (), {"Test": lambda _self: True})()
+
+    def allreduce(self, value, op):
+        assert op == self.MIN
+        return min(value, self.other)
+
+
+@pytest.mark.parametrize(
+    ("mine", "other", "chunk", "expected"),
+    [
+        (1e-3, 1e-3, 2 << 20, 128),  # slow reductions: 256 MiB of 2 MiB chunks is already 128 ms
+        (5e-5, 5e-5, 2 << 20, 600),  # a cached 2 MiB chunk at 50 us: 128 would be 6.4 ms, 600 make 30 ms
+        (1e-3, 5e-5, 2 << 20, 600),  # a capped rank blocks as long as the fastest rank needs
+        (5e-5, 1e-3, 2 << 20, 600),  # ...and the fastest rank decides, whoever it is
+        (1e-6, 1e-6, 4 << 10, 65536),  # a small chunk: 256 MiB of them (65,536) is past 30 ms
+    ],
+)
+def test_a_block_is_256_mib_and_at_least_30_ms_at_the_fastest_ranks_speed(mine, other, chunk, expected):
+    clock = _Clock(mine, other)
+    work, incoming = np.ones(chunk // 4, np.float32), np.ones(chunk // 4, np.float32)
+    assert measure.block_reductions(clock, clock, 0, 1, work, incoming) == expected
 
 
 def test_record_round_trip_appends_and_never_half_writes(tmp_path, monkeypatch):

@@ -8,7 +8,8 @@ as osu_latency does; the large size keeps the median half round trip (one schedu
 
 Rank pass: a ring of reduce-scatter steps (send a chunk right, receive one from the left, reduce it
 in place with the collectives' own kernel), timed on each rank around the exchange and around the
-reduction; then every rank reduces the chunk in blocks of BLOCK_BYTES, timed per block (all ranks
+reduction; then every rank reduces the chunk in blocks (block_reductions: BLOCK_BYTES, and at
+least BLOCK_MIN_S at the fastest rank's speed), timed per block (all ranks
 at once, or one at a time where oversubscribed). The fastest block is the rank's own speed, which no
 link affects (a scheduler's hiccup only adds time, so the fastest is what the rank can do): a slow
 core, a CPU cap or a busy node raise every block, and the ring's step times show what it costs
@@ -16,6 +17,7 @@ everyone (each step waits for the slowest neighbour)."""
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -34,6 +36,12 @@ TAG = 4242
 # its quota by about a scheduler tick and pays it back later; so did blocks of 64 reductions of a
 # 2 MiB chunk (6 ms). A block of several ticks cannot.
 BLOCK_BYTES = 256 << 20
+# ...and bytes alone do not make a block long: a 2 MiB chunk stays in cache and 256 MiB of it took
+# 6 ms on the CI machine, where the lab test's rank capped at 10% reduced at full speed in a block:
+# once not named at all, once named and then "not confirmed" by the 15 blocks of the confirmation
+# (2.49e-11 s/B against its peers' 2.30-2.38e-11). So a block is also at least this long at the
+# fastest rank's speed: 3 periods of the lab's CPU cap, several of a busy core's time slices.
+BLOCK_MIN_S = 0.03
 QUIET_POLL_S = 0.0005
 # Latency is the 10th percentile of the half round trips: on a shared machine a small message waits
 # for a core now and then (seen here: medians of one pair 2× its peers' while its 10th percentile
@@ -100,6 +108,23 @@ def block_slots(rank: int, size: int, oversubscribed: bool) -> tuple[int, int]:
     if oversubscribed:
         return rank, size
     return 0, 1
+
+
+def block_reductions(comm: Any, MPI: Any, slot: int, slots: int, work: np.ndarray, incoming: np.ndarray) -> int:
+    """Reductions of the chunk per timed block, the same on every rank: BLOCK_BYTES' worth, and at
+    least BLOCK_MIN_S at the speed of the fastest rank (each slot times 3 reductions in its turn, the
+    fastest of all is kept, so a slow rank's blocks are longer than that, never shorter)."""
+    best = float("inf")
+    for k in range(slots):
+        quiet_barrier(comm)
+        if k == slot:
+            for _ in range(3):
+                t0 = MPI.Wtime()
+                reduce_into(work, incoming, "sum")
+                best = min(best, MPI.Wtime() - t0)
+            work.fill(1.0)
+    fastest = max(comm.allreduce(best, op=MPI.MIN), 1e-7)
+    return max(1, BLOCK_BYTES // work.nbytes, math.ceil(BLOCK_MIN_S / fastest))
 
 
 def pairwise_pass(
@@ -180,7 +205,7 @@ def ring_pass(
             step_s += t2 - t0
             reduce_s += t2 - t1
         work.fill(1.0)  # keep the values small and finite
-    per_block = max(1, BLOCK_BYTES // (n * 4))
+    per_block = block_reductions(comm, MPI, slot, slots, work, incoming)
     times = []
     for _ in range(blocks):  # every slot takes one block per sweep: a slow moment is not one rank's
         for k in range(slots):
