@@ -74,6 +74,7 @@ def trials(args, hosts: list[str], rng: random.Random, path: str) -> list[dict]:
             fp("lab", "slow", "--name", NAME, host, "--cpu", cpu)
         diag, info = doctor(path, args.doctor_args.split())
         found = named(diag)
+        info["slowdowns"] = [f["slowdown"] for f in diag["findings"]]
         truth = [] if kind == "control" else [(kind, host)]
         row = {
             "trial": i,
@@ -112,9 +113,15 @@ def summary(rows: list[dict]) -> list[dict]:
                 "precision": right / found if found else None,
                 "recall": sum(r["recalled"] for r in inj) / len(inj) if inj else None,
                 "false_findings": sum(r["wrong"] for r in rs),
+                # measured / expected cost of every finding that named the injection
+                "slowdown_range": _range([x for r in rs if r["right"] for x in r.get("slowdowns", [])]),
             }
         )
     return out
+
+
+def _range(values: list[float]) -> list[float] | None:
+    return [round(min(values), 2), round(max(values), 2)] if values else None
 
 
 def rediagnose(path: str, study_json: str) -> int:
@@ -128,10 +135,12 @@ def rediagnose(path: str, study_json: str) -> int:
     with h5py.File(path, "r") as f:
         runs = sorted(f["doctor"].keys())
     now: dict[str, list[tuple[str, str]]] = {}
+    slowdowns: dict[str, list[float]] = {}
     differ = 0
     for rid in runs:
         _, m, meta = record.load(path, rid)
-        now[rid] = named(diagnose(m, meta["options"]["threshold"], m.oversubscribed).as_dict())
+        diag = diagnose(m, meta["options"]["threshold"], m.oversubscribed).as_dict()
+        now[rid], slowdowns[rid] = named(diag), [f["slowdown"] for f in diag["findings"]]
         if now[rid] != named(meta["diagnosis"]):
             differ += 1
             print(f"{rid}: recorded {named(meta['diagnosis'])}, now {now[rid]}")
@@ -151,6 +160,7 @@ def rediagnose(path: str, study_json: str) -> int:
                     "right": right,
                     "wrong": len(found) - right,
                     "recalled": bool(truth) and truth[0] in found,
+                    "slowdowns": slowdowns[row["run"]],
                 }
             )
         result["rediagnosed"] = {"trials": trials, "summary": summary(trials), "differ": differ}

@@ -84,6 +84,7 @@ FOREIGN_OPTIONS = {
     "--scaling": "benchmarks/doctor_study.py",
     "--record": "benchmarks/doctor_study.py",
     "--rediagnose": "benchmarks/doctor_study.py",
+    "--doctor-args": "benchmarks/doctor_study.py",
     "--rates": "benchmarks/tuned_training_study.py",
     "--out": "benchmarks/tuned_training_study.py",
     "--summarize": "benchmarks/tuned_training_study.py",
