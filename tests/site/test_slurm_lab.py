@@ -47,7 +47,7 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
 
 def _fp(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     out = subprocess.run([sys.executable, "-m", "fabricprobe", *args], capture_output=True, text=True, timeout=timeout)
-    assert out.returncode == 0, f"fabricprobe {' '.join(args)}: {out.stderr[-3000:]}"
+    assert out.returncode == 0, f"fabricprobe {' '.join(args)}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
     return out
 
 
