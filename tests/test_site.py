@@ -90,6 +90,53 @@ def test_tune_sweep_launches_steps_inside_an_allocation(clean_env, tmp_path):
     ]
 
 
+def test_a_smaller_step_fills_the_first_nodes_as_mpiexec_fills_slots(clean_env, tmp_path, monkeypatch):
+    """Verification probes 2 ranks of a 4-rank allocation: they must sit on one node, as the 2-rank
+    sub-communicator that tune-sweep measured did (srun alone spreads them over both)."""
+    srun = str(tmp_path / "srun")
+    assert slurm_env.step_nodes([srun, "--mpi=pmix"], 2) == []  # outside an allocation: srun's own choice
+    _set(clean_env, {**BATCH, "SLURM_TASKS_PER_NODE": "2(x2)"})
+    assert [slurm_env.step_nodes([srun], n) for n in (1, 2, 3, 4)] == [
+        ["-N", "1"],
+        ["-N", "1"],
+        ["-N", "2"],
+        ["-N", "2"],
+    ]
+    assert slurm_env.step_nodes([srun], 5) == []  # more than the allocation holds: srun says so itself
+    clean_env.setenv("SLURM_TASKS_PER_NODE", "3,2(x2),1")
+    assert slurm_env.tasks_per_node() == [3, 2, 2, 1]
+    assert [slurm_env.step_nodes([srun], n) for n in (3, 4, 7, 8)] == [
+        ["-N", "1"],
+        ["-N", "2"],
+        ["-N", "3"],
+        ["-N", "4"],
+    ]
+    for placed in (["-N", "2"], ["--nodes=2"], ["--ntasks-per-node", "1"], ["-m", "cyclic"], ["-w", "lab0"]):
+        assert slurm_env.step_nodes([srun, *placed], 2) == []  # the user's placement stands
+    assert slurm_env.step_nodes(["/usr/bin/mpiexec"], 2) == []
+    clean_env.setenv("SLURM_TASKS_PER_NODE", "garbled")
+    assert slurm_env.step_nodes([srun], 2) == []
+    # where the argv is built: a probe of 2 ranks and a sweep job relaunched on 2
+    clean_env.setenv("SLURM_TASKS_PER_NODE", "2(x2)")
+    seen = []
+    monkeypatch.setattr(fingerprint, "run_launch", lambda argv, **kw: seen.append(argv) or _Done())
+    fingerprint.probe([srun, "--mpi=pmix"], 2, "allreduce", 8, "smoke", {})
+    assert seen[-1][:6] == [srun, "--mpi=pmix", "-N", "1", "-n", "2"]
+    monkeypatch.setattr(measure, "run_launch", lambda argv, **kw: seen.append(argv) or _Done())
+    from fabricprobe.engine.config import SweepConfig
+    from fabricprobe.tuning.libraries import Variant
+
+    config = SweepConfig(collectives=["allreduce"], sizes=[8]).check()
+    measure.run_variant(
+        [srun, "--mpi=pmix", "-n", "2"], str(tmp_path / "r.h5"), Variant("allreduce", "x", "", {}), config, 5
+    )
+    assert seen[-1][:6] == [srun, "--mpi=pmix", "-N", "1", "-n", "2"]
+
+
+class _Done:
+    returncode, stdout, stderr = 0, "ok\n", ""
+
+
 def test_the_launcher_is_found_by_its_vendor(clean_env, tmp_path, monkeypatch):
     monkeypatch.setattr(launcher_env, "_launcher_candidates", lambda vendor: [hydra, ompi])
     hydra = _fake(tmp_path, "mpiexec.mpich", "HYDRA build details:")

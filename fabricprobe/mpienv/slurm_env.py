@@ -6,6 +6,7 @@ other. Pure reads of os.environ; nothing here talks to the scheduler."""
 from __future__ import annotations
 
 import os
+import re
 
 # srun's PMI plugin per library: Open MPI 4.1/5.0 speak PMIx; MPICH (Debian's 4.0, built with hydra's
 # simple PMI) speaks PMI-2's wire protocol, which Slurm's pmi2 plugin serves.
@@ -49,6 +50,40 @@ def srun_flags(vendor: str, user_args: list[str]) -> list[str]:
         return []
     plugin = MPI_PLUGIN.get(vendor)
     return [f"--mpi={plugin}"] if plugin else []
+
+
+# srun options with which the user (or --mpiexec-args) already placed the tasks
+PLACEMENT_OPTIONS = ("-N", "--nodes", "-w", "--nodelist", "-m", "--distribution", "--ntasks-per-node")
+
+
+def tasks_per_node() -> list[int]:
+    """The allocation's task slots per node, in node order, from SLURM_TASKS_PER_NODE ("2(x3),1" is
+    [2, 2, 2, 1]); [] when absent or not in that form."""
+    found: list[int] = []
+    for part in os.environ.get("SLURM_TASKS_PER_NODE", "").split(","):
+        match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+        if match is None:
+            return []
+        found += [int(match[1])] * int(match[2] or 1)
+    return found
+
+
+def step_nodes(prefix: list[str], n: int) -> list[str]:
+    """["-N", K] for an srun step of n tasks inside an allocation: the K first nodes that n tasks fill
+    slot by slot, as mpiexec fills a host file. Without it srun spreads a smaller step over every node
+    of the allocation (measured in the lab: `srun -n 2` in a 2 × 2 allocation ran one task per node),
+    so a tuning rule measured on the 2 ranks of one node (tune-sweep's sub-communicator) would be
+    verified on two. [] for other launchers, outside an allocation, or when the user placed the tasks."""
+    if not prefix or os.path.basename(prefix[0]) != "srun" or not in_allocation():
+        return []
+    if any(a.split("=")[0] in PLACEMENT_OPTIONS for a in prefix[1:]):
+        return []
+    filled = 0
+    for count, slots in enumerate(tasks_per_node(), start=1):
+        filled += slots
+        if filled >= n:
+            return ["-N", str(count)]
+    return []
 
 
 def provenance() -> dict[str, str]:

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fabricprobe.mpienv import slurm_env
 from fabricprobe.mpienv.launcher import failure_message, run_launch
 from fabricprobe.specs import SPECS
 
@@ -43,7 +44,7 @@ def probe(
     from different ranks were glued into one line now and then (1 run in 20 lost a record, and the
     verification a spurious MISMATCH). Its parameters go in the environment, which mpiexec and srun
     both pass on (srun has no --mca)."""
-    argv = launcher + ["-n", str(nranks)]
+    argv = launcher + slurm_env.step_nodes(launcher, nranks) + ["-n", str(nranks)]
     argv += [sys.executable, "-m", "fabricprobe.tuning.probe", collective, str(nbytes), method]
     full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
     folder = None

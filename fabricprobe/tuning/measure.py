@@ -115,11 +115,12 @@ def job_error(stderr: str) -> str:
 def run_variant(base: list[str], output: str, variant: Variant, config: SweepConfig, timeout: float) -> Launch:
     """Launch one sweep job with the variant's environment (the library reads it at MPI_Init). The
     job's configuration file is written beside the results file, not in /tmp: under Slurm every
-    node may have a /tmp of its own (the lab's do), and the ranks on other nodes must read it."""
+    node may have a /tmp of its own (the lab's do), and the ranks on other nodes must read it.
+    `base` ends with "-n N" (launcher()); under srun the step fills the allocation's first nodes."""
     folder = os.path.dirname(os.path.abspath(output))
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=".fabricprobe-job-", dir=folder, delete=False) as f:
         f.write(config.to_json())
-    argv = base + [
+    argv = [*base[:-2], *slurm_env.step_nodes(base[:-2], int(base[-1])), *base[-2:]] + [
         sys.executable,
         "-m",
         "fabricprobe",
