@@ -8,7 +8,7 @@
 # round by round, the same sweep through srun (Open MPI 4.1, Slurm lab "ss"), through mpiexec on the
 # same lab (its wrapper), and through the 5.0 wheel's mpiexec (lab "sw", same shape). Part 2 tunes
 # allreduce and bcast with each library the site way (salloc: every forced algorithm a job step).
-# Usage: SITE_OMPI=DIR SITE_MPICH=DIR WHEEL=DIR benchmarks/site_study.sh OUTDIR [ROUNDS]
+# Usage: SITE_OMPI=DIR SITE_MPICH=DIR WHEEL=DIR benchmarks/site_study.sh OUTDIR [ROUNDS]   (0 rounds: part 2 only)
 set -euo pipefail
 out=${1:-site-study}; rounds=${2:-3}; mkdir -p "$out"; out=$(cd "$out" && pwd)
 case "$out" in /tmp/*) echo "OUTDIR must not be under /tmp (each lab node has its own)" >&2; exit 2 ;; esac

@@ -47,6 +47,9 @@ def _size(n: int) -> str:
 
 
 def sweep_table(folder: Path) -> None:
+    if not all((folder / name).exists() for name in PATHS):
+        print("(no srun / mpiexec sweeps in this folder: site_study.sh ran with 0 rounds)")
+        return
     runs = {name: _medians(folder / name) for name in PATHS}
     rounds = min(len(r) for r in runs.values())
     keys = sorted(set.intersection(*(set(r[0]) for r in runs.values())))

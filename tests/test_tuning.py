@@ -277,6 +277,15 @@ def test_mpich_guards_follow_the_restrictions():
         "is_sendbuf_inplace=yes": fallback,
     }
     assert emit_mpich.guarded("bcast", "binomial", leaf, fallback) == leaf  # no restriction, no guard
+    # smp calls the collective again on its node communicators, which have no hierarchy of their own
+    assert emit_mpich.guarded("bcast", "smp", leaf, fallback) == {
+        "comm_hierarchy=parent": leaf,
+        "comm_hierarchy=any": fallback,
+    }
+    assert emit_mpich.guarded("allreduce", "smp", leaf, fallback) == {
+        "is_commutative=yes": {"comm_hierarchy=parent": leaf, "comm_hierarchy=any": fallback},
+        "is_commutative=no": fallback,
+    }
     assert emit_mpich.needs_builtin_op("reduce", "reduce_scatter_gather")
     assert not emit_mpich.needs_builtin_op("allreduce", "ring")
 

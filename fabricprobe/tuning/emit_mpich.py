@@ -41,14 +41,19 @@ MPIR_DEFAULT = "mpir"  # candidate: MPICH's own MPIR tree, without the POSIX sha
 # user-defined op aborts with "Internal error" (found by tune --verify). So every leaf is guarded, and
 # calls that fail the guard take MPICH's original subtree. k_reduce_scatter_allgather needs a
 # commutative op only: with a user-defined one it runs and sums correctly (tests/test_tuning_mpi.py),
-# so user ops in its ranges run the algorithm that was measured, and the trace can verify it.
+# so user ops in its ranges run the algorithm that was measured, and the trace can verify it. The
+# smp algorithms need a parent communicator (one with node and node-roots communicators): they call
+# the collective again on those, where an unguarded smp leaf is reached on a communicator without a
+# hierarchy and MPICH 4.0 aborts ("Assertion failed in file src/mpi/coll/bcast/...": found in the
+# Slurm lab, bcast smp on 2 ranks of one node, and the 4-rank default whose node communicators hit it).
 RESTRICTIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("bcast", "smp"): ("parent-comm",),
     ("allreduce", "reduce_scatter_allgather"): ("size-ge-pof2", "builtin-op"),
     ("allreduce", "k_reduce_scatter_allgather"): ("commutative",),
     ("allreduce", "ring"): ("commutative",),
-    ("allreduce", "smp"): ("commutative",),
+    ("allreduce", "smp"): ("commutative", "parent-comm"),
     ("reduce", "reduce_scatter_gather"): ("size-ge-pof2", "builtin-op"),
-    ("reduce", "smp"): ("commutative",),
+    ("reduce", "smp"): ("commutative", "parent-comm"),
     ("reduce_scatter", "pairwise"): ("commutative",),
     ("reduce_scatter", "recursive_halving"): ("commutative",),
     ("reduce_scatter", "noncommutative"): ("power-of-two",),
@@ -70,6 +75,7 @@ _GUARDS = {
     "power-of-two": ("comm_size=pow2", "comm_size=any"),
     "inplace": ("is_sendbuf_inplace=yes", "is_sendbuf_inplace=no"),
     "noinplace": ("is_sendbuf_inplace=no", "is_sendbuf_inplace=yes"),
+    "parent-comm": ("comm_hierarchy=parent", "comm_hierarchy=any"),  # MPICH's own trees use this pair
 }
 
 

@@ -25,12 +25,18 @@ NAME = f"fps{os.getpid() % 10000}"
 SUBNET = "10.215.33.0/24"
 WANTED = {"openmpi": ("Open MPI", "4.1"), "mpich": ("MPICH", "4.0")}
 PLUGIN = {"Open MPI": "pmix", "MPICH": "pmi2"}
-# A rule planted above 64 KiB, on a communicator where the trace tells its algorithm from the
-# default's (probed in the lab for every variant at 64 KiB and 1 MiB): Open MPI 4.1 runs rabenseifner
-# on 4 ranks of 2 hosts, recursive_doubling differs. MPICH 4.0 leaves the same trace for every
-# variant on 4 ranks of 2 hosts (a node-aware composition: reduce in the node, allreduce between
-# the 2 leaders, bcast) and on 2 ranks of 2 hosts; on the 2 ranks of one node smp differs.
-PLANTED = {"Open MPI": (4, "recursive_doubling"), "MPICH": (2, "smp")}
+# Rules planted where the trace tells the rule's algorithm from the default's (probed in the lab for
+# every variant at 64 KiB and 1 MiB): Open MPI 4.1 runs rabenseifner on 4 ranks of 2 hosts, and
+# recursive_doubling differs. MPICH 4.0 leaves the same trace for every variant on 4 ranks of 2 hosts
+# (a node-aware composition: reduce in the node, allreduce between the 2 leaders, bcast) and on 2
+# ranks of 2 hosts; on the 2 ranks of one node smp differs. MPICH also gets the bcast rule that made
+# 4.0 abort (smp from 4 MiB on 2 ranks, the 4-rank default beside it: its node communicators reached
+# the smp leaf), which may only run where a communicator has a node hierarchy.
+# collective -> comm size -> (first size of the rule, algorithm); "default": the default everywhere
+PLANTED = {
+    "Open MPI": {"allreduce": {4: (65536, "recursive_doubling")}},
+    "MPICH": {"allreduce": {2: (65536, "smp")}, "bcast": {2: (4 << 20, "smp"), 4: (0, "default")}},
+}
 
 
 def _reason() -> str | None:
@@ -173,17 +179,24 @@ from fabricprobe.tuning.libraries import for_vendor
 from fabricprobe.tuning.measure import launcher
 from fabricprobe.tuning.verify import verify
 
-out, n, algorithm = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+out, planted = Path(sys.argv[1]), json.loads(sys.argv[2])
 info = library_of_this_python()
 library = for_vendor(info.vendor)
 d = lambda size: Decision(size, "planted", 1.0, 1.0, 0.0)
-ranges = [Range(0, 65536, "default", [d(8)]), Range(65536, None, algorithm, [d(65536), d(1 << 20)])]
-table = Table(info.vendor, info.version_string, 4, "float32", {"allreduce": {n: ranges}})
+rules = {}
+for coll, sections in planted.items():
+    for n, (lo, winner) in sections.items():
+        ranges = [Range(0, None, "default", [d(8), d(4 << 20)])]
+        if winner != "default":
+            ranges = [Range(0, lo, "default", [d(8)]), Range(lo, None, winner, [d(lo), d(max(lo, 1 << 20))])]
+        rules.setdefault(coll, {})[int(n)] = ranges
+table = Table(info.vendor, info.version_string, 4, "float32", rules)
 emitted = emitters.write_library_files(table, emitters.for_library(info.vendor), library, [], out)
 base = launcher(None, "", 4, info.vendor)[:-2]
 result = {"launcher": base, "files": sorted(p.name for p in out.iterdir())}
 for label, env in (("with", emitted.load_env), ("without", {})):
-    result[label] = {c.size: c.status for c in verify(table, library, env, base, scratch=str(out))}
+    checks = verify(table, library, env, base, scratch=str(out))
+    result[label] = {f"{c.collective} {c.comm_size} {c.size}": c.status for c in checks}
 print(json.dumps(result))
 """
 
@@ -193,19 +206,22 @@ def test_a_planted_rule_is_verified_with_its_files_and_caught_without_them(clust
     4 ranks on 2 cores hide most differences), the files written for this library are proven to
     apply: a planted rule's files make its algorithm run in srun steps of the allocation (on the
     ranks the rule's communicator had: MPICH's 2 on one node), and the same check without the
-    files must fail (the proof can fail)."""
+    files must fail (the proof can fail). Every planted collective must run with the files: MPICH
+    4.0 aborted in bcast with an smp leaf that had no node-hierarchy guard."""
     library, work = cluster
     out = work / "planted"
     out.mkdir()
     argv = [_client("salloc"), "-N", "2", "--ntasks-per-node", "2", sys.executable, "-c", VERIFY_PLANTED]
-    n, algorithm = PLANTED[library.vendor]
-    run = subprocess.run(argv + [str(out), str(n), algorithm], capture_output=True, text=True, timeout=600)
+    planted = PLANTED[library.vendor]
+    run = subprocess.run(argv + [str(out), json.dumps(planted)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     result = json.loads(run.stdout.splitlines()[-1])
     assert Path(result["launcher"][0]).name == "srun", result["launcher"]
-    assert set(result["with"].values()) <= {"verified", "indistinguishable"}, result
-    assert result["with"]["1048576"] == "verified", result  # told apart from the default, and it runs
-    assert result["without"]["1048576"] == "MISMATCH", result
+    ok = {"verified", "indistinguishable", "unverifiable"}  # unverifiable: no fingerprint, ran with the file
+    assert set(result["with"].values()) <= ok, result
+    ((n, _),) = planted["allreduce"].items()
+    assert result["with"][f"allreduce {n} 1048576"] == "verified", result  # told apart from the default
+    assert result["without"][f"allreduce {n} 1048576"] == "MISMATCH", result
     if library.vendor == "MPICH":  # 4.0's JSON tree and its CVAR, written for the library installed
         assert any(n.endswith(".json") for n in result["files"]), result["files"]
     else:
