@@ -111,7 +111,8 @@ def test_a_smaller_step_fills_the_first_nodes_as_mpiexec_fills_slots(clean_env, 
         ["-N", "3"],
         ["-N", "4"],
     ]
-    for placed in (["-N", "2"], ["--nodes=2"], ["--ntasks-per-node", "1"], ["-m", "cyclic"], ["-w", "lab0"]):
+    placements = (["-N", "2"], ["-N2"], ["--nodes=2"], ["--ntasks-per-node", "1"], ["-m", "cyclic"])
+    for placed in (*placements, ["-w", "lab0"], ["-wlab0"]):
         assert slurm_env.step_nodes([srun, *placed], 2) == []  # the user's placement stands
     assert slurm_env.step_nodes(["/usr/bin/mpiexec"], 2) == []
     clean_env.setenv("SLURM_TASKS_PER_NODE", "garbled")

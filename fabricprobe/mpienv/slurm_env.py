@@ -76,7 +76,8 @@ def step_nodes(prefix: list[str], n: int) -> list[str]:
     verified on two. [] for other launchers, outside an allocation, or when the user placed the tasks."""
     if not prefix or os.path.basename(prefix[0]) != "srun" or not in_allocation():
         return []
-    if any(a.split("=")[0] in PLACEMENT_OPTIONS for a in prefix[1:]):
+    # "--nodes=2", and a short option with its value attached ("-N2") as srun accepts it
+    if any(a.split("=")[0] in PLACEMENT_OPTIONS or a[:2] in PLACEMENT_OPTIONS for a in prefix[1:]):
         return []
     filled = 0
     for count, slots in enumerate(tasks_per_node(), start=1):
