@@ -182,6 +182,26 @@ def test_the_lab_cluster_configuration():
     assert "ip netns exec sl-sw" in script and script.rstrip().endswith('srun "$@"')
 
 
+def test_each_node_has_its_own_tmp_but_shares_the_software_there(monkeypatch):
+    """A checkout made with mktemp -d lives in /tmp: its Python must run on every node although each
+    node's /tmp is its own (tests/site from /tmp/...: "execve(): /tmp/.../bin/python: No such file")."""
+    line = slurm._private_tmp(Path("/run/lab"), "sl0", ["/tmp/tmp.ab c"])
+    assert line.split(" && ") == [
+        "mkdir -p /run/lab/tmp/sl0",
+        "chmod 1777 /run/lab/tmp/sl0",
+        "mkdir -p '/run/lab/tmp/sl0/tmp.ab c'",
+        "mount --bind '/tmp/tmp.ab c' '/run/lab/tmp/sl0/tmp.ab c'",
+        "mount --rbind /run/lab/tmp/sl0 /tmp",  # recursive: the shared folder comes along
+    ]
+    assert slurm._private_tmp(Path("/run/lab"), "sl0", []).endswith("&& mount --rbind /run/lab/tmp/sl0 /tmp")
+    monkeypatch.setattr(slurm.sys, "prefix", "/tmp/tmp.X/.nox/site")
+    monkeypatch.setattr(slurm.sys, "executable", "/usr/bin/python3")
+    found = slurm.software_under_tmp()
+    assert "/tmp/tmp.X" in found and not [p for p in found if not p.startswith("/tmp/")]
+    monkeypatch.setattr(slurm.sys, "prefix", "/var/tmp/venv")
+    assert "/tmp/tmp.X" not in slurm.software_under_tmp()
+
+
 def test_lab_jobs_get_the_transport_of_the_library_version():
     assert launch.job_environment(LAB, "Open MPI", "4.1.4")["OMPI_MCA_btl"] == "tcp,self,vader"
     assert launch.job_environment(LAB, "Open MPI", "5.0.11")["OMPI_MCA_btl"] == "tcp,self,sm"

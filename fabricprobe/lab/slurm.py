@@ -11,7 +11,8 @@ cgroups, where Slurm 22.05's slurmd refuses to start (its cgroup plugin cannot b
 23.02), so each slurmd gets a private tmpfs with the freezer and named systemd v1 hierarchies
 mounted (proctrack/linuxproc and task/none: nothing is confined); hwloc cannot read the topology
 there, so the node's CPUs come from the lab (SlurmdParameters=config_overrides); and each node gets
-a /tmp of its own (_private_tmp), so results files must be written outside /tmp.
+a /tmp of its own (_private_tmp), so results files must be written outside /tmp (the folders there
+holding fabricprobe and its Python are shared, or a checkout made with mktemp -d could not run).
 Measured here (2 cores, 3 tries each): `lab up --scheduler slurm` for 2 hosts × 2 in 0.77–0.78 s
 (namespaces included), `srun -N 2 --ntasks-per-node 2 true` in 0.17–0.18 s."""
 
@@ -22,6 +23,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -41,12 +43,26 @@ CGROUP_MOUNTS = (
 )
 
 
-def _private_tmp(d: Path, host: str) -> str:
+def _private_tmp(d: Path, host: str, shared: list[str]) -> str:
     """A /tmp of the node's own, as real nodes have: Slurm's pmix plugin makes
     /tmp/spmix_appdir_UID_JOB.STEP on every node of a step, and on a shared /tmp the second node's
-    slurmd fails with "File exists" (measured with Slurm 22.05)."""
-    tmp = shlex.quote(str(d / "tmp" / host))
-    return f"mkdir -p {tmp} && chmod 1777 {tmp} && mount --bind {tmp} /tmp"
+    slurmd fails with "File exists" (measured with Slurm 22.05). The folders `shared` (under /tmp)
+    stay visible at their own paths, as a site's software sits on shared storage."""
+    tmp = d / "tmp" / host
+    lines = [f"mkdir -p {shlex.quote(str(tmp))}", f"chmod 1777 {shlex.quote(str(tmp))}"]
+    for path in shared:
+        inside = shlex.quote(str(tmp / Path(path).relative_to("/tmp")))
+        lines += [f"mkdir -p {inside}", f"mount --bind {shlex.quote(path)} {inside}"]
+    return " && ".join([*lines, f"mount --rbind {shlex.quote(str(tmp))} /tmp"])
+
+
+def software_under_tmp() -> list[str]:
+    """The /tmp folders that hold this Python's environment and fabricprobe itself (a checkout or a
+    virtual environment made with mktemp -d): every node's tasks run them, so the nodes share them."""
+    package = Path(__file__).resolve().parents[1]  # fabricprobe/, above fabricprobe/lab/
+    paths = (sys.prefix, os.path.realpath(sys.executable), str(package))
+    tops = {Path("/tmp", Path(p).parts[2]) for p in paths if len(Path(p).parts) > 2 and Path(p).parts[1] == "tmp"}
+    return sorted(str(t) for t in tops)
 
 
 def folder(lab_name: str) -> Path:
@@ -160,9 +176,10 @@ def start(lab: LabConfig, mpi_default: str = "none") -> None:
         "munged",
     )
     _run(_in_namespace(lab.switch, lab.head, "slurmctld"), "slurmctld", env)
+    shared = software_under_tmp()
     for host in lab.host_names:
         _run(
-            _in_namespace(host, host, f"{CGROUP_MOUNTS} && {_private_tmp(d, host)} && slurmd -N {host}"),
+            _in_namespace(host, host, f"{CGROUP_MOUNTS} && {_private_tmp(d, host, shared)} && slurmd -N {host}"),
             f"slurmd on {host}",
             env,
         )
