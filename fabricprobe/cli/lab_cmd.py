@@ -10,6 +10,7 @@ from typing import Any
 
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
+from fabricprobe.lab.config import check_name
 
 DEFAULT_NAME = "fplab"
 DEFAULT_SUBNET = "10.213.0.0/24"
@@ -33,7 +34,9 @@ def add_parser(sub: Any) -> None:
     cmds.required = True
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--name", default=DEFAULT_NAME, help="lab name: prefix of its namespaces")
+        p.add_argument(
+            "--name", default=DEFAULT_NAME, type=check_name, help="lab name: prefix of its namespaces (1-8 of a-z, 0-9)"
+        )
 
     up = cmds.add_parser(
         "up",
@@ -176,15 +179,22 @@ def run_up(args: argparse.Namespace) -> int:
 
         slurm.preflight()
     console = make_console(stderr=True)
-    current = state.load(args.name)
-    present = network.existing(args.name)
-    if current and current[0].same_network(lab) and sorted(present) == sorted(lab.namespaces):
+    foreign = [ns for ns in network.present(lab.namespaces) if ns not in state.owned_namespaces(lab.name)]
+    if foreign:
+        raise UsageError(
+            f"network namespace {foreign[0]} exists and was not made by `fabricprobe lab up --name {lab.name}`: "
+            "choose another --name"
+        )
+    current = state.load(lab.name)
+    kept = current and current[0].same_network(lab) and network.present(lab.namespaces) == list(lab.namespaces)
+    state.claim(lab.name, lab.namespaces)  # before anything is made: `down` may then remove it
+    if kept:
         action = "kept"
     else:
         from fabricprobe.lab import cpu
 
-        network.remove(args.name)
-        cpu.remove(args.name)
+        network.remove(state.owned_namespaces(lab.name))
+        cpu.remove(lab.name)
         network.create(lab)
         action = "created"
     lab_faults.apply(lab, wanted)
@@ -246,7 +256,7 @@ def _loaded(name: str):
     from fabricprobe.lab import network, state
 
     found = state.load(name)
-    if found is None or sorted(network.existing(name)) != sorted(found[0].namespaces):
+    if found is None or network.present(found[0].namespaces) != list(found[0].namespaces):
         raise UsageError(f"lab {name} is not up: run `fabricprobe lab up` first")
     return found
 
@@ -282,14 +292,14 @@ def run_down(args: argparse.Namespace) -> int:
         raise UsageError("the fabric lab needs root (it removes network namespaces)")
     from fabricprobe.lab import cpu, slurm
 
+    if not state.owned(args.name):  # only what `lab up` made, recorded in its OWNER file, is removed
+        print(f"lab {args.name}: removed nothing (no lab of that name was brought up here)", file=sys.stderr)
+        return 0
     daemons = slurm.stop(args.name)  # before the namespaces go: slurmd's pid files are read
-    gone = network.remove(args.name)
+    gone = network.remove(state.owned_namespaces(args.name))
     cpu.remove(args.name)
     state.forget(args.name)
-    print(
-        f"lab {args.name}: removed {', '.join(daemons + gone) if gone or daemons else 'nothing (it was not up)'}",
-        file=sys.stderr,
-    )
+    print(f"lab {args.name}: removed {', '.join(daemons + gone) if gone or daemons else 'its state'}", file=sys.stderr)
     return 0
 
 

@@ -13,7 +13,17 @@ from fabricprobe.errors import UsageError
 UNLIMITED = "unlimited"
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(k|m|g)?bit$", re.I)
 _SCALE = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
-_NAME = re.compile(r"^[a-z][a-z0-9]{0,7}$")
+_NAME = re.compile(r"[a-z][a-z0-9]{0,7}", re.ASCII)
+
+
+def check_name(name: str) -> str:
+    """A lab name, or UsageError: it becomes namespace, cgroup and state-folder names, and `lab down`
+    deletes and kills by it, so nothing but 1-8 lower-case ASCII letters and digits gets through (no
+    "..", "/", absolute paths or empty names: `lab down --name ..` once removed the state folder's
+    parent)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise UsageError(f"invalid lab name {name!r}: 1-8 lower-case letters and digits, starting with a letter")
+    return name
 
 
 def parse_rate(text: str) -> float:
@@ -48,10 +58,7 @@ class LabConfig:
     host_names: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        if not _NAME.match(self.name):
-            raise UsageError(
-                f"invalid lab name {self.name!r}: 1-8 lower-case letters and digits, starting with a letter"
-            )
+        check_name(self.name)
         if not 1 <= self.hosts <= 64:
             raise UsageError(f"invalid --hosts {self.hosts}: 1 to 64 emulated hosts")
         if not 1 <= self.ranks_per_host <= 256:

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 from fabricprobe.errors import UsageError
+from fabricprobe.lab.config import check_name
 from fabricprobe.lab.state import directory
 
 PERIOD_US = 10_000
@@ -37,7 +38,7 @@ def cgroup_root() -> Path | None:
 
 def folder(lab_name: str) -> Path | None:
     base = cgroup_root()
-    return base / f"fabricprobe-lab-{lab_name}" if base else None
+    return base / f"fabricprobe-lab-{check_name(lab_name)}" if base else None
 
 
 def visible(lab_name: str) -> Path:

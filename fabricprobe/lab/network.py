@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from fabricprobe.errors import UsageError
-from fabricprobe.lab.config import LabConfig
+from fabricprobe.lab.config import LabConfig, check_name
 
 IFACE = "lab0"  # the host side of every link, the same name in every host namespace
 BRIDGE = "br0"
@@ -54,14 +54,20 @@ def preflight() -> None:
 def _belongs(entry: str, name: str) -> bool:
     """Whether a namespace (or /etc/netns folder) is one lab `name` makes: NAME0.. or NAME-sw."""
     rest = entry[len(name) :]
-    return entry.startswith(name) and (rest == "-sw" or rest.isdigit())
+    return entry.startswith(name) and (rest == "-sw" or (rest.isascii() and rest.isdigit()))
 
 
 def existing(name: str) -> list[str]:
     """The namespaces of lab `name` that exist now (found by name, so a crashed lab is found too)."""
+    check_name(name)
     if not NETNS_DIR.is_dir():
         return []
     return [entry for entry in sorted(os.listdir(NETNS_DIR)) if _belongs(entry, name)]
+
+
+def present(namespaces: list[str] | tuple[str, ...]) -> list[str]:
+    """Those of `namespaces` that exist now."""
+    return [ns for ns in namespaces if (NETNS_DIR / ns).exists()]
 
 
 def tbf_burst(rate_bits: float) -> int:
@@ -136,7 +142,7 @@ def create(lab: LabConfig) -> None:
             etc.mkdir(parents=True, exist_ok=True)
             (etc / "hosts").write_text(_hosts_file(lab))
     except BaseException:
-        remove(lab.name)
+        remove(lab.namespaces)
         raise
 
 
@@ -149,17 +155,21 @@ def _kill_inside(ns: str) -> None:
             pass
 
 
-def remove(name: str) -> list[str]:
-    """Remove every namespace and hosts file of lab `name`, with anything still running inside."""
+def remove(namespaces: list[str] | tuple[str, ...]) -> list[str]:
+    """Remove these namespaces and their hosts files, with anything still running inside. The caller
+    names them (the lab's ownership record, state.owned_namespaces), never a pattern: lab "fp" must
+    not take lab "fp1"'s host "fp10", nor a namespace of someone else's."""
     gone = []
-    for ns in existing(name):
+    for ns in present(namespaces):
         _kill_inside(ns)
         _run(["ip", "netns", "del", ns], check=False)
         gone.append(ns)
-    if ETC_NETNS.is_dir():
-        for entry in ETC_NETNS.iterdir():
-            if _belongs(entry.name, name):
-                shutil.rmtree(entry, ignore_errors=True)
+    for ns in namespaces:
+        etc = ETC_NETNS / ns
+        if etc.is_symlink():
+            etc.unlink()
+        elif etc.is_dir():
+            shutil.rmtree(etc, ignore_errors=True)
     return gone
 
 

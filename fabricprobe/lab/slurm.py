@@ -226,14 +226,37 @@ def _pid(path: Path) -> int | None:
         return None
 
 
+def _daemon(pidfile: Path) -> str:
+    """The program a pid file of `start` names: munged.pid, slurmctld.pid, slurmd-HOST.pid."""
+    return pidfile.stem.split("-", 1)[0]
+
+
+def is_ours(pid: int, program: str, lab_name: str) -> bool:
+    """Whether process `pid` is the lab's own `program` (munged, slurmctld or slurmd), read from /proc:
+    its command is that program, and it was started for this lab (munged with the lab's socket on its
+    command line; slurmctld and slurmd with the lab's SLURM_CONF in their environment). A pid file is
+    only a number: the process may have died and its pid been reused by anything."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if not argv or os.path.basename(argv[0].decode(errors="replace")) != program:
+        return False
+    if program == "munged":
+        return f"--socket={folder(lab_name)}/munge.socket".encode() in argv
+    return f"SLURM_CONF={conf_path(lab_name)}".encode() in environ
+
+
 def stop(lab_name: str) -> list[str]:
-    """Stop every daemon `start` began (found by its pid file) and remove the cluster's state.
-    Jobs' processes live in the hosts' namespaces, which `lab down` empties."""
+    """Stop every daemon `start` began (found by its pid file, checked to be that daemon of this lab:
+    is_ours) and remove the cluster's state. Jobs' processes live in the hosts' namespaces, which
+    `lab down` empties."""
     d = folder(lab_name)
     stopped = []
-    for pidfile in sorted(d.glob("*.pid")) if d.is_dir() else []:
+    for pidfile in sorted(d.glob("*.pid")) if d.is_dir() and not d.is_symlink() else []:
         pid = _pid(pidfile)
-        if pid is None:
+        if pid is None or pid <= 1 or not is_ours(pid, _daemon(pidfile), lab_name):
             continue
         try:
             os.kill(pid, signal.SIGTERM)
@@ -251,7 +274,10 @@ def stop(lab_name: str) -> list[str]:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    shutil.rmtree(d, ignore_errors=True)
+    if d.is_symlink():
+        d.unlink()
+    else:
+        shutil.rmtree(d, ignore_errors=True)
     return stopped
 
 

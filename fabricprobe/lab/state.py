@@ -2,7 +2,13 @@
 lab and the MPI library it was set up for), `agent` (the remote-shell stand-in the launcher uses to
 start daemons inside a host namespace) and `mpiexec` (the launcher wrapper: runs the real mpiexec
 inside the first host with the lab's hosts and TCP options). /run is a tmpfs: a reboot, which also
-removes every namespace, removes the state too."""
+removes every namespace, removes the state too.
+
+Ownership: `lab up` first writes STATE_ROOT/NAME/OWNER (claim), before it makes anything, and `lab
+down` removes a lab's namespaces, groups, daemons and folder only where that marker is present in a
+real folder directly under STATE_ROOT (owned). Anything else — a name never brought up, a folder
+someone else made, a symlink — is left alone: root's `lab down` must not be able to delete or kill
+what fabricprobe did not create."""
 
 from __future__ import annotations
 
@@ -11,14 +17,59 @@ import os
 import shutil
 from pathlib import Path
 
-from fabricprobe.lab.config import LabConfig
+from fabricprobe.errors import UsageError
+from fabricprobe.lab.config import LabConfig, check_name
 
 STATE_ROOT = Path(os.environ.get("FABRICPROBE_LAB_STATE", "/run/fabricprobe-lab"))
 ENV_VAR = "FABRICPROBE_LAB"  # set for every rank a lab launches: the path of its lab.json
+OWNER = "OWNER"  # the record `lab up` writes first: this lab's name and the namespaces it makes
+MADE_BY = "fabricprobe lab up"
 
 
 def directory(name: str) -> Path:
-    return STATE_ROOT / name
+    """STATE_ROOT/NAME for a valid lab name only (check_name), so no path built from it leaves STATE_ROOT."""
+    return STATE_ROOT / check_name(name)
+
+
+def _marker(name: str) -> dict | None:
+    """The ownership record of STATE_ROOT/NAME, or None where `lab up` did not make that folder: it must
+    be a real folder directly under STATE_ROOT with a regular OWNER file naming this lab."""
+    d = directory(name)
+    marker = d / OWNER
+    try:
+        if d.is_symlink() or not d.is_dir() or d.resolve().parent != STATE_ROOT.resolve() or marker.is_symlink():
+            return None
+        record = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("made_by") != MADE_BY or record.get("name") != name:
+        return None
+    return record
+
+
+def owned(name: str) -> bool:
+    """Whether STATE_ROOT/NAME is a lab folder `lab up` made (its OWNER record names this lab)."""
+    return _marker(name) is not None
+
+
+def owned_namespaces(name: str) -> list[str]:
+    """The namespaces `lab up` made for lab `name` (every shape it was brought up in), [] if not owned."""
+    found = (_marker(name) or {}).get("namespaces")
+    return [ns for ns in found if isinstance(ns, str)] if isinstance(found, list) else []
+
+
+def claim(name: str, namespaces: tuple[str, ...]) -> None:
+    """Mark STATE_ROOT/NAME as made by `lab up`, with the namespaces it is about to make (added to those
+    of earlier shapes), before anything is made: a crash half-way leaves a lab `down` may remove.
+    Refuses a folder that exists without the marker, and a symlink."""
+    d = directory(name)
+    if d.is_symlink() or (d.exists() and not owned(name)):
+        raise UsageError(f"{d} exists and was not made by `fabricprobe lab up`: choose another --name")
+    d.mkdir(parents=True, exist_ok=True)
+    every = sorted(set(owned_namespaces(name)) | set(namespaces))
+    tmp = d / f"{OWNER}.tmp"
+    tmp.write_text(json.dumps({"made_by": MADE_BY, "name": name, "namespaces": every}))
+    tmp.replace(d / OWNER)
 
 
 def record_path(name: str) -> Path:
@@ -101,5 +152,9 @@ def from_environment() -> dict | None:
         return None
 
 
-def forget(name: str) -> None:
+def forget(name: str) -> bool:
+    """Remove the lab's state folder, only if `lab up` made it (owned); whether it did."""
+    if not owned(name):
+        return False
     shutil.rmtree(directory(name), ignore_errors=True)
+    return True
