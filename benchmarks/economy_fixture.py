@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 
 from fabricprobe.stats import per_iteration
-from fabricprobe.tuning.economy import SCREEN_ITERS
+from fabricprobe.tuning.economy.search import SCREEN_ITERS
 
 KEEP = 20  # calls kept per point: room for a larger SCREEN_ITERS without cutting the fixtures again
 assert SCREEN_ITERS <= KEEP

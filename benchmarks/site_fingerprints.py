@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 
 from fabricprobe.mpienv.library import library_of_this_python
-from fabricprobe.tuning import libraries
-from fabricprobe.tuning.fingerprint import method_for, probe
-from fabricprobe.tuning.measure import launcher
+from fabricprobe.tuning.measure.launch import launcher
+from fabricprobe.tuning.plan import libraries
+from fabricprobe.tuning.verify.fingerprint import method_for, probe
 
 
 def main(n: int) -> None:

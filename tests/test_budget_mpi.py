@@ -10,8 +10,8 @@ import pytest
 from mpirun import error_lines, need_ranks, run_local
 
 from fabricprobe.store import load_runs
-from fabricprobe.tuning.economy import SCREEN_ITERS
-from fabricprobe.tuning.replay import observations
+from fabricprobe.tuning.economy.replay import observations
+from fabricprobe.tuning.economy.search import SCREEN_ITERS
 
 pytestmark = pytest.mark.mpi
 

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from fabricprobe.tuning import economy
-from fabricprobe.tuning.economy import LIBRARY, Grid, Model, Observation, State
+from fabricprobe.tuning.economy import search as economy
+from fabricprobe.tuning.economy.search import LIBRARY, Grid, Model, Observation, State
 
 SIZES = [8 << (2 * k) for k in range(10)]  # 8 B .. 2 MiB by ×4
 COMMS = [2, 3, 4, 6, 8]
@@ -150,8 +150,8 @@ def test_the_budget_grid_keeps_each_collectives_algorithms_apart():
     default ("library") and allgather's ring replaced allreduce's, and a two-collective budgeted
     sweep crashed in its third round."""
     from fabricprobe.engine.config import SweepConfig
-    from fabricprobe.tuning.economical import budget_grid, launched_jobs
-    from fabricprobe.tuning.libraries import Variant
+    from fabricprobe.tuning.economy.budgeted import budget_grid, launched_jobs
+    from fabricprobe.tuning.plan.library import Variant
 
     variants = [
         Variant("allreduce", "default", "", {}),

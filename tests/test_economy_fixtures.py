@@ -13,10 +13,10 @@ import pytest
 from mpirun import error_lines, run_local
 
 from fabricprobe.store import load_runs
-from fabricprobe.tuning import regret as regret_mod
-from fabricprobe.tuning.economy import LIBRARY
-from fabricprobe.tuning.regret import regrets, spent, summary
-from fabricprobe.tuning.replay import grid_of, observations, replay
+from fabricprobe.tuning.economy import regret as regret_mod
+from fabricprobe.tuning.economy.regret import regrets, spent, summary
+from fabricprobe.tuning.economy.replay import grid_of, observations, replay
+from fabricprobe.tuning.economy.search import LIBRARY
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tuning"
 FILES = sorted(FIXTURES.glob("*.h5"))

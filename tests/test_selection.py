@@ -14,9 +14,10 @@ import pytest
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import topology
 from fabricprobe.store import ResultsWriter, load_runs
-from fabricprobe.tuning import emit_selection, runtime
-from fabricprobe.tuning.choose import choose, winner_at
-from fabricprobe.tuning.selection import choose_selection
+from fabricprobe.tuning import runtime
+from fabricprobe.tuning.choose.rules import choose, winner_at
+from fabricprobe.tuning.choose.selection import choose_selection
+from fabricprobe.tuning.emit import selection as emit_selection
 
 VERSION = "Open MPI v5.0.11, package: Open MPI test"
 WORLD = {"nranks": 4, "topology_ranks_per_node": [2, 2], "virtual_topology": True}

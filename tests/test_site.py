@@ -17,7 +17,8 @@ from fabricprobe.lab.config import LabConfig
 from fabricprobe.mpienv import launcher as launcher_env
 from fabricprobe.mpienv import provenance, slurm_env
 from fabricprobe.mpienv.topology import check_placement
-from fabricprobe.tuning import fingerprint, measure
+from fabricprobe.tuning.measure import launch as measure
+from fabricprobe.tuning.verify import fingerprint
 
 STEP = {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1"}
 BATCH = {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "4294967291", "SLURM_PROCID": "0", "SLURM_NTASKS": "4"}
@@ -125,7 +126,7 @@ def test_a_smaller_step_fills_the_first_nodes_as_mpiexec_fills_slots(clean_env, 
     assert seen[-1][:6] == [srun, "--mpi=pmix", "-N", "1", "-n", "2"]
     monkeypatch.setattr(measure, "run_launch", lambda argv, **kw: seen.append(argv) or _Done())
     from fabricprobe.engine.config import SweepConfig
-    from fabricprobe.tuning.libraries import Variant
+    from fabricprobe.tuning.plan.library import Variant
 
     config = SweepConfig(collectives=["allreduce"], sizes=[8]).check()
     measure.run_variant(

@@ -82,7 +82,7 @@ def _before_after_runs(pairs):
 
 def test_before_after_never_collapses_disagreeing_repetitions():
     """The reviewer's case: 2.24× in one repetition, 0.32× in the other was reported as 1.23×."""
-    from fabricprobe.tuning.measure import speedups
+    from fabricprobe.tuning.measure.before_after import speedups
 
     (row,) = speedups(_before_after_runs([(2.24, 1.0), (0.32, 1.0)]), None)
     assert row["verdict"] == "repetitions disagree" and row["ratios"] == [0.32, 2.24] and row["ci_low"] is None

@@ -10,9 +10,13 @@ import pytest
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, load_runs
-from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi
-from fabricprobe.tuning.choose import Decision, Range, Table, choose
-from fabricprobe.tuning.libraries import MPICH, OpenMPI, names, parse_mpivars, parse_ompi_info
+from fabricprobe.tuning.choose.rules import Decision, Range, Table, choose
+from fabricprobe.tuning.emit import intel as emit_intel
+from fabricprobe.tuning.emit import mpich as emit_mpich
+from fabricprobe.tuning.emit import openmpi as emit_openmpi
+from fabricprobe.tuning.plan.library import names
+from fabricprobe.tuning.plan.mpich import MPICH, parse_mpivars
+from fabricprobe.tuning.plan.openmpi import OpenMPI, parse_ompi_info
 
 OMPI_INFO = """mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:0:ignore
 mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:1:basic_linear
@@ -352,8 +356,9 @@ def test_no_nccl_tuner_file_is_offered(measured):
 def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monkeypatch):
     """Open MPI's two_proc algorithms abort on more than 2 ranks: one failing size must not cost the
     sizes the algorithm can run on."""
-    from fabricprobe.tuning import measure as m
-    from fabricprobe.tuning.libraries import Variant
+    from fabricprobe.tuning.measure import launch as m
+    from fabricprobe.tuning.measure import sweep
+    from fabricprobe.tuning.plan.library import Variant
 
     class Lib:
         def variants(self, collective):
@@ -368,10 +373,10 @@ def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monke
         code = 1 if variant.name == "two_proc" and max(comm_sizes) > 2 else 0
         return m.Launch(config.collectives[0], variant, code, "", comm_sizes)
 
-    monkeypatch.setattr(m, "library_in_use", lambda: "Open MPI")
-    monkeypatch.setattr(m, "for_vendor", lambda vendor: Lib())
+    monkeypatch.setattr(sweep, "library_in_use", lambda: "Open MPI")
+    monkeypatch.setattr(sweep, "for_vendor", lambda vendor: Lib())
     monkeypatch.setattr(m, "run_variant", fake_run)
-    _, launches = m.measure(8, "out.h5", ["allgather"], [2, 4, 8], SweepConfig(), mpiexec="/bin/true")
+    _, launches = sweep.measure(8, "out.h5", ["allgather"], [2, 4, 8], SweepConfig(), mpiexec="/bin/true")
     assert calls == [
         ("default", (2, 4, 8)),
         ("two_proc", (2, 4, 8)),
@@ -388,8 +393,8 @@ def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monke
 
 
 def test_rules_the_library_did_not_apply_are_given_back_to_the_default():
-    from fabricprobe.tuning.choose import Decision, Range, Table
-    from fabricprobe.tuning.verify import MISMATCH, VERIFIED, Check
+    from fabricprobe.tuning.choose.rules import Decision, Range, Table
+    from fabricprobe.tuning.verify.checks import MISMATCH, VERIFIED, Check
     from fabricprobe.tuning.workflow import prune
 
     d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
@@ -416,7 +421,7 @@ def test_mpich_leaves_carry_the_parameters_the_forced_cvar_used():
 
 
 def test_intel_ranges_the_default_won_are_verified_as_the_preset_written(measured):
-    from fabricprobe.tuning.emitters import intel_defaults_as_presets
+    from fabricprobe.tuning.emit.registry import intel_defaults_as_presets
 
     table = choose(load_runs(measured))
     fallbacks = {(c, n, r.lo): 7 for c, s in table.rules.items() for n, rs in s.items() for r in rs}
@@ -427,7 +432,7 @@ def test_intel_ranges_the_default_won_are_verified_as_the_preset_written(measure
 
 
 def test_a_library_tool_that_fails_is_an_error_not_an_empty_answer(tmp_path):
-    from fabricprobe.tuning.libraries import IntelMPI
+    from fabricprobe.tuning.plan.intel import IntelMPI
 
     tool = tmp_path / "bin" / "impi_info"
     tool.parent.mkdir()
@@ -441,7 +446,7 @@ def test_a_library_tool_that_fails_is_an_error_not_an_empty_answer(tmp_path):
 
 
 def test_a_failed_jobs_own_error_line_is_shown_not_the_launchers_banner():
-    from fabricprobe.tuning.measure import job_error
+    from fabricprobe.tuning.measure.launch import job_error
 
     banner = (
         "fabricprobe: error: cannot write results to /x/r.h5: directory /x does not exist\n"

@@ -12,10 +12,11 @@ import pytest
 from mpirun import error_lines, launcher, mpi_env, run_launched, run_local, run_mpi
 
 from fabricprobe.store import ResultsWriter
-from fabricprobe.tuning import emit_mpich, emit_openmpi
-from fabricprobe.tuning.choose import Decision, Range, Table
-from fabricprobe.tuning.fingerprint import probe
-from fabricprobe.tuning.verify import INDISTINGUISHABLE, MISMATCH, VERIFIED, verify
+from fabricprobe.tuning.choose.rules import Decision, Range, Table
+from fabricprobe.tuning.emit import mpich as emit_mpich
+from fabricprobe.tuning.emit import openmpi as emit_openmpi
+from fabricprobe.tuning.verify.fingerprint import probe
+from fabricprobe.tuning.verify.checks import INDISTINGUISHABLE, MISMATCH, VERIFIED, verify
 
 pytestmark = pytest.mark.mpi
 
@@ -91,7 +92,7 @@ def test_open_mpi_rules_build_the_tree_the_forced_algorithm_measured(tmp_path):
     """A rule's fan-in/out of 0 turned bcast "chain" into a plain pipeline on 4 ranks, unlike the forced
     algorithm that was measured (MCA chain fan-out 4): rules carry the MCA default now."""
     found = _needs("Open MPI")
-    from fabricprobe.tuning.libraries import OpenMPI
+    from fabricprobe.tuning.plan.openmpi import OpenMPI
 
     lib = OpenMPI()
     d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
@@ -143,7 +144,7 @@ def test_mpich_parameterised_leaf_needs_its_parameters(tmp_path):
     parameters the emitter writes, it runs."""
     found = _needs("MPICH")
     trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
-    from fabricprobe.tuning.libraries import MPICH
+    from fabricprobe.tuning.plan.mpich import MPICH
 
     cvars = MPICH().cvars
     results = {}
@@ -188,7 +189,7 @@ def test_mpich_k_reduce_scatter_allgather_runs_user_ops_so_it_is_not_guarded_fro
     from mpirun import run_mpi
 
     found = _needs("MPICH")
-    from fabricprobe.tuning.libraries import MPICH
+    from fabricprobe.tuning.plan.mpich import MPICH
 
     assert not emit_mpich.needs_builtin_op("allreduce", "k_reduce_scatter_allgather")
     d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
@@ -210,7 +211,7 @@ def test_mpich_k_reduce_scatter_allgather_runs_user_ops_so_it_is_not_guarded_fro
 
 def _emit(vendor: str, table: Table, tmp_path) -> dict[str, str]:
     if vendor == "Open MPI":
-        from fabricprobe.tuning.libraries import OpenMPI
+        from fabricprobe.tuning.plan.openmpi import OpenMPI
 
         path = tmp_path / "ompi_rules.conf"
         path.write_text(emit_openmpi.classic_rules(table, OpenMPI()))
@@ -224,7 +225,7 @@ def test_verification(tmp_path, applied):
     found = launcher()
     if found is None:
         pytest.skip("no mpiexec")
-    from fabricprobe.tuning.libraries import for_vendor
+    from fabricprobe.tuning.plan.libraries import for_vendor
 
     n = 4 if found.vendor == "Open MPI" else 2
     table = _ring_above_64k(found.vendor, n)
@@ -350,8 +351,8 @@ def test_a_file_the_library_ignores_is_never_verified(tmp_path, fault):
     found = launcher()
     if found is None:
         pytest.skip("no mpiexec")
-    from fabricprobe.tuning.libraries import for_vendor
-    from fabricprobe.tuning.verify import passed
+    from fabricprobe.tuning.plan.libraries import for_vendor
+    from fabricprobe.tuning.verify.checks import passed
 
     n = 4 if found.vendor == "Open MPI" else 2
     table = _ring_above_64k(found.vendor, n)

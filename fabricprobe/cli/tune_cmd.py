@@ -12,8 +12,8 @@ from fabricprobe.cli.sweep_cmd import parse_comm_sizes
 from fabricprobe.console import error_line
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.sizes import format_size
-from fabricprobe.tuning.emitters import FORMATS
-from fabricprobe.tuning.own import TUNE_COLLECTIVES
+from fabricprobe.tuning.emit.registry import FORMATS
+from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
 
 
 def add_parser(sub: Any) -> None:
@@ -114,8 +114,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     from fabricprobe.mpienv.launcher import launched_by_mpiexec
     from fabricprobe.mpienv.topology import node_sizes, parse_ranks_per_node
     from fabricprobe.sizes import size_list
-    from fabricprobe.tuning.measure import default_comm_sizes, measure
-    from fabricprobe.tuning.own import chosen
+    from fabricprobe.tuning.measure.launch import default_comm_sizes
+    from fabricprobe.tuning.measure.sweep import measure
+    from fabricprobe.tuning.plan.own import chosen
 
     if launched_by_mpiexec():
         raise UsageError("tune-sweep launches its own mpiexec jobs: run it directly, not under mpiexec")
@@ -168,7 +169,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 def budgeted_collectives(budget: float, collectives: list[str], asked: bool) -> list[str]:
     """--budget: a fraction in (0, 1]; the sparse allreduce (no library algorithm, its candidates all
     measured in one job) is refused when asked for and left out of the default list."""
-    from fabricprobe.tuning.own import SPARSE
+    from fabricprobe.tuning.plan.own import SPARSE
 
     if not 0 < budget <= 1:  # NaN fails too
         raise UsageError(f"--budget must be a fraction in (0, 1] (got {budget:g})")
@@ -178,7 +179,7 @@ def budgeted_collectives(budget: float, collectives: list[str], asked: bool) -> 
 
 
 def _run_budgeted(args, collectives, comm_sizes, template, only, own, console) -> int:
-    from fabricprobe.tuning.economical import measure_budgeted
+    from fabricprobe.tuning.economy.budgeted import measure_budgeted
 
     def progress(r) -> None:
         console.print(
@@ -265,7 +266,7 @@ class ConsoleReporter:
     def selection(self, selection, source: str) -> None:
         from rich.table import Table
 
-        from fabricprobe.tuning.selection import as_rows
+        from fabricprobe.tuning.choose.selection import as_rows
 
         t = Table(
             title=f"[bold]fabricprobe's selection[/] (fabricprobe.tuned) from {source}: its own algorithm where it "

@@ -56,8 +56,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
     from fabricprobe.choices import choice_list
     from fabricprobe.console import make_console
-    from fabricprobe.tuning.evaluate import evaluate
-    from fabricprobe.tuning.replay import DENSE
+    from fabricprobe.tuning.economy.evaluate import evaluate
+    from fabricprobe.tuning.economy.replay import DENSE
 
     if not 0 <= args.min_gain < 1:
         raise UsageError(f"--min-gain must be a fraction in [0, 1) (got {args.min_gain:g})")

@@ -31,10 +31,10 @@ from fabricprobe.console import warn_line
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import topology
 from fabricprobe.specs import SPECS
-from fabricprobe.tuning.choose import winner_at
-from fabricprobe.tuning.emit_selection import parse
-from fabricprobe.tuning.own import SPARSE, reference
-from fabricprobe.tuning.selection import Section, Selection, describe_layout, library_line
+from fabricprobe.tuning.choose.rules import winner_at
+from fabricprobe.tuning.choose.selection import Section, Selection, describe_layout, library_line
+from fabricprobe.tuning.emit.selection import parse
+from fabricprobe.tuning.plan.own import SPARSE, reference
 
 DENSITY_FACTOR = 2.0  # a sparse call uses the section of the nearest measured density within this factor
 

@@ -14,13 +14,17 @@ from typing import Any, Protocol
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.sizes import format_size
 from fabricprobe.store import load_runs
-from fabricprobe.tuning import emit_intel, emit_selection, emitters
-from fabricprobe.tuning.choose import Table, choose
-from fabricprobe.tuning.libraries import DEFAULT, Library, for_vendor, names
-from fabricprobe.tuning.measure import before_after, launcher, library_in_use, speedups
-from fabricprobe.tuning.own import TUNE_COLLECTIVES
-from fabricprobe.tuning.selection import Selection, choose_selection, describe_layout
-from fabricprobe.tuning.verify import ERROR, MISMATCH, Check, passed, summary, unproven, verify
+from fabricprobe.tuning.choose.rules import Table, choose
+from fabricprobe.tuning.choose.selection import Selection, choose_selection, describe_layout
+from fabricprobe.tuning.emit import intel as emit_intel
+from fabricprobe.tuning.emit import registry as emitters
+from fabricprobe.tuning.emit import selection as emit_selection
+from fabricprobe.tuning.measure.before_after import before_after, speedups
+from fabricprobe.tuning.measure.launch import launcher, library_in_use
+from fabricprobe.tuning.plan.libraries import for_vendor
+from fabricprobe.tuning.plan.library import DEFAULT, Library, names
+from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
+from fabricprobe.tuning.verify.checks import ERROR, MISMATCH, Check, passed, summary, unproven, verify
 
 
 class Reporter(Protocol):

@@ -173,11 +173,11 @@ VERIFY_PLANTED = """
 import json, sys
 from pathlib import Path
 from fabricprobe.mpienv.library import library_of_this_python
-from fabricprobe.tuning import emitters
-from fabricprobe.tuning.choose import Decision, Range, Table
-from fabricprobe.tuning.libraries import for_vendor
-from fabricprobe.tuning.measure import launcher
-from fabricprobe.tuning.verify import verify
+from fabricprobe.tuning.emit import registry as emitters
+from fabricprobe.tuning.choose.rules import Decision, Range, Table
+from fabricprobe.tuning.plan.libraries import for_vendor
+from fabricprobe.tuning.measure.launch import launcher
+from fabricprobe.tuning.verify.checks import verify
 
 out, planted = Path(sys.argv[1]), json.loads(sys.argv[2])
 info = library_of_this_python()

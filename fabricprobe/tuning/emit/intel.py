@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fabricprobe.tuning.choose import Range, Table, candidates
-from fabricprobe.tuning.libraries import DEFAULT, names
+from fabricprobe.tuning.choose.rules import Range, Table, candidates
+from fabricprobe.tuning.plan.library import DEFAULT, names
 
 MAX = 2147483647
 

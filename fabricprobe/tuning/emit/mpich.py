@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from fabricprobe.errors import UsageError
-from fabricprobe.tuning.choose import Range, Table
-from fabricprobe.tuning.libraries import COLLECTIVES, DEFAULT, names
+from fabricprobe.tuning import COLLECTIVES
+from fabricprobe.tuning.choose.rules import Range, Table
+from fabricprobe.tuning.plan.library import DEFAULT, names
 
 MPIR_DEFAULT = "mpir"  # candidate: MPICH's own MPIR tree, without the POSIX shared-memory path
 

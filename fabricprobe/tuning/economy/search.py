@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, field
 
 from fabricprobe.collectives.algorithm import LIBRARY
-from fabricprobe.tuning.choose import MIN_GAIN
+from fabricprobe.tuning.choose.rules import MIN_GAIN
 
 FLOOR = 0.05  # least interpolation error per grid step (log): 5% per ×4 in size, the noise between runs here
 SEED_SHARE = 0.9  # of the budget left after the default's pass, what screening may spend (replayed: 0.3-0.9)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fabricprobe.tuning.choose import Range, Table
-from fabricprobe.tuning.libraries import DEFAULT, OpenMPI, names
+from fabricprobe.tuning.choose.rules import Range, Table
+from fabricprobe.tuning.plan.library import DEFAULT, names
+from fabricprobe.tuning.plan.openmpi import OpenMPI
 from fabricprobe.version import __version__
 
 

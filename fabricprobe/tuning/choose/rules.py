@@ -12,7 +12,7 @@ from fabricprobe.sizes import format_size
 from fabricprobe.stats import point_noise
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
-from fabricprobe.tuning.libraries import DEFAULT
+from fabricprobe.tuning.plan.library import DEFAULT
 
 LIBRARY = "library"
 MIN_GAIN = 0.05  # tune's --min-gain: a winner must be this much faster than the default

@@ -17,8 +17,8 @@ from fabricprobe.errors import UsageError
 from fabricprobe.stats import median_ci, per_iteration
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
-from fabricprobe.tuning.choose import MIN_GAIN, job_points, usable
-from fabricprobe.tuning.economy import SCREEN_ITERS, SCREEN_WARMUP, Grid, Key, Observation, State, run
+from fabricprobe.tuning.choose.rules import MIN_GAIN, job_points, usable
+from fabricprobe.tuning.economy.search import SCREEN_ITERS, SCREEN_WARMUP, Grid, Key, Observation, State, run
 
 DENSE = tuple(COLLECTIVES)  # --budget tunes the collectives with library algorithms
 

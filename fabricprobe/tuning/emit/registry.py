@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricprobe.errors import UsageError
-from fabricprobe.tuning import emit_intel, emit_mpich, emit_openmpi
-from fabricprobe.tuning.choose import Table
-from fabricprobe.tuning.libraries import DEFAULT, Library
+from fabricprobe.tuning.choose.rules import Table
+from fabricprobe.tuning.emit import intel as emit_intel
+from fabricprobe.tuning.emit import mpich as emit_mpich
+from fabricprobe.tuning.emit import openmpi as emit_openmpi
+from fabricprobe.tuning.plan.library import DEFAULT, Library
 
 
 @dataclass

@@ -12,13 +12,15 @@ from dataclasses import dataclass, replace
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.store import check_output_path, load_runs
-from fabricprobe.tuning import economy
-from fabricprobe.tuning.choose import MIN_GAIN
-from fabricprobe.tuning.economy import Grid, Key, Observation, State
-from fabricprobe.tuning.libraries import DEFAULT, Variant, for_vendor
-from fabricprobe.tuning.measure import Launch, job_config, launcher, library_in_use, run_job, variants_for
-from fabricprobe.tuning.measure import variant_label as label_of
-from fabricprobe.tuning.replay import observations
+from fabricprobe.tuning.choose.rules import MIN_GAIN
+from fabricprobe.tuning.economy import search as economy
+from fabricprobe.tuning.economy.replay import observations
+from fabricprobe.tuning.economy.search import Grid, Key, Observation, State
+from fabricprobe.tuning.measure.launch import Launch, job_config, launcher, library_in_use, run_job
+from fabricprobe.tuning.plan.libraries import for_vendor
+from fabricprobe.tuning.plan.library import DEFAULT, Variant
+from fabricprobe.tuning.plan.variants import variant_label as label_of
+from fabricprobe.tuning.plan.variants import variants_for
 
 
 @dataclass

@@ -25,10 +25,10 @@ from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.topology import layout_shape, prefix_sizes
 from fabricprobe.store import Run
-from fabricprobe.tuning.choose import Decision, Range, Table, decide, extend, job_points, usable, winner_at
-from fabricprobe.tuning.libraries import DEFAULT
-from fabricprobe.tuning.measure import variant_label
-from fabricprobe.tuning.own import SPARSE, SPARSE_REFERENCE, TUNE_COLLECTIVES, reference
+from fabricprobe.tuning.choose.rules import Decision, Range, Table, decide, extend, job_points, usable, winner_at
+from fabricprobe.tuning.plan.library import DEFAULT
+from fabricprobe.tuning.plan.own import SPARSE, SPARSE_REFERENCE, TUNE_COLLECTIVES, reference
+from fabricprobe.tuning.plan.variants import variant_label
 
 
 @dataclass

@@ -45,7 +45,7 @@ def probe(
     verification a spurious MISMATCH). Its parameters go in the environment, which mpiexec and srun
     both pass on (srun has no --mca)."""
     argv = launcher + slurm_env.step_nodes(launcher, nranks) + ["-n", str(nranks)]
-    argv += [sys.executable, "-m", "fabricprobe.tuning.probe", collective, str(nbytes), method]
+    argv += [sys.executable, "-m", "fabricprobe.tuning.verify.probe", collective, str(nbytes), method]
     full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
     folder = None
     if method == "monitor":

@@ -1,6 +1,6 @@
 """One collective call whose algorithm can be recognised afterwards (run under mpiexec).
 
-    python -m fabricprobe.tuning.probe COLLECTIVE BYTES trace|monitor|smoke
+    python -m fabricprobe.tuning.verify.probe COLLECTIVE BYTES trace|monitor|smoke
 
 - trace: reductions only. A commutative user-defined sum records how many elements each local
   reduction step combines; after 12 untraced calls (MPICH hands some collectives to another path

@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from fabricprobe.sizes import format_size
-from fabricprobe.tuning.choose import Table
-from fabricprobe.tuning.emit_mpich import needs_builtin_op
-from fabricprobe.tuning.fingerprint import method_for, probe
-from fabricprobe.tuning.libraries import DEFAULT, Library
+from fabricprobe.tuning.choose.rules import Table
+from fabricprobe.tuning.emit.mpich import needs_builtin_op
+from fabricprobe.tuning.plan.library import DEFAULT, Library
+from fabricprobe.tuning.verify.fingerprint import method_for, probe
 
 VERIFIED = "verified"  # the file's algorithm is the rule's, and it is told apart from the default
 INDISTINGUISHABLE = "indistinguishable"  # it matches, but so would the default: no proof either way

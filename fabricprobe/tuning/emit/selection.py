@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fabricprobe.tuning.choose import Decision, Range
-from fabricprobe.tuning.selection import Section, Selection
+from fabricprobe.tuning.choose.rules import Decision, Range
+from fabricprobe.tuning.choose.selection import Section, Selection
 from fabricprobe.version import __version__
 
 FORMAT = "fabricprobe-selection"

@@ -23,10 +23,10 @@ import numpy as np
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.errors import UsageError
 from fabricprobe.store import Run
-from fabricprobe.tuning.choose import MIN_GAIN, Table, choose, winner_at
-from fabricprobe.tuning.own import reference
-from fabricprobe.tuning.replay import DENSE, observations
-from fabricprobe.tuning.selection import Selection, choose_selection, library_label
+from fabricprobe.tuning.choose.rules import MIN_GAIN, Table, choose, winner_at
+from fabricprobe.tuning.choose.selection import Selection, choose_selection, library_label
+from fabricprobe.tuning.economy.replay import DENSE, observations
+from fabricprobe.tuning.plan.own import reference
 
 BOOTSTRAP = 2000
 

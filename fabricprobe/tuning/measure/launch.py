@@ -21,21 +21,15 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import slurm_env
 from fabricprobe.mpienv.launcher import failure_message, find_launcher, run_launch
 from fabricprobe.mpienv.library import library_of_this_python
-from fabricprobe.stats import median_ci_exact
-from fabricprobe.store import check_output_path
-from fabricprobe.tuning.libraries import DEFAULT, Library, Variant, for_vendor
-from fabricprobe.tuning.own import SPARSE
-
-# Before/after re-measurements: a first batch of 100 iterations and 0.5 s per point, as tune-sweep's defaults.
-BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=0.5)
+from fabricprobe.tuning.plan.library import DEFAULT, Variant
+from fabricprobe.tuning.plan.own import SPARSE
+from fabricprobe.tuning.plan.variants import variant_label
 
 
 def library_in_use() -> str:
@@ -155,135 +149,3 @@ def run_job(base: list[str], output: str, variant: Variant, config_for, comm_siz
     # each size in a job of its own size: the forced algorithm applies to every communicator, and one
     # that exists for some sizes only (two_proc) fails fabricprobe's own COMM_WORLD collectives too
     return [run_variant(with_ranks(base, c), output, variant, config_for([c]), timeout) for c in comm_sizes]
-
-
-def variant_label(name: str) -> str:
-    """The label a forced algorithm's points carry (library:LABEL): the library's name, "-" as "_"."""
-    return name.replace("-", "_")
-
-
-def variants_for(library: Library, collectives: list[str], only: list[str] | None) -> list[Variant]:
-    if only is not None:
-        known = {v.name for coll in collectives if coll != SPARSE for v in library.variants(coll)}
-        unknown = [name for name in only if name not in known]
-        if unknown:
-            raise UsageError(
-                f"--only {','.join(unknown)}: not an algorithm of {library.vendor} for "
-                f"{', '.join(collectives)} (it has: {', '.join(sorted(known))})"
-            )
-    out = []
-    for coll in collectives:
-        if coll == SPARSE:  # no library algorithm: one job of fabricprobe's own
-            out.append(library.default(coll))
-            continue
-        for v in library.variants(coll):
-            if only is None or v.name in only or v.name == "default":
-                out.append(v)
-    return out
-
-
-def measure(
-    n: int,
-    output: str,
-    collectives: list[str],
-    comm_sizes: list[int],
-    template: SweepConfig,
-    mpiexec: str | None = None,
-    mpiexec_args: str = "",
-    only: list[str] | None = None,
-    timeout: float = 900,
-    progress=None,
-    own: dict[str, list[str]] | None = None,
-) -> tuple[str, list[Launch]]:
-    """tune-sweep: one job per (collective, variant), each measuring `template` on every communicator
-    size; `own` names fabricprobe's algorithms per collective, measured in the default's job.
-    Everything that can be refused is refused before the first job: the output, the launcher, --only."""
-    own = own or {}
-    check_output_path(output)
-    vendor = library_in_use()
-    library = for_vendor(vendor)
-    base = launcher(mpiexec, mpiexec_args, n, vendor)
-    todo = variants_for(library, collectives, only)
-    launches = []
-    for i, variant in enumerate(todo):
-        if progress is not None:
-            progress(i, len(todo), variant)
-        mine = own.get(variant.collective, [])
-        launches += run_job(
-            base,
-            output,
-            variant,
-            lambda sizes, v=variant, m=mine: job_config(template, v.collective, sizes, v, m),
-            comm_sizes,
-            timeout,
-        )
-    if progress is not None:
-        progress(len(todo), len(todo), None)
-    return vendor, launches
-
-
-def before_after(
-    base: list[str], output: str, table, tuned_env: dict[str, str], reps: int = 6, timeout: float = 900
-) -> list[Launch]:
-    """Re-measure the tuned collectives with the library's default and with the tuning files,
-    alternately `reps` times (which runs first alternates too), labelled library:baseline and library:tuned."""
-    launches = []
-    for coll, sections in table.rules.items():
-        if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
-            continue
-        sizes = sorted({d.size for rs in sections.values() for r in rs for d in r.decisions})
-        template = replace(BEFORE_AFTER, sizes=sizes)
-        for rep in range(reps):
-            order = (("baseline", {}), ("tuned", tuned_env))
-            for label, env in order if rep % 2 == 0 else order[::-1]:  # neither always runs first
-                variant = Variant(coll, label, "", env)
-                launches.append(
-                    run_variant(base, output, variant, job_config(template, coll, sorted(sections), variant), timeout)
-                )
-    return launches
-
-
-def speedups(runs, table) -> list[dict]:
-    """Per tuned point, default against tuned over the alternating repetitions of `runs` (the
-    before/after runs of one `tune --verify`): each repetition's ratio (default time / tuned time,
-    above 1: the files are faster), their median, and what the repetitions allow one to claim. With at
-    least 6 repetitions the median ratio gets a distribution-free 95% interval and a verdict only when
-    the interval excludes 1; with fewer, a verdict only when every repetition agrees. Disagreeing
-    repetitions are reported as such, never as one ratio."""
-    times: dict[tuple, dict[str, list[float]]] = {}
-    for run in runs:  # in file order: baseline, tuned, baseline, tuned, ...
-        for p in run.points:
-            if p["algorithm"] in ("library:baseline", "library:tuned") and p["status"] == "ok":
-                key = (p["collective"], p["nranks"], p["bytes"])
-                times.setdefault(key, {}).setdefault(p["algorithm"].split(":")[1], []).append(p["median_s"])
-    out = []
-    for (coll, n, size), t in sorted(times.items()):
-        pairs = list(zip(t.get("baseline", []), t.get("tuned", [])))
-        ratios = np.sort([b / u for b, u in pairs if u > 0])
-        if ratios.size == 0:
-            continue
-        ci = median_ci_exact(ratios)
-        low, high = ci if ci is not None else (float(ratios[0]), float(ratios[-1]))
-        if low > 1:
-            verdict = "faster" if ci is not None else f"faster in all {ratios.size}"
-        elif high < 1:
-            verdict = "slower" if ci is not None else f"slower in all {ratios.size}"
-        else:
-            verdict = "no difference shown" if ci is not None else "repetitions disagree"
-        out.append(
-            dict(
-                collective=coll,
-                comm_size=n,
-                size=size,
-                reps=int(ratios.size),
-                baseline_s=float(np.median([b for b, _ in pairs])),
-                tuned_s=float(np.median([u for _, u in pairs])),
-                ratios=[float(r) for r in ratios],
-                speedup=float(np.median(ratios)),
-                ci_low=None if ci is None else low,
-                ci_high=None if ci is None else high,
-                verdict=verdict,
-                slower=high < 1,
-            )
-        )
-    return out

@@ -9,10 +9,10 @@ from dataclasses import asdict, dataclass, field
 
 from fabricprobe.errors import UsageError
 from fabricprobe.store import Run, load_runs
-from fabricprobe.tuning.choose import MIN_GAIN
-from fabricprobe.tuning.regret import regrets, spent, summary
-from fabricprobe.tuning.replay import observations, replay
-from fabricprobe.tuning.selection import library_line
+from fabricprobe.tuning.choose.rules import MIN_GAIN
+from fabricprobe.tuning.choose.selection import library_line
+from fabricprobe.tuning.economy.regret import regrets, spent, summary
+from fabricprobe.tuning.economy.replay import observations, replay
 
 
 @dataclass

@@ -1,0 +1,70 @@
+"""What a library offers for tuning, in common: its variants (the default, or one algorithm forced),
+the names the libraries give a collective (from its spec), and the library's own tools, found beside
+this Python's mpiexec or on PATH. Each library is a file of this package (openmpi.py, mpich.py,
+intel.py); libraries.py finds the one in use."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fabricprobe.errors import UsageError
+from fabricprobe.specs import SPECS
+from fabricprobe.specs.base import VendorNames
+
+DEFAULT = "default"
+
+
+def names(collective: str) -> VendorNames:
+    """What the libraries call a collective (from its spec)."""
+    vendor = SPECS[collective].vendor
+    if vendor is None:
+        raise KeyError(f"{collective} is not tuned: its spec names it for no library")
+    return vendor
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to run a collective: the library's default, or one algorithm forced."""
+
+    collective: str
+    name: str  # "default", or the library's name for the algorithm
+    ident: str  # the value that forces it (Open MPI id, MPICH name, Intel preset)
+    env: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+def tool(name: str) -> str | None:
+    """A library tool next to this Python's mpiexec, else on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def run_tool(argv: list[str]) -> str:
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    # A wheel's tools (impi-rt's impi_info) find their libmpi only through the library path: add the
+    # lib/ beside the tool's bin/, as the wheel's mpiexec does for the ranks it starts.
+    lib = Path(argv[0]).resolve().parent.parent / "lib"
+    if lib.is_dir():
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(lib), env.get("LD_LIBRARY_PATH", "")) if p)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"could not run {argv[0]}: {exc}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise UsageError(f"{' '.join(argv)} failed: {last}")
+    return done.stdout
+
+
+class Library:
+    vendor = "unknown"
+
+    def variants(self, collective: str) -> list[Variant]:
+        raise NotImplementedError
+
+    def default(self, collective: str) -> Variant:
+        return Variant(collective, DEFAULT, "", {})

@@ -1,0 +1,62 @@
+"""MPICH: `mpivars` prints every control variable with its values; forcing is
+`MPIR_CVAR_<COLL>_INTRA_ALGORITHM=name`. On one node at thread level single MPICH hands bcast,
+allreduce and reduce to its POSIX shared-memory path after a few calls, bypassing both the CVAR and
+the tuning file, so forced runs of those also set `MPIR_CVAR_<COLL>_POSIX_INTRA_ALGORITHM=mpir`, and
+"mpir" (MPICH's own tree without the POSIX path) is measured as a candidate too."""
+
+from __future__ import annotations
+
+import re
+
+from fabricprobe.errors import UsageError
+from fabricprobe.mpienv.mpich_names import inline_values
+from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, tool
+
+
+class MPICH(Library):
+    vendor = "MPICH"
+    EXCLUDED = ("auto", "nb", "ccl")  # nb is the non-blocking path under another name; ccl needs an external library
+
+    def __init__(self, mpivars: str | None = None, text: str | None = None) -> None:
+        if text is None:
+            path = mpivars or tool("mpivars")
+            if path is None:
+                raise UsageError("mpivars not found next to mpiexec or on PATH: it lists MPICH's algorithms")
+            text = run_tool([path])
+        self.choices = parse_mpivars(text)
+        self.cvars = {m.group(1): m.group(2) for m in re.finditer(r"^\s*(MPIR_CVAR_\w+)\s*=(\S+)", text, re.M)}
+        if not self.choices:
+            raise UsageError("mpivars lists no MPIR_CVAR_*_INTRA_ALGORITHM values")
+
+    def variants(self, collective: str) -> list[Variant]:
+        cvar = names(collective).mpich
+        posix = {f"MPIR_CVAR_{cvar}_POSIX_INTRA_ALGORITHM": "mpir"} if names(collective).mpich_posix else {}
+        out = [self.default(collective)]
+        if posix:
+            out.append(Variant(collective, "mpir", "auto", dict(posix)))
+        for alg in self.choices.get(cvar, []):
+            if alg not in self.EXCLUDED:
+                out.append(Variant(collective, alg, alg, {f"MPIR_CVAR_{cvar}_INTRA_ALGORITHM": alg, **posix}))
+        return out
+
+
+def parse_mpivars(text: str) -> dict[str, list[str]]:
+    """CVAR prefix (ALLREDUCE, ...) -> algorithm names, from `mpivars` output: one value per line
+    after the variable's line (MPICH 5.0), or all on the variable's line (4.0: inline_values)."""
+    out: dict[str, list[str]] = {}
+    current = None
+    head = re.compile(r"^\s+MPIR_CVAR_(\w+)_INTRA_ALGORITHM\s*=")  # names are padded before "="
+    value = re.compile(r"^(\w+)\s+-\s")
+    for line in text.splitlines():
+        m = head.match(line)
+        if m:
+            current = m.group(1)
+            out[current] = inline_values(line.split("\t")[-1])
+            continue
+        if current is not None:
+            v = value.match(line)
+            if v:
+                out[current].append(v.group(1))
+            elif line.startswith("\t") or not line.strip():
+                current = None
+    return {k: v for k, v in out.items() if v}

@@ -1,0 +1,55 @@
+"""Open MPI: `ompi_info --parsable --param coll tuned --level 9` enumerates each coll/tuned algorithm
+parameter; forcing is `coll_tuned_use_dynamic_rules=1` + `coll_tuned_<coll>_algorithm=ID` (MCA
+parameters, read at MPI_Init by a launch, or written through MPI_T before a communicator is made)."""
+
+from __future__ import annotations
+
+import re
+
+from fabricprobe.errors import UsageError
+from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, tool
+
+
+class OpenMPI(Library):
+    vendor = "Open MPI"
+
+    def __init__(self, ompi_info: str | None = None, text: str | None = None) -> None:
+        if text is None:
+            path = ompi_info or tool("ompi_info")
+            if path is None:
+                raise UsageError("ompi_info not found next to mpiexec or on PATH: it lists Open MPI's algorithms")
+            text = run_tool([path, "--parsable", "--param", "coll", "tuned", "--level", "9"])
+        self.enumerators = parse_ompi_info(text)
+        self.chain_fanout = {
+            m.group(1): int(m.group(2))
+            for m in re.finditer(r"coll_tuned_(\w+?)_algorithm_chain_fanout:value:(\d+)", text)
+        }
+        if not self.enumerators:
+            raise UsageError("ompi_info lists no coll/tuned algorithms (is coll/tuned built?)")
+
+    def variants(self, collective: str) -> list[Variant]:
+        name = names(collective).openmpi
+        out = [self.default(collective)]
+        for ident, alg in self.enumerators.get(name, []):
+            if ident == 0:  # "ignore": the fixed decision, i.e. the default
+                continue
+            out.append(
+                Variant(
+                    collective,
+                    alg,
+                    str(ident),
+                    {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", f"OMPI_MCA_coll_tuned_{name}_algorithm": str(ident)},
+                )
+            )
+        return out
+
+
+def parse_ompi_info(text: str) -> dict[str, list[tuple[int, str]]]:
+    """collective -> [(id, name)] from `ompi_info --parsable` coll_tuned_<coll>_algorithm enumerators."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    pattern = re.compile(r"^mca:coll:tuned:param:coll_tuned_(\w+?)_algorithm:enumerator:value:(\d+):(\S+)$")
+    for line in text.splitlines():
+        m = pattern.match(line.strip())
+        if m:
+            out.setdefault(m.group(1), []).append((int(m.group(2)), m.group(3)))
+    return out
