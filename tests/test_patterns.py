@@ -95,3 +95,44 @@ def test_every_op_is_told_from_every_other(nranks):
         for wrong in OPS:
             if wrong != op:
                 assert np.any(REDUCE[wrong](parts, axis=0) != expected), (op, wrong, nranks)
+
+
+def test_ranges_are_the_patterns_computed_once_and_read_only():
+    """The *_at forms (every spec's inputs and expected results) are the same values as the functions
+    over np.arange, returned read-only, and the same array the second time (kept, not recomputed)."""
+    index = np.arange(7, 7 + 1000, dtype=np.int64)
+    pairs = [
+        (patterns.data_at(3, 7, 1000, salt=2), patterns.data(3, index, salt=2)),
+        (patterns.reduction_input_at(2, 5, 7, 1000, "prod"), patterns.reduction_input(2, 5, index, "prod")),
+        (patterns.reduction_result_at(5, 7, 1000, "max"), patterns.reduction_result(5, index, "max")),
+    ]
+    for kept, fresh in pairs:
+        assert np.array_equal(kept, fresh) and not kept.flags.writeable
+        with pytest.raises(ValueError):
+            kept[0] = 0
+    assert patterns.data_at(3, 7, 1000, salt=2) is pairs[0][0]
+    assert patterns.data_at(3, 7, 1000, salt=1) is not pairs[0][0]
+
+
+def test_the_kept_arrays_stay_within_their_bound():
+    memo = patterns._Memo(limit=3 * 8000, largest=8000)
+    for k in range(10):
+        memo.get(("x", k), lambda: np.zeros(1000, np.int64))  # 8,000 bytes each
+    assert memo.bytes <= 3 * 8000 and len(memo.arrays) == 3 and ("x", 9) in memo.arrays
+    big = memo.get(("big",), lambda: np.zeros(2000, np.int64))
+    assert ("big",) not in memo.arrays and not big.flags.writeable
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_exact_result_and_each_kind_of_wrong_element_are_counted_as_before(dtype):
+    """count_wrong compares in the result's own type first; the elements that differ are judged with
+    the tolerance as before: off by one, NaN, and within the float tolerance (not wrong)."""
+    from fabricprobe.specs.base import count_wrong, tolerance
+
+    expected = patterns.reduction_result(7, np.arange(5000, dtype=np.int64), "sum")
+    actual = expected.astype(dtype)
+    assert count_wrong(actual, expected) == 0
+    actual[3] += 1
+    actual[10] = np.nan
+    actual[20] = actual[20] * (1 + tolerance(np.dtype(dtype)) / 2)  # inside the tolerance: right
+    assert count_wrong(actual, expected) == 2

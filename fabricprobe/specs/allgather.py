@@ -37,7 +37,7 @@ class Allgather(CollectiveSpec):
         return (nranks - 1) / nranks
 
     def prepare(self, case: Case) -> None:
-        mine = patterns.data(case.rank, np.arange(case.count))
+        mine = patterns.data_at(case.rank, 0, case.count)
         patterns.sentinel_fill(case.recv)
         if case.in_place:
             c = case.count
@@ -46,7 +46,7 @@ class Allgather(CollectiveSpec):
             case.send[:] = mine
 
     def results(self, case: Case):
-        expected = np.concatenate([patterns.data(r, np.arange(case.count)) for r in range(case.nranks)])
+        expected = np.concatenate([patterns.data_at(r, 0, case.count) for r in range(case.nranks)])
         return [(case.recv, expected)]
 
     def mpi4py_call(self, case, MPI, op=None):

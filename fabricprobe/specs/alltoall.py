@@ -15,9 +15,8 @@ from fabricprobe.specs.base import Case, CollectiveSpec, Layout, VendorNames, c_
 
 def _blocks(source: int, nranks: int, count: int, to_rank: int | None = None) -> np.ndarray:
     """Blocks sent by `source` (to every rank), or the single block it sends to `to_rank`."""
-    index = np.arange(count)
     targets = range(nranks) if to_rank is None else (to_rank,)
-    return np.concatenate([patterns.data(source, index, salt=t) for t in targets])
+    return np.concatenate([patterns.data_at(source, 0, count, salt=t) for t in targets])
 
 
 class Alltoall(CollectiveSpec):

@@ -109,8 +109,14 @@ def count_wrong(actual: np.ndarray, expected: np.ndarray) -> int:
     rtol = tolerance(actual.dtype)
     if rtol == 0.0:
         return int(np.count_nonzero(actual != exp))
-    ok = np.isclose(actual, exp, rtol=rtol, atol=0.0, equal_nan=False)
-    return int(actual.size - np.count_nonzero(ok))
+    # The patterns are exact in every float type, so a right result equals them exactly: compared in
+    # the result's own type first (35 ms -> 1 ms at 1 Mi elements), and only the elements that differ
+    # are judged with the tolerance (NaN never equals, so it stays wrong).
+    differ = actual != expected.astype(actual.dtype)
+    if not differ.any():
+        return 0
+    ok = np.isclose(actual[differ], exp[differ], rtol=rtol, atol=0.0, equal_nan=False)
+    return int(np.count_nonzero(differ) - np.count_nonzero(ok))
 
 
 class CollectiveSpec:
@@ -274,10 +280,8 @@ def nccl_pointers(case: Case) -> tuple[int, int]:
 
 
 def fill_reduction(buf: np.ndarray, case: Case, first_index: int = 0) -> None:
-    index = np.arange(first_index, first_index + buf.size, dtype=np.int64)
-    buf[:] = patterns.reduction_input(case.rank, case.nranks, index, case.op)
+    buf[:] = patterns.reduction_input_at(case.rank, case.nranks, first_index, buf.size, case.op)
 
 
 def reduction_expected(case: Case, length: int, first_index: int = 0) -> np.ndarray:
-    index = np.arange(first_index, first_index + length, dtype=np.int64)
-    return patterns.reduction_result(case.nranks, index, case.op)
+    return patterns.reduction_result_at(case.nranks, first_index, length, case.op)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
 from fabricprobe.memory import device_pointer
 from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout, VendorNames, c_buffers, mpi_buffers
@@ -36,12 +34,12 @@ class Bcast(CollectiveSpec):
 
     def prepare(self, case: Case) -> None:
         if case.rank == case.root:
-            case.recv[:] = patterns.data(case.root, np.arange(case.count))
+            case.recv[:] = patterns.data_at(case.root, 0, case.count)
         else:
             patterns.sentinel_fill(case.recv)
 
     def results(self, case: Case):
-        return [(case.recv, patterns.data(case.root, np.arange(case.count)))]
+        return [(case.recv, patterns.data_at(case.root, 0, case.count))]
 
     def mpi4py_call(self, case, MPI, op=None):
         _, buf = mpi_buffers(case, MPI)

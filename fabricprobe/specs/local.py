@@ -14,8 +14,6 @@ kernel's speedup over the copy from those adjacent points.
 
 from __future__ import annotations
 
-import numpy as np
-
 from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec
 
@@ -36,12 +34,11 @@ class ReduceLocal(LocalSpec):
         return 3.0
 
     def prepare(self, case: Case) -> None:
-        index = np.arange(case.count)
-        case.recv[:] = patterns.reduction_input(0, 2, index, case.op)
-        case.send[:] = patterns.reduction_input(1, 2, index, case.op)
+        case.recv[:] = patterns.reduction_input_at(0, 2, 0, case.count, case.op)
+        case.send[:] = patterns.reduction_input_at(1, 2, 0, case.count, case.op)
 
     def results(self, case: Case):
-        return [(case.recv, patterns.reduction_result(2, np.arange(case.count), case.op))]
+        return [(case.recv, patterns.reduction_result_at(2, 0, case.count, case.op))]
 
 
 class CopyLocal(LocalSpec):
@@ -54,11 +51,11 @@ class CopyLocal(LocalSpec):
         return 3.0
 
     def prepare(self, case: Case) -> None:
-        case.send[:] = patterns.data(case.rank, np.arange(case.count))
+        case.send[:] = patterns.data_at(case.rank, 0, case.count)
         patterns.sentinel_fill(case.recv)
 
     def results(self, case: Case):
-        return [(case.recv, patterns.data(case.rank, np.arange(case.count)))]
+        return [(case.recv, patterns.data_at(case.rank, 0, case.count))]
 
 
 REDUCE_LOCAL = ReduceLocal()

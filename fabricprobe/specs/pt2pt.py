@@ -8,8 +8,6 @@ Ranks that are not in a pair sit the point out (their samples are NaN).
 
 from __future__ import annotations
 
-import numpy as np
-
 from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec
 
@@ -28,13 +26,13 @@ class PointToPoint(CollectiveSpec):
 
     def prepare(self, case: Case) -> None:
         if case.send is not None:
-            case.send[:] = patterns.data(case.rank, np.arange(case.count))
+            case.send[:] = patterns.data_at(case.rank, 0, case.count)
         patterns.sentinel_fill(case.recv)
 
     def results(self, case: Case):
         if case.role not in self.receives_on:
             return []
-        return [(case.recv, patterns.data(case.peer, np.arange(case.count)))]
+        return [(case.recv, patterns.data_at(case.peer, 0, case.count))]
 
 
 class Latency(PointToPoint):
