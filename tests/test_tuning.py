@@ -361,6 +361,9 @@ def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monke
     from fabricprobe.tuning.plan.library import Variant
 
     class Lib:
+        vendor = "Open MPI"
+        switches_at_run_time = True
+
         def variants(self, collective):
             return [Variant(collective, "default", "", {}), Variant(collective, "two_proc", "8", {})]
 
@@ -376,7 +379,10 @@ def test_a_job_failing_on_some_communicator_sizes_is_measured_size_by_size(monke
     monkeypatch.setattr(sweep, "library_in_use", lambda: "Open MPI")
     monkeypatch.setattr(sweep, "for_vendor", lambda vendor: Lib())
     monkeypatch.setattr(m, "run_variant", fake_run)
-    _, launches = sweep.measure(8, "out.h5", ["allgather"], [2, 4, 8], SweepConfig(), mpiexec="/bin/true")
+    result = sweep.tune_sweep(
+        8, "out.h5", ["allgather"], [2, 4, 8], SweepConfig(), switch="launch", mpiexec="/bin/true"
+    )
+    launches = result.launches
     assert calls == [
         ("default", (2, 4, 8)),
         ("two_proc", (2, 4, 8)),

@@ -15,8 +15,8 @@ from fabricprobe.store import ResultsWriter
 from fabricprobe.tuning.choose.rules import Decision, Range, Table
 from fabricprobe.tuning.emit import mpich as emit_mpich
 from fabricprobe.tuning.emit import openmpi as emit_openmpi
-from fabricprobe.tuning.verify.fingerprint import probe
 from fabricprobe.tuning.verify.checks import INDISTINGUISHABLE, MISMATCH, VERIFIED, verify
+from fabricprobe.tuning.verify.fingerprint import probe
 
 pytestmark = pytest.mark.mpi
 

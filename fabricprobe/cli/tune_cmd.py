@@ -21,12 +21,15 @@ def add_parser(sub: Any) -> None:
         "tune-sweep",
         formatter_class=HelpFormatter,
         help="measure the library's default, every algorithm it has forced one at a time, and fabricprobe's own",
-        description="Launch one mpiexec job per (collective, library algorithm), forcing the algorithm\n"
-        "through the library's own settings (Open MPI MCA parameters, MPICH control\n"
-        "variables, Intel MPI I_MPI_ADJUST_*), each job measuring every communicator size\n"
-        "in --comm-sizes. fabricprobe's hand-written algorithms (--algorithms) run in the\n"
-        "default's job; sparse_allreduce's at every --density. Run it directly, not under\n"
-        "mpiexec. Then: fabricprobe tune FILE.",
+        description="Measure the library's default and every algorithm it has, each forced through the\n"
+        "library's own settings, on every communicator size in --comm-sizes. With --switch mpit\n"
+        "(the default where the library allows it: Open MPI, MPICH) one launch measures them all,\n"
+        "switching the algorithm at run time through the MPI tool interface; an algorithm it\n"
+        "cannot switch, or that fails or hangs there, gets a launch of its own. With --switch\n"
+        "launch (Intel MPI's only way) each (collective, algorithm) is a launch of its own.\n"
+        "fabricprobe's hand-written algorithms (--algorithms) run beside the default;\n"
+        "sparse_allreduce's at every --density. Run it directly, not under mpiexec.\n"
+        "Then: fabricprobe tune FILE.",
     )
     s.add_argument("-n", "--ranks", type=int, required=True, help="ranks per job (the largest communicator size)")
     s.add_argument("-o", "--output", default="fabricprobe-tuning.h5", metavar="FILE", help="results file")
@@ -51,12 +54,32 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--iters", type=int, default=100, metavar="N", help="first batch of timed iterations")
     s.add_argument("--max-time", type=float, default=0.5, metavar="SECONDS", help="time budget per point")
     s.add_argument(
+        "--point-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="a point (and a switch) that takes longer ends its job: the algorithm then gets a launch of its own",
+    )
+    s.add_argument(
         "--mpiexec",
         metavar="PATH",
         help="launcher (default: srun inside a Slurm allocation, else the library's mpiexec, beside Python or on PATH)",
     )
     s.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
-    s.add_argument("--job-timeout", type=float, default=900, metavar="SECONDS", help="limit per launched job")
+    s.add_argument(
+        "--switch",
+        choices=("mpit", "launch"),
+        help="how an algorithm is forced: mpit (at run time, one launch) or launch (one per algorithm); "
+        "default: mpit where the library allows it",
+    )
+    s.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish an interrupted tune-sweep of FILE: what it measured is kept, the rest is measured",
+    )
+    s.add_argument(
+        "--job-timeout", type=float, default=900, metavar="SECONDS", help="limit per launched job (per algorithm)"
+    )
     s.add_argument(
         "--budget",
         type=float,
@@ -65,6 +88,17 @@ def add_parser(sub: Any) -> None:
         "exhaustive sweep's measurement time (docs/tuning.md); dense collectives only",
     )
     s.set_defaults(handler=run_sweep)
+
+    j = sub.add_parser(
+        "tune-sweep-job",
+        formatter_class=HelpFormatter,
+        help="(internal) the ranks of tune-sweep's one launch",
+        description="Started by `fabricprobe tune-sweep` under mpiexec or srun: runs the sweeps of\n"
+        "its job file, switching the library's algorithms at run time (docs/tuning.md).",
+    )
+    j.add_argument("spec", metavar="JOB", help="the job file tune-sweep wrote")
+    j.add_argument("-o", "--output", required=True, metavar="FILE", help="results file")
+    j.set_defaults(handler=run_job)
 
     t = sub.add_parser(
         "tune",
@@ -115,7 +149,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from fabricprobe.mpienv.topology import node_sizes, parse_ranks_per_node
     from fabricprobe.sizes import size_list
     from fabricprobe.tuning.measure.launch import default_comm_sizes
-    from fabricprobe.tuning.measure.sweep import measure
+    from fabricprobe.tuning.measure.sweep import tune_sweep
     from fabricprobe.tuning.plan.own import chosen
 
     if launched_by_mpiexec():
@@ -138,32 +172,44 @@ def run_sweep(args: argparse.Namespace) -> int:
         iterations_small=args.iters,
         iterations_large=args.iters,
         max_time=args.max_time,
+        point_timeout=args.point_timeout,
         ranks_per_node=ranks_per_node,
         densities=parse_densities(args.density),
     ).check()
     console = make_console(stderr=True)
 
-    def progress(i: int, total: int, variant) -> None:
-        if variant is not None:
-            console.print(f"[{i + 1}/{total}] {variant.collective}: {variant.name}")
-
     only = list_items(args.only, "--only") if args.only else None
+    if args.budget is not None and args.resume:
+        raise UsageError("--resume finishes an exhaustive tune-sweep; a --budget one starts again")
     if args.budget is not None:
         return _run_budgeted(args, collectives, comm_sizes, template, only, own, console)
-    vendor, launches = measure(
+    result = tune_sweep(
         args.ranks,
         args.output,
         collectives,
         comm_sizes,
         template,
-        args.mpiexec,
-        args.mpiexec_args,
-        only,
-        args.job_timeout,
-        progress,
-        own,
+        switch=args.switch,
+        resume=args.resume,
+        mpiexec=args.mpiexec,
+        mpiexec_args=args.mpiexec_args,
+        only=only,
+        timeout=args.job_timeout,
+        own=own,
+        progress=lambda text: console.print(text, markup=False, highlight=False),
     )
-    return _report_launches(vendor, launches, args.output, console)
+    for fb in result.fallbacks:
+        console.print(
+            f"[yellow]{fb.collective}/{fb.variant}[/] measured in a launch of its own on "
+            f"{','.join(map(str, fb.comm_sizes))} ranks: {fb.why}"
+        )
+    return _report(result, args.output, console)
+
+
+def run_job(args: argparse.Namespace) -> int:
+    from fabricprobe.tuning.measure.job import read_spec, run
+
+    return run(read_spec(args.spec), args.output)
 
 
 def budgeted_collectives(budget: float, collectives: list[str], asked: bool) -> list[str]:
@@ -181,44 +227,45 @@ def budgeted_collectives(budget: float, collectives: list[str], asked: bool) -> 
 def _run_budgeted(args, collectives, comm_sizes, template, only, own, console) -> int:
     from fabricprobe.tuning.economy.budgeted import measure_budgeted
 
-    def progress(r) -> None:
-        console.print(
-            f"round {r.number}: {r.points} points {'screened' if r.screening else 'measured'} in {r.jobs} jobs; "
-            f"{r.spent_s:.1f} s measured of an estimated "
-            f"{r.estimate_s:.1f} s exhaustive ({r.spent_s / r.estimate_s:.0%}, budget {args.budget:.0%})"
-        )
-
-    vendor, launches, _ = measure_budgeted(
+    result = measure_budgeted(
         args.ranks,
         args.output,
         collectives,
         comm_sizes,
         template,
         args.budget,
+        switch=args.switch,
         mpiexec=args.mpiexec,
         mpiexec_args=args.mpiexec_args,
         only=only,
         timeout=args.job_timeout,
         own=own,
-        progress=progress,
+        progress=lambda text: console.print(text, markup=False, highlight=False),
     )
-    return _report_launches(vendor, launches, args.output, console)
+    return _report(result, args.output, console)
 
 
-def _report_launches(vendor: str, launches: list, output: str, console) -> int:
-    failed = [launch for launch in launches if launch.returncode != 0]
+def _report(result, output: str, console) -> int:
+    """A tune-sweep's outcome: each failed job (a one launch's own failures are its fallbacks, already
+    printed), the points whose validation failed, and exit 1 when nothing was measured right."""
+    from fabricprobe.tuning.measure.onelaunch import ONE_LAUNCH
+
+    failed = [launch for launch in result.launches if launch.returncode != 0 and launch.variant is not ONE_LAUNCH]
     for launch in failed:
         sizes = ",".join(map(str, launch.comm_sizes))
         console.print(
             f"[yellow]{launch.collective}/{launch.variant.name} on {sizes} ranks failed "
             f"(exit {launch.returncode}):[/] {launch.stderr_tail}"
         )
-    if launches and len(failed) == len(launches):
-        error_line(f"{vendor}: none of {len(launches)} jobs measured anything (their errors are above)")
+    if result.wrong:
+        shown = ", ".join(result.wrong[:5]) + (f" and {len(result.wrong) - 5} more" if len(result.wrong) > 5 else "")
+        console.print(f"[bold red]{len(result.wrong)} points failed validation:[/] {shown}")
+    if result.ok_points == 0:
+        error_line(f"{result.vendor}: none of {len(result.launches)} jobs measured anything (their errors are above)")
         return EXIT_WRONG
     console.print(
-        f"{vendor}: {len(launches) - len(failed)} of {len(launches)} jobs measured into {output}; "
-        f"next: fabricprobe tune {output}"
+        f"{result.vendor}: {result.summary}{f', {len(failed)} failed' if failed else ''}; "
+        f"{result.ok_points} points measured into {output}; next: fabricprobe tune {output}"
     )
     return EXIT_OK
 

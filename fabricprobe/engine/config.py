@@ -85,6 +85,9 @@ class SweepConfig:
     comm_sizes: list[int] | None = None  # sub-communicators of the first k ranks; None = the world only
     points: list[list] | None = None  # tune-sweep --budget: [algorithm, communicator size, bytes] to measure only
     library_variant: str = ""  # the forced library algorithm this run measures (tune-sweep), recorded as library:NAME
+    # tune-sweep's one launch: collective -> names of the library's algorithms switched at run time (a
+    # LibrarySwitch does it) and measured beside its default, each point labelled library:NAME
+    library_variants: dict[str, list[str]] | None = None
     root: int = 0
     point_timeout: float = 120.0
     hugepages: bool = False
@@ -170,10 +173,23 @@ class SweepConfig:
             for p in self.points
         ):
             raise UsageError("invalid points: expected [algorithm, communicator size, bytes] triples")
-        if self.library_variant and not all(c.isalnum() or c in "_-." for c in self.library_variant):
+        if self.library_variant and not _variant_name(self.library_variant):
             raise UsageError(f"invalid --library-variant {self.library_variant!r}: letters, digits, _ - . only")
         if len(self.library_variant) > VARIANT_MAX:
             raise UsageError(f"invalid --library-variant {self.library_variant!r}: at most {VARIANT_MAX} characters")
+        if self.library_variants is not None:
+            if not isinstance(self.library_variants, dict) or not all(
+                isinstance(names, list)
+                and all(isinstance(n, str) and _variant_name(n) and len(n) <= VARIANT_MAX for n in names)
+                for names in self.library_variants.values()
+            ):
+                raise UsageError(
+                    f"invalid library_variants: collective -> list of algorithm names (letters, digits, _ - .; "
+                    f"at most {VARIANT_MAX})"
+                )
+            check_choices(list(self.library_variants), KNOWN, "collective")
+            if self.library_variant:
+                raise UsageError("a run forces one library algorithm at launch or switches several, not both")
         if self.buffer != "host" and self.timer == "native":
             raise UsageError(
                 "--timer native cannot time device buffers: their copies and stream synchronisations "
@@ -203,6 +219,11 @@ class SweepConfig:
 
     def warmup_for(self, nbytes: int) -> int:
         return self.warmup_small if nbytes <= self.large_threshold else self.warmup_large
+
+
+def _variant_name(name: str) -> bool:
+    """A library algorithm's name as a point label carries it: ASCII letters, digits, _ - . only."""
+    return bool(name) and name.isascii() and all(c.isalnum() or c in "_-." for c in name)
 
 
 def differing_fields(a: dict, b: dict) -> list[str]:

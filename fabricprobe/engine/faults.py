@@ -2,7 +2,12 @@
 
     FABRICPROBE_FAULT_WRONG=<collective>:<rank>  rank corrupts its result after validation calls
     FABRICPROBE_FAULT_HANG=<collective>:<rank>   rank never enters that collective's first point
-                                                 (setup:<rank>: never leaves the sweep's set-up)
+                                                 (setup:<rank>: never leaves the sweep's set-up;
+                                                 <collective>/<algorithm>:<rank>: that algorithm's)
+    FABRICPROBE_FAULT_ERROR=<collective>/<algorithm>  every rank's point of that algorithm fails with an
+                                                 error before its calls, as a library refusing it does
+    FABRICPROBE_FAULT_READONLY=<variable>,...    tune-sweep takes these MPI_T control variables for
+                                                 read-only (tuning.plan.switch)
 
 They are read from the environment, so every run that uses them records them in its
 provenance (environment variables with the FABRICPROBE_ prefix are stored).
@@ -16,9 +21,13 @@ import time
 import numpy as np
 
 
+class PlantedError(RuntimeError):
+    """The error FABRICPROBE_FAULT_ERROR plants."""
+
+
 def _target(var: str) -> tuple[str, int] | None:
     value = os.environ.get(var, "")
-    coll, _, rank = value.partition(":")
+    coll, _, rank = value.rpartition(":")
     if not coll or not rank.isdigit():
         return None
     return coll, int(rank)
@@ -29,7 +38,17 @@ def corrupt_result(collective: str, rank: int, recv: np.ndarray) -> None:
         recv.flat[0] = recv.flat[0] + 1 if recv.dtype.kind in "iu" else np.float32(12345.0)
 
 
-def hang_if_asked(collective: str, rank: int) -> None:
-    if _target("FABRICPROBE_FAULT_HANG") == (collective, rank):
+def hang_if_asked(collective: str, rank: int, algorithm: str = "") -> None:
+    target = _target("FABRICPROBE_FAULT_HANG")
+    if target in ((collective, rank), (f"{collective}/{algorithm}", rank)):
         while True:  # the other ranks block in the collective; the watchdog must end the job
             time.sleep(3600)
+
+
+def fail_if_asked(collective: str, algorithm: str) -> None:
+    if os.environ.get("FABRICPROBE_FAULT_ERROR") == f"{collective}/{algorithm}":
+        raise PlantedError(f"planted error in {collective}/{algorithm} (FABRICPROBE_FAULT_ERROR)")
+
+
+def readonly_variables() -> set[str]:
+    return {v.strip() for v in os.environ.get("FABRICPROBE_FAULT_READONLY", "").split(",") if v.strip()}

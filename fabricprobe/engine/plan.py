@@ -219,7 +219,14 @@ def _plan_for(
                 note = f"{coll}/{a} skipped: it runs on {' or '.join(alg.buffers)} buffers only"
                 if note not in notes:
                     notes.append(note)
-        algorithms = [alg for alg in implemented.values() if config.buffer in alg.buffers]
+        algorithms = [(alg.name, alg) for alg in implemented.values() if config.buffer in alg.buffers]
+        switched = (config.library_variants or {}).get(coll, [])
+        if switched and any(name == collectives.LIBRARY for name, _ in algorithms):
+            # tune-sweep's one launch: the library's algorithms switched at run time, each measured right
+            # after its default at every size (the same machine phase), on the library's own call
+            at = next(i for i, (name, _) in enumerate(algorithms) if name == collectives.LIBRARY) + 1
+            library = algorithms[at - 1][1]
+            algorithms[at:at] = [(f"{collectives.LIBRARY}:{label}", library) for label in switched]
         dtypes = [BYTE] if (spec.pt2pt or not spec.sized) else config.dtypes
         ops = (["sum"] if spec.sparse else config.ops) if spec.reduces else [NO_OP]
         densities = config.densities if spec.sparse else [0.0]
@@ -247,11 +254,11 @@ def _plan_for(
                                     )
                                     continue
                                 for density in densities:
-                                    for alg in algorithms:
+                                    for name, alg in algorithms:
                                         for transfer in transfers(config, spec, alg, layout):
                                             add(
                                                 collective=coll,
-                                                algorithm=alg.name,
+                                                algorithm=name,
                                                 dtype=dtype,
                                                 op=op,
                                                 in_place=in_place,

@@ -105,9 +105,16 @@ def _allocate_everywhere(spec: Any, case: Case, comm: Any, MPI: Any) -> None:
 
 
 def run_point(
-    point: PlannedPoint, config: SweepConfig, comm: Any, MPI: Any, topo: Topology, device: DeviceContext | None = None
+    point: PlannedPoint,
+    config: SweepConfig,
+    comm: Any,
+    MPI: Any,
+    topo: Topology,
+    device: DeviceContext | None = None,
+    forced_by: str = "",
 ) -> PointResult:
-    """Measure one point on every rank of comm; `device` is the sweep's device setting for --buffer cupy/numba."""
+    """Measure one point on every rank of comm; `device` is the sweep's device setting for --buffer
+    cupy/numba; `forced_by` says how the library's algorithm was forced (engine.switching.forced_by)."""
     started = time.time()
     mode = loops.MODES[point.mode]
     budget = harness.Budget(
@@ -169,7 +176,8 @@ def run_point(
             batch = (
                 algorithm.bind(case, timer) if dev is None else device_point.device_batch(point, algorithm, dev, device)
             )
-            faults.hang_if_asked(point.collective, comm.rank)
+            faults.hang_if_asked(point.collective, comm.rank, point.algorithm)
+            faults.fail_if_asked(point.collective, point.algorithm)
             validated = config.validate
             traffic.reset()
             if validated:
@@ -230,6 +238,7 @@ def run_point(
             if config.library_variant and point.algorithm == LIBRARY
             else point.algorithm
         ),
+        forced_by=forced_by,
         op=point.op,
         in_place=point.in_place,
         root=config.root,

@@ -19,6 +19,7 @@ from fabricprobe.engine.config import SweepConfig, differing_fields
 from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.gpudirect import direct_reason
 from fabricprobe.engine.sweep import execute
+from fabricprobe.engine.switching import LibrarySwitch
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_INTERRUPTED, StorageError, UsageError
 from fabricprobe.mpienv import provenance, topology
@@ -44,16 +45,19 @@ def run_sweep(
     run_id: str | None = None,
     progress: str = "auto",
     warn: Callable[[str], None] = warn_line,
+    switch: LibrarySwitch | None = None,
+    skip: frozenset[str] = frozenset(),
 ) -> SessionOutcome:
     """Measure `config` into `path` on every rank (resume: finish run `run_id`, or the last, of path with its
-    stored options; config then only gives the thread level, which must match). Raises UsageError, the
-    same on every rank, for anything the user must change."""
+    stored options; config then only gives the thread level, which must match). `switch` switches the
+    library's algorithms a config with library_variants measures (tune-sweep's one launch). Raises
+    UsageError, the same on every rank, for anything the user must change."""
     # The per-point watchdog starts with the first point; a rank that hangs before it (in MPI's
     # start-up, or in the topology's communicator splits, e.g. a rank launched with another MCA
     # environment) would hold the job forever. This one covers the set-up, with the same limit.
     setup = Watchdog(config.point_timeout, env_rank())
     setup.arm("the set-up (MPI start-up, option check, topology, provenance)")
-    job = _Job(config, path, resume, run_id, progress, warn, setup)
+    job = _Job(config, path, resume, run_id, progress, warn, setup, switch, skip)
     try:
         return _run(job)
     finally:
@@ -71,6 +75,8 @@ class _Job:
     progress: str
     warn: Callable[[str], None]
     setup: Watchdog
+    switch: LibrarySwitch | None = None
+    skip: frozenset[str] = frozenset()
     writer: ResultsWriter | None = None  # holds the file's lock from its opening to the end
 
     def open_writer(self) -> None:
@@ -120,6 +126,11 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         warn(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
     else:
         _root_decides(comm, lambda: (check_output_path(path), job.open_writer()))
+    if config.library_variants and job.switch is None:
+        raise UsageError(
+            "this run switches the library's algorithms at run time (tune-sweep's one launch): "
+            "finish it with `fabricprobe tune-sweep --resume`, not sweep"
+        )
     if config.root >= comm.size:
         raise UsageError(f"--root {config.root} is not a rank of this {comm.size}-rank job")
     if comm.size == 1 and not launched_by_mpiexec():
@@ -180,7 +191,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         if writer is not None and reason and config.gpudirect != "off":
             warn(f"GPUDirect points will be recorded as not runnable: {reason}")
     job.setup.stop()  # the points have their own watchdog
-    outcome = execute(config, MPI, comm, topo, writer, set(done), progress, device)
+    outcome = execute(config, MPI, comm, topo, writer, set(done) | job.skip, progress, device, job.switch)
     rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
     if writer is not None:
         writer.update_run(
@@ -190,6 +201,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
                 "notes": outcome.notes,
                 "rank0_peak_rss_mib": round(rss[0], 1),
                 "peak_rss_mib": round(max(rss), 1),
+                **({"runtime_switch": job.switch.record()} if job.switch is not None else {}),
             }
         )
     return SessionOutcome(outcome.exit_code, path, run_id, outcome.failed, comm.rank == 0)

@@ -10,6 +10,7 @@ from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.plan import make_plan
 from fabricprobe.engine.point import run_point
 from fabricprobe.engine.progress import SweepProgress
+from fabricprobe.engine.switching import LibrarySwitch, forced_by, variant_of
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG
 from fabricprobe.mpienv.topology import Topology
@@ -36,9 +37,11 @@ def execute(
     done: set[str],
     progress_style: str,
     device: DeviceContext | None = None,
+    switch: LibrarySwitch | None = None,
 ) -> SweepOutcome:
     """Measure every planned point not in `done`; writer is rank 0's (None elsewhere); `device` is set
-    for device buffers (--buffer cupy/numba)."""
+    for device buffers (--buffer cupy/numba); `switch` switches the library's algorithm before each
+    point (config.library_variants), and is back at the default when this returns."""
     points, notes = make_plan(config, topo, floor_timers(config.timer, native.failure(MPI)))
     root = comm.rank == 0
 
@@ -70,13 +73,18 @@ def execute(
                     continue
                 progress.starting(point.label)
                 watchdog.arm(f"point {point.index} ({point.label})")
-                result = run_point(point, config, sub, MPI, sub_topo, device)
+                if switch is not None:  # the switch may hang too: under the point's watchdog
+                    sub = switch.select(point.collective, variant_of(point.algorithm), sub)
+                how = forced_by(point.algorithm, config, switch)
+                result = run_point(point, config, sub, MPI, sub_topo, device, how)
                 watchdog.disarm()
                 if writer is not None:
                     writer.append_point(result.row, result.samples)
                 progress.finished(point.label, result.row)
                 measured += 1
                 failed += int(result.failed)
+        if switch is not None:
+            switch.restore()
         comm.Barrier()
     finally:
         watchdog.stop()

@@ -69,6 +69,58 @@ def run_launch(argv: list[str], **kwargs):
     return out
 
 
+def stream_launch(argv: list[str], on_line, timeout: float | None = None, **kwargs):
+    """run_launch, with each line of stderr handed to on_line(line) as it arrives (a long job's progress,
+    shown while it runs); stdout and stderr are also returned whole. subprocess.TimeoutExpired after
+    `timeout` seconds, the launcher's session killed."""
+    for _ in range(LAUNCH_ATTEMPTS):
+        done = _stream_once(argv, on_line, timeout, kwargs)
+        if done.returncode == 0 or not launcher_failed_to_start(done.stderr + done.stdout):
+            return done
+    return done
+
+
+def _stream_once(argv: list[str], on_line, timeout: float | None, kwargs: dict):
+    import subprocess
+    import threading
+
+    # In this process's session and process group, as subprocess.run starts it: a Ctrl-C of the caller
+    # reaches the launcher too, and a caller killed with its session takes the job with it.
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    expired = threading.Event()
+
+    def expire() -> None:  # the launcher ends its ranks on SIGTERM; SIGKILL if it does not end
+        expired.set()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    timer = threading.Timer(timeout, expire) if timeout is not None else None
+    if timer is not None:
+        timer.start()
+    err: list[str] = []
+    try:
+        for line in proc.stderr:
+            err.append(line)
+            on_line(line.rstrip("\n"))
+        proc.wait()
+        reader.join()
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if proc.poll() is None:  # the caller was interrupted: the job goes too
+            proc.kill()
+            proc.wait()
+    if expired.is_set():
+        raise subprocess.TimeoutExpired(argv, timeout)
+    return subprocess.CompletedProcess(argv, proc.returncode, "".join(out), "".join(err))
+
+
 # Where a library's launcher is found. A wheel puts mpiexec beside Python; a site library is on PATH,
 # and where Debian installs Open MPI and MPICH side by side, `mpiexec` is whichever the alternatives
 # system chose: the vendor's own name comes first (mpiexec.openmpi / mpiexec.mpich), and a candidate

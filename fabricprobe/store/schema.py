@@ -107,7 +107,18 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
         "S24",
         "allreduce, reduce, bcast, allgather, reduce_scatter, alltoall, barrier, latency, bw, bibw, empty",
     ),
-    ("algorithm", "S64", '"library" for the MPI library\'s own; otherwise the hand-written algorithm'),
+    (
+        "algorithm",
+        "S64",
+        '"library" for the MPI library\'s own, "library:NAME" for one of its algorithms forced (tune-sweep); '
+        "otherwise the hand-written algorithm",
+    ),
+    (
+        "forced_by",
+        "S8",
+        "how a library:NAME point's algorithm was forced: launch (the launch's environment), mpit (switched "
+        "at run time through the MPI tool interface); empty otherwise and in files before it",
+    ),
     ("dtype", "S12", "float32, float64, int32, int64; byte for point-to-point"),
     ("op", "S8", "sum, max, min, prod; none for collectives that do not reduce"),
     ("in_place", "?", "MPI_IN_PLACE was used"),
@@ -174,6 +185,8 @@ JSON_ATTRS = (
     "resumed_at",
     "gpu",
     "rank_gpus",
+    "runtime_switch",
+    "tune_sweep",
 )
 
 

@@ -25,7 +25,7 @@ from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import slurm_env
-from fabricprobe.mpienv.launcher import failure_message, find_launcher, run_launch
+from fabricprobe.mpienv.launcher import failure_message, find_launcher, run_launch, stream_launch
 from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.tuning.plan.library import DEFAULT, Variant
 from fabricprobe.tuning.plan.own import SPARSE
@@ -106,36 +106,40 @@ def job_error(stderr: str) -> str:
     return failure_message(stderr, 3)
 
 
-def run_variant(base: list[str], output: str, variant: Variant, config: SweepConfig, timeout: float) -> Launch:
-    """Launch one sweep job with the variant's environment (the library reads it at MPI_Init). The
-    job's configuration file is written beside the results file, not in /tmp: under Slurm every
-    node may have a /tmp of its own (the lab's do), and the ranks on other nodes must read it.
-    `base` ends with "-n N" (launcher()); under srun the step fills the allocation's first nodes."""
+def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeout: float, on_line=None):
+    """Launch `fabricprobe ARGS` on the ranks `base` ("... -n N": launcher()) starts, with `env` added to
+    this environment; under srun the step fills the allocation's first nodes. Returns the finished
+    process (output captured; each stderr line also to on_line as it comes, when given) or raises
+    subprocess.TimeoutExpired."""
+    argv = [*base[:-2], *slurm_env.step_nodes(base[:-2], int(base[-1])), *base[-2:]]
+    argv += [sys.executable, "-m", "fabricprobe", *args]
+    full = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
+    if on_line is not None:
+        return stream_launch(argv, on_line, env=full, timeout=timeout)
+    return run_launch(argv, env=full, timeout=timeout)
+
+
+def job_file(output: str, content: str) -> str:
+    """A job's file, written beside the results file, not in /tmp: under Slurm every node may have a
+    /tmp of its own (the lab's do), and the ranks on other nodes must read it."""
     folder = os.path.dirname(os.path.abspath(output))
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=".fabricprobe-job-", dir=folder, delete=False) as f:
-        f.write(config.to_json())
-    argv = [*base[:-2], *slurm_env.step_nodes(base[:-2], int(base[-1])), *base[-2:]] + [
-        sys.executable,
-        "-m",
-        "fabricprobe",
-        "sweep",
-        "--config",
-        f.name,
-        "-o",
-        output,
-        "--progress",
-        "none",
-        "--quiet",
-    ]
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **variant.env}
+        f.write(content)
+    return f.name
+
+
+def run_variant(base: list[str], output: str, variant: Variant, config: SweepConfig, timeout: float) -> Launch:
+    """Launch one sweep job with the variant's environment (the library reads it at MPI_Init)."""
+    path = job_file(output, config.to_json())
     comm_sizes = tuple(config.comm_sizes or ())
+    args = ["sweep", "--config", path, "-o", output, "--progress", "none", "--quiet"]
     try:
-        out = run_launch(argv, env=env, timeout=timeout)
+        out = run_fabricprobe(base, args, variant.env, timeout)
         return Launch(config.collectives[0], variant, out.returncode, job_error(out.stderr), comm_sizes)
     except subprocess.TimeoutExpired:
         return Launch(config.collectives[0], variant, 124, f"no result within {timeout:g} s", comm_sizes)
     finally:
-        os.unlink(f.name)
+        os.unlink(path)
 
 
 def run_job(base: list[str], output: str, variant: Variant, config_for, comm_sizes: list[int], timeout: float):
@@ -149,3 +153,15 @@ def run_job(base: list[str], output: str, variant: Variant, config_for, comm_siz
     # each size in a job of its own size: the forced algorithm applies to every communicator, and one
     # that exists for some sizes only (two_proc) fails fabricprobe's own COMM_WORLD collectives too
     return [run_variant(with_ranks(base, c), output, variant, config_for([c]), timeout) for c in comm_sizes]
+
+
+def completed_launches(runs: list) -> set[tuple[str, str]]:
+    """(collective, variant label; "" for the default's job) of the jobs that a launch of their own
+    measured to their end (tune-sweep --resume does not measure them again)."""
+    return {
+        (r.config["collectives"][0], r.config.get("library_variant") or "")
+        for r in runs
+        if r.status == "complete"
+        and len(r.config.get("collectives") or []) == 1
+        and not r.config.get("library_variants")
+    }

@@ -61,10 +61,32 @@ def run_tool(argv: list[str]) -> str:
 
 
 class Library:
+    """A library's algorithms and how to force one (its variants' environment, read at MPI_Init) and,
+    where it has the run-time equivalent, how to switch one inside a running job (tune-sweep's one
+    launch, tuning.plan.switch): the MPI_T control variable behind each environment variable."""
+
     vendor = "unknown"
+    switches_at_run_time = False  # whether its variants' settings have MPI_T control variables
+    # A write applies only to communicators made after it (Open MPI: coll/tuned reads its forced
+    # algorithm when a communicator is made); otherwise to the next call on any (MPICH).
+    new_communicator = False
+    # Environment settings that may stand for a whole launch without changing what the library's default
+    # runs, for a variable that cannot be written at run time (Open MPI before 5.0.6: dynamic rules on
+    # with every algorithm variable at 0 is the fixed decision, the default).
+    launch_wide: dict[str, str] = {}
 
     def variants(self, collective: str) -> list[Variant]:
         raise NotImplementedError
 
     def default(self, collective: str) -> Variant:
         return Variant(collective, DEFAULT, "", {})
+
+    def control_variable(self, env_name: str) -> str | None:
+        """The MPI_T control variable that an environment variable of a variant sets (None: the library
+        has no run-time equivalent: a launch per variant)."""
+        return None
+
+    def default_value(self, variable: str) -> str | None:
+        """The name of the value `variable` has when nothing sets it, where known: read at start to check
+        that names map to the values the library uses (MPICH's follow its description's order)."""
+        return None

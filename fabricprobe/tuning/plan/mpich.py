@@ -15,6 +15,7 @@ from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, t
 
 class MPICH(Library):
     vendor = "MPICH"
+    switches_at_run_time = True
     EXCLUDED = ("auto", "nb", "ccl")  # nb is the non-blocking path under another name; ccl needs an external library
 
     def __init__(self, mpivars: str | None = None, text: str | None = None) -> None:
@@ -38,6 +39,13 @@ class MPICH(Library):
             if alg not in self.EXCLUDED:
                 out.append(Variant(collective, alg, alg, {f"MPIR_CVAR_{cvar}_INTRA_ALGORITHM": alg, **posix}))
         return out
+
+    def control_variable(self, env_name: str) -> str | None:
+        """MPIR_CVAR_X in the environment is the control variable MPIR_CVAR_X."""
+        return env_name if env_name.startswith("MPIR_CVAR_") else None
+
+    def default_value(self, variable: str) -> str | None:
+        return "auto" if variable.endswith("_INTRA_ALGORITHM") else None
 
 
 def parse_mpivars(text: str) -> dict[str, list[str]]:

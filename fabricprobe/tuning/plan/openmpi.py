@@ -12,6 +12,9 @@ from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, t
 
 class OpenMPI(Library):
     vendor = "Open MPI"
+    switches_at_run_time = True
+    new_communicator = True  # measured: a write without a new communicator changes nothing
+    launch_wide = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}  # read-only before 5.0.6 and 4.1.7
 
     def __init__(self, ompi_info: str | None = None, text: str | None = None) -> None:
         if text is None:
@@ -42,6 +45,16 @@ class OpenMPI(Library):
                 )
             )
         return out
+
+    def control_variable(self, env_name: str) -> str | None:
+        """OMPI_MCA_coll_tuned_X is the MCA parameter coll_tuned_X, which MPI_T names the same."""
+        prefix = "OMPI_MCA_"
+        return env_name[len(prefix) :] if env_name.startswith(prefix) else None
+
+    def default_value(self, variable: str) -> str | None:
+        if variable == "coll_tuned_use_dynamic_rules":
+            return "false"
+        return "ignore" if variable.startswith("coll_tuned_") and variable.endswith("_algorithm") else None
 
 
 def parse_ompi_info(text: str) -> dict[str, list[tuple[int, str]]]:

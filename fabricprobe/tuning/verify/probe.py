@@ -19,20 +19,18 @@ from __future__ import annotations
 import json
 import sys
 
-import mpi4py
+import numpy as np
 
-mpi4py.rc.thread_level = "single"
-import numpy as np  # noqa: E402
-from mpi4py import MPI  # noqa: E402
-
-from fabricprobe.specs import SPECS  # noqa: E402
-from fabricprobe.specs.base import Case  # noqa: E402
+from fabricprobe.specs import SPECS
+from fabricprobe.specs.base import Case
 
 WARMUP = 12
 
 
 def call(comm, collective: str, nbytes: int, op) -> None:
     """One call of the collective through its spec's mpi4py call, on float32 buffers of S = nbytes."""
+    from mpi4py import MPI
+
     spec = SPECS[collective]
     case = Case(
         collective=collective,
@@ -51,7 +49,42 @@ def call(comm, collective: str, nbytes: int, op) -> None:
     spec.mpi4py_call(case, MPI, op=op)()
 
 
+def trace(comm, collective: str, nbytes: int) -> list[list[int]] | None:
+    """The reduction steps of every rank in one call (on rank 0; None elsewhere): a commutative
+    user-defined sum records how many elements each local reduction step combines, after WARMUP untraced
+    calls. Also run inside a job (tune-sweep's one launch proves a run-time switch with it)."""
+    from mpi4py import MPI
+
+    steps: list[int] = []
+    record = [False]
+
+    def traced_sum(inbuf, inoutbuf, datatype):
+        a = np.frombuffer(inbuf, np.float32)
+        b = np.frombuffer(inoutbuf, np.float32)
+        b += a
+        if record[0]:
+            steps.append(int(a.size))
+
+    op = MPI.Op.Create(traced_sum, commute=True)
+    try:
+        for _ in range(WARMUP):
+            call(comm, collective, nbytes, op)
+        comm.Barrier()
+        record[0] = True
+        call(comm, collective, nbytes, op)
+        record[0] = False
+    finally:
+        op.Free()
+    gathered = comm.gather(steps, root=0)
+    return gathered if comm.rank == 0 else None
+
+
 def main() -> int:
+    import mpi4py
+
+    mpi4py.rc.thread_level = "single"
+    from mpi4py import MPI
+
     collective, nbytes, method = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     comm = MPI.COMM_WORLD
     if method == "monitor":
@@ -64,25 +97,7 @@ def main() -> int:
         if comm.rank == 0:
             print(json.dumps({"smoke": "ok"}))
         return 0
-    steps: list[int] = []
-    record = [False]
-
-    def traced_sum(inbuf, inoutbuf, datatype):
-        a = np.frombuffer(inbuf, np.float32)
-        b = np.frombuffer(inoutbuf, np.float32)
-        b += a
-        if record[0]:
-            steps.append(int(a.size))
-
-    op = MPI.Op.Create(traced_sum, commute=True)
-    for _ in range(WARMUP):
-        call(comm, collective, nbytes, op)
-    comm.Barrier()
-    record[0] = True
-    call(comm, collective, nbytes, op)
-    record[0] = False
-    gathered = comm.gather(steps, root=0)
-    op.Free()
+    gathered = trace(comm, collective, nbytes)
     if comm.rank == 0:
         print(json.dumps({"trace": gathered}))
     return 0
