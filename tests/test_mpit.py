@@ -156,6 +156,20 @@ def test_a_variable_missing_or_reading_another_name_than_its_default_is_not_swit
     )
     plan = plan_switch(lib, variants, good)
     assert set(plan.writes["allreduce"]) == {v.name for v in variants if v.name != "default"} and not plan.by_launch
+    # MPICH 4.0.2's glued POSIX names: "auto" found by its suffix, as the write finds it
+    glued = {
+        "values": [[0, "allreducempir"], [1, "llectivesrelease_gather"], [2, ", gather primitivesauto"]],
+        "value": 2,
+    }
+    plan = plan_switch(
+        lib,
+        variants,
+        {
+            **good,
+            "MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": {**good["MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM"], **glued},
+        },
+    )
+    assert not plan.by_launch and "mpir" in plan.writes["allreduce"]
     # the names do not match what the library reads at start: auto should be 0
     shifted = _described(
         MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM={"values": values, "value": 1},

@@ -80,15 +80,9 @@ class ControlVariable:
             return str(text)
         if isinstance(text, int):
             return text
-        by_name = {name: value for value, name in self.values}
-        if text in by_name:
-            return by_name[text]
-        # MPICH 4.0 glues each name to the description before it ("...intra-node allreducempir"), and a
-        # description that does not end as inline_values expects leaves the two joined: the one name that
-        # ends with `text` after a letter or a space (never "_": "sched_auto" is not "auto").
-        glued = [v for v, name in self.values if name.endswith(text) and not name[: -len(text)].endswith("_")]
-        if len(glued) == 1 and re.fullmatch(r"\w+", text):
-            return glued[0]
+        named = value_named(self.values, text)
+        if named is not None:
+            return named
         if self.datatype == "bool" and text.lower() in ("true", "false", "yes", "no"):
             return int(text.lower() in ("true", "yes"))
         if re.fullmatch(r"-?\d+", text.strip()):
@@ -99,6 +93,18 @@ class ControlVariable:
     def name_of(self, value: int | str) -> str:
         """The name of a value (its enumeration's, or MPICH's description order), else the value."""
         return next((name for v, name in self.values if v == value), str(value))
+
+
+def value_named(values, name: str) -> int | None:
+    """The value of `name` among (value, name) pairs, None when none is called so. MPICH 4.0 glues each
+    name to the description before it ("...intra-node allreducempir"), and a description that does not
+    end as inline_values expects leaves the two joined: then the one name that ends with `name` after a
+    letter or a space (never "_": "sched_auto" is not "auto")."""
+    by_name = {n: v for v, n in values}
+    if name in by_name:
+        return by_name[name]
+    glued = [v for v, n in values if n.endswith(name) and not n[: -len(name)].endswith("_")]
+    return glued[0] if len(glued) == 1 and re.fullmatch(r"\w+", name) else None
 
 
 class ToolInterface:

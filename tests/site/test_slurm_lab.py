@@ -143,10 +143,18 @@ def test_tune_sweep_in_one_allocation_and_verified_files(cluster):
         "--collectives", "allreduce", "--sizes", "8,64K,1M", "--iters", "20", "--max-time", "0.05",
     )  # fmt: skip
     runs = load_runs(str(results))
-    # every forced algorithm a step of one allocation (one job id), each with its own step id
+    # one allocation (one job id); the algorithms switched at run time in one step of it
     jobs = {json.loads(r.attrs["scheduler_job"])["job_id"] for r in runs}
-    steps = [json.loads(r.attrs["scheduler_job"])["step_id"] for r in runs]
-    assert len(jobs) == 1 and len(set(steps)) == len(runs) > 2
+    one = [r for r in runs if r.config.get("library_variants")]
+    assert len(jobs) == 1 and len(one) == 1, [r.config for r in runs]
+    record = one[0].attrs["tune_sweep"]
+    assert record["switch"] == "mpit" and record["summary"].startswith("1 launch"), record
+    switched = {p["algorithm"] for p in one[0].points if p["forced_by"] == "mpit"}
+    assert len(switched) >= 3, switched
+    if library.vendor == "Open MPI":  # 4.1: dynamic rules read-only, set for the whole launch
+        assert one[0].attrs["environment"].get("OMPI_MCA_coll_tuned_use_dynamic_rules") == "1"
+        writes = one[0].attrs["runtime_switch"]["writes"]["allreduce"]
+        assert all(set(w) == {"coll_tuned_allreduce_algorithm"} for w in writes.values()), writes
     said = _fp(
         "lab", "run", "--name", NAME, "--",
         "tune", str(results), "-o", str(tuned), "--verify", "--reps", "2", "--min-gain", "0",
@@ -227,3 +235,34 @@ def test_a_planted_rule_is_verified_with_its_files_and_caught_without_them(clust
     else:
         (conf,) = [n for n in result["files"] if n.startswith("ompi_rules") and n.endswith(".conf")]
         assert "Open MPI v4.1" in (out / conf).read_text().splitlines()[0]
+
+
+def test_tune_sweep_by_launch_makes_a_step_per_algorithm(cluster):
+    _, work = cluster
+    results = work / "by-launch.h5"
+    _fp(
+        "lab", "run", "--name", NAME, "--", "tune-sweep", "-n", "4", "-o", str(results), "--switch", "launch",
+        "--collectives", "reduce", "--sizes", "8", "--iters", "10", "--max-time", "0.05", "--algorithms", "none",
+    )  # fmt: skip
+    runs = load_runs(str(results))
+    jobs = {json.loads(r.attrs["scheduler_job"])["job_id"] for r in runs}
+    steps = [json.loads(r.attrs["scheduler_job"])["step_id"] for r in runs]
+    assert len(jobs) == 1 and len(set(steps)) == len(runs) > 2
+    assert {p["forced_by"] for r in runs for p in r.points if p["algorithm"].startswith("library:")} == {"launch"}
+
+
+def test_the_tool_interface_of_the_site_library():
+    """MPI_T on Debian's libraries: Open MPI 4.1.4 says coll_tuned_use_dynamic_rules is read-only and
+    refuses the write; MPICH 4.0.2's glued descriptions still give the algorithm values their names."""
+    library = library_of_this_python()
+    driver = Path(__file__).parents[1] / "drivers" / "mpit_check.py"
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    out = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["writable"] and found["written"] == found["target_value"] == found["read_after"] != found["start"]
+    if library.vendor == "Open MPI":
+        rules = found["dynamic_rules"]
+        assert rules["scope"] == "readonly" and not rules["writable"] and "readonly" in rules["write"], rules
+    else:
+        assert found["start_name"] == "auto" and found["names"][:4] == ["auto", "nb", "smp", "recursive_doubling"]

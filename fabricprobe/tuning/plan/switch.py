@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 from fabricprobe.engine import faults
 from fabricprobe.errors import UsageError
+from fabricprobe.mpienv.mpit import value_named
 from fabricprobe.tuning.plan.library import DEFAULT, Library, Variant
 from fabricprobe.tuning.plan.variants import variant_label
 
@@ -118,8 +119,8 @@ def _unusable_variables(library: Library, described: dict[str, dict | None]) -> 
         expected = library.default_value(variable)
         if info is None or expected is None or variable in os.environ or f"OMPI_MCA_{variable}" in os.environ:
             continue
-        names = {value: name for value, name in info["values"]}
-        if names and names.get(info["value"]) != expected:
+        if info["values"] and value_named(info["values"], expected) != info["value"]:
+            names = {value: name for value, name in info["values"]}
             out[variable] = (
                 f"{variable} reads {info['value']} at start, which its value names make "
                 f"{names.get(info['value'], 'nothing')!r}, not {expected!r}: the names cannot be trusted"
