@@ -60,9 +60,10 @@ def main() -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("-n", type=int, required=True)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("extra", nargs=argparse.REMAINDER, help="tune-sweep options, after --")
-    args = parser.parse_args()
-    extra = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    extra = argv[cut + 1 :]  # tune-sweep's own options
     args.out.mkdir(parents=True, exist_ok=True)
     rows = args.out / f"{args.name}.jsonl"
     for rep in range(args.reps):
