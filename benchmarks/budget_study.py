@@ -87,7 +87,8 @@ def main() -> None:
             raise SystemExit(f"tune-eval failed: {done.stderr[-2000:]}")
         print(done.stdout)
         with rows.open("a") as f:
-            f.write(json.dumps({"kind": "eval", "truth": truth["file"], "rows": json.loads(evaluated.read_text())}) + "\n")
+            found = json.loads(evaluated.read_text())
+            f.write(json.dumps({"kind": "eval", "truth": truth["file"], "rows": found}) + "\n")
 
 
 if __name__ == "__main__":

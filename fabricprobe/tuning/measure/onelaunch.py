@@ -21,8 +21,8 @@ import os
 import subprocess
 from dataclasses import dataclass, field, replace
 
-from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
+from fabricprobe.engine.switching import variant_of
 from fabricprobe.errors import EXIT_USAGE, UsageError
 from fabricprobe.store import ResultsWriter, check_output_path, load_runs
 from fabricprobe.store.journal import journal_path
@@ -124,6 +124,8 @@ def measure_one_launch(
     }
     parts = {c: part_config(template, c, comm_sizes, own.get(c, []), plan.switched(c)) for c in collectives}
     done, skip = _already(prior, parts)
+    for fb in _error_fallbacks(prior, plan):  # --resume: what failed when switched before the interruption
+        fallbacks.setdefault((fb.collective, fb.variant), fb)
     known = {r.id for r in prior}
     state = output + STATE_SUFFIX
     for _ in range(len(variants) + 1):
@@ -143,7 +145,7 @@ def measure_one_launch(
         done |= more_done
         skip |= more_skip
         for fb in _error_fallbacks(new, plan):
-            fallbacks.setdefault((fb.collective, variant_label(fb.variant)), fb)
+            fallbacks.setdefault((fb.collective, fb.variant), fb)
         if launch.returncode in (0, 1):
             break  # every sweep ran to its end (1: some points failed; their variants fall back)
         if launch.returncode == EXIT_USAGE:
@@ -270,7 +272,7 @@ def _error_fallbacks(runs: list, plan: SwitchPlan) -> list[Fallback]:
     why: dict[tuple[str, str], str] = {}
     for run in runs:
         for p in run.points:
-            label = p["algorithm"][len(LIBRARY) + 1 :] if p["algorithm"].startswith(LIBRARY + ":") else ""
+            label = variant_of(p["algorithm"])
             if p["status"] == POINT_ERROR and p.get("forced_by") == plan.method and label:
                 sizes.setdefault((p["collective"], label), set()).add(int(p["nranks"]))
                 why.setdefault((p["collective"], label), p["note"])
