@@ -27,6 +27,13 @@ def run(args: argparse.Namespace) -> int:
     from fabricprobe.store.repair import repair
 
     report = repair(args.file)
+    for offset, size in report.damaged_records:
+        print(f"skipped a damaged journal record at byte {offset} ({size} bytes): its checksum or content fails")
+    if report.damaged_records:
+        print(
+            f"{len(report.damaged_records)} damaged journal records skipped, every intact one after them kept; "
+            f"the journal is kept whole as {report.journal_kept_as}"
+        )
     if report.torn_bytes:
         print(
             f"dropped an incomplete last journal record ({report.torn_bytes} bytes: a write cut short, never complete)"
@@ -36,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
             f"{args.file} is intact: {report.runs} runs, {report.points} points "
             f"({report.journal_records} journal records folded)"
         )
-        return EXIT_OK
+        return EXIT_OK if report.lossless else EXIT_WRONG
     print(
         f"{args.file} was damaged and is rebuilt: {report.runs} runs, {report.points} points kept "
         f"({report.journal_records} from the journal); the damaged file is {report.kept_as}"

@@ -9,6 +9,7 @@ import fcntl
 import glob
 import os
 import shutil
+import time
 from typing import Any, Callable
 
 import h5py
@@ -51,7 +52,7 @@ def replace_whole(path: str, change: Callable[[h5py.File], Any], extra_bytes: in
     try:
         if os.path.exists(path):
             shutil.copyfile(path, tmp)
-        with h5py.File(tmp, "a") as f:
+        with h5py.File(tmp, "a", libver=LIBVER) as f:
             result = change(f)
         _fsync_path(tmp)
         with deferred_signals():
@@ -76,9 +77,15 @@ def rewrite(path: str, change: Callable[[h5py.File], Any], extra_bytes: int = 0)
     return replace_whole(path, stamped, extra_bytes)
 
 
+# Every dataset carries a Fletcher-32 checksum of each chunk, and new files take HDF5's checksummed
+# metadata (object headers, B-trees: libver 1.10): a flipped bit in a point row or a sample array
+# read back as another number, silently (benchmarks/bitflip_study.py); now a reader says "damaged".
+LIBVER = ("v110", "latest")
+
+
 def new_run_group(runs: h5py.Group, run_id: str) -> h5py.Group:
     group = runs.create_group(run_id)
-    group.create_dataset("points", shape=(0,), maxshape=(None,), dtype=POINT_DTYPE, chunks=(64,))
+    group.create_dataset("points", shape=(0,), maxshape=(None,), dtype=POINT_DTYPE, chunks=(64,), fletcher32=True)
     group.create_group("samples")
     return group
 
@@ -90,10 +97,11 @@ def write_samples(group: h5py.Group, index: int, samples: np.ndarray) -> None:
     group["samples"].create_dataset(
         name,
         data=samples,
-        compression="gzip",
-        compression_opts=4,
-        shuffle=True,
-        chunks=True if samples.size > 1024 else None,
+        compression="gzip" if samples.size > 1024 else None,
+        compression_opts=4 if samples.size > 1024 else None,
+        shuffle=samples.size > 1024,
+        chunks=True,
+        fletcher32=True,
     )
 
 
@@ -131,7 +139,9 @@ def apply(f: h5py.File, records: list[journal.Record]) -> int:
 
 def fold(path: str) -> int:
     """Fold path's journal into path and remove it; returns how many records changed the file. The
-    caller holds the writer lock."""
+    caller holds the writer lock. A journal with damaged records (journal.read skipped them) is not
+    removed but kept whole beside the file (damaged_journal_path), so nothing that was not folded is
+    ever deleted."""
     for stale in glob.glob(glob.escape(path) + ".tmp-*"):
         os.remove(stale)  # a copy a killed writer was making (only the lock holder makes them)
     found = journal.read(path)
@@ -140,21 +150,46 @@ def fold(path: str) -> int:
         applied = rewrite(path, lambda f: apply(f, found.records), os.path.getsize(jpath))
     else:
         applied = 0
-    if os.path.exists(jpath):
+    if found.damaged and os.path.exists(jpath):
+        os.replace(jpath, damaged_journal_path(path))
+    elif os.path.exists(jpath):
         os.remove(jpath)  # folded, or only a record cut short by a kill (never reported complete)
     return applied
+
+
+def damaged_journal_path(path: str) -> str:
+    """Where fold keeps a journal whose damaged records it skipped: FILE.journal.damaged, or .2, .3 ..."""
+    base, n = journal.journal_path(path) + ".damaged", 1
+    candidate = base
+    while os.path.exists(candidate):
+        n += 1
+        candidate = f"{base}.{n}"
+    return candidate
 
 
 def lock_path(path: str) -> str:
     return path + ".lock"
 
 
+BUSY_S = 1.0  # a lock held this briefly is a probe, not a writer
+RECORD_WAIT_S = 600.0  # a doctor's or trainer's record waits this long for a sweep writing its file
+
+
+class LockBusy(UsageError):
+    """Another process writes the file."""
+
+
 class WriterLock:
     """One writer per results file (FILE.lock, flock'd): a second `sweep -o`/`--resume` of the same
-    file is refused at once instead of interleaving two runs' records."""
+    file is refused at once instead of interleaving two runs' records. A lock held for a moment only
+    (being_written() probes it with a lock of its own: 3 of 20 repairs and resumes were refused while
+    nothing wrote the file) is waited out for BUSY_S; a writer that may wait longer (a doctor's or a
+    trainer's record) gives `wait_s`, and `say` is told once that it waits."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, wait_s: float = 0.0, say: Callable[[str], None] | None = None) -> None:
         self.lock_path = lock_path(path)
+        deadline = time.monotonic() + max(wait_s, BUSY_S)
+        told = False
         while True:
             try:
                 fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -164,7 +199,13 @@ class WriterLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
-                raise UsageError(
+                if time.monotonic() < deadline:
+                    if say is not None and not told and wait_s > BUSY_S:
+                        say(f"{path} is being written by another fabricprobe process; waiting up to {wait_s:g} s")
+                        told = True
+                    time.sleep(0.05)
+                    continue
+                raise LockBusy(
                     f"{path} is being written by another fabricprobe process (a sweep, a resume or a repair); "
                     "wait for it to end"
                 ) from None
@@ -184,13 +225,32 @@ class WriterLock:
             self.fd = None
 
 
-def update(path: str, change: Callable[[h5py.File], Any]) -> Any:
-    """change() applied to path under the writer lock, by rewrite: for writers other than a sweep (a
-    trainer's record), which must neither damage the file nor interleave with a sweep writing it."""
-    lock = WriterLock(path)
+def update(
+    path: str,
+    change: Callable[[h5py.File], Any],
+    extra_bytes: int = 0,
+    results: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> tuple[str, Any]:
+    """change() applied to path under the writer lock (rewrite for a results file, replace_whole for
+    another, the doctor's): for writers other than a sweep (a trainer's record, a doctor run), which must
+    neither damage the file nor interleave with another writer (two doctors at once lost a record). It
+    waits for a writer up to RECORD_WAIT_S, said once; one that still holds the file then (a long sweep)
+    gets the record written beside it (FILE-PID.h5), and say() is told where. Returns (the file
+    written, change()'s result): what was measured is never lost."""
     try:
-        fold(path)
-        return rewrite(path, change)
+        lock = WriterLock(path, RECORD_WAIT_S, say)
+    except LockBusy:
+        stem, suffix = os.path.splitext(path)
+        beside = f"{stem}-{os.getpid()}{suffix or '.h5'}"
+        if say is not None:
+            say(f"{path} is still being written by another process: this record goes to {beside}")
+        path, lock = beside, WriterLock(beside)
+    try:
+        if results:
+            fold(path)
+            return path, rewrite(path, change, extra_bytes)
+        return path, replace_whole(path, change, extra_bytes)
     finally:
         lock.release()
 

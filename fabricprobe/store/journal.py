@@ -8,8 +8,11 @@ and fsync'd: that is the moment the point is complete. The journal is folded int
 writing a copy and renaming it over the original (fabricprobe.store.fold), which is atomic.
 
 A record: b"FPJ1", the payload's length (uint64, little-endian), its CRC-32 (uint32), the payload:
-a JSON header line, then the point's row (POINT_DTYPE bytes) and its samples (raw float64). A record
-cut short by a kill, or whose checksum fails, ends the journal: what follows it is not trusted.
+a JSON header line, then the point's row (POINT_DTYPE bytes) and its samples (raw float64). Each
+record stands on its own checksum: a damaged one (a flipped bit, a record that names no run) is skipped
+and reported, and reading goes on at the next record that checks out (found by its magic and
+checksum), so one bad record never takes the ones after it. Bytes after the last intact record with
+no intact record after them are a write cut short by a kill (torn): never reported complete.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 import os
 import struct
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -110,24 +113,71 @@ def append(path: str, record: Record) -> None:
 class Journal:
     records: list[Record]
     torn_bytes: int  # bytes after the last intact record (a write cut short), ignored
+    damaged: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) skipped between intact records
+
+
+KINDS = (START, POINT, UPDATE)
+
+
+def _intact(data: bytes, at: int) -> tuple[Record, int] | None:
+    """The record at `at` and its length, if its magic, length, checksum and content all hold."""
+    if at + _HEAD.size > len(data):
+        return None
+    magic, length, crc = _HEAD.unpack_from(data, at)
+    payload = data[at + _HEAD.size : at + _HEAD.size + length]
+    if magic != MAGIC or len(payload) != length or zlib.crc32(payload) != crc:
+        return None
+    try:
+        record = Record.decode(payload)
+    except (ValueError, KeyError, TypeError):
+        return None
+    # a record must name its run; a point must carry one whole row (an interrupt at a sweep's start
+    # once left an update without a run, and every later reader failed on it)
+    if record.kind not in KINDS or not isinstance(record.run, str) or not record.run:
+        return None
+    if record.kind == POINT and (record.row is None or record.row.shape != (1,)):
+        return None
+    return record, _HEAD.size + length
+
+
+def _next_intact(data: bytes, start: int) -> int | None:
+    at = data.find(MAGIC, start)
+    while at >= 0:
+        if _intact(data, at) is not None:
+            return at
+        at = data.find(MAGIC, at + 1)
+    return None
 
 
 def read(path: str) -> Journal:
-    """The intact records of path's journal, in order (none if there is no journal)."""
+    """The intact records of path's journal, in order (none if there is no journal); damaged ones are
+    skipped and listed, and a torn end is counted."""
     try:
         with open(journal_path(path), "rb") as f:
             data = f.read()
     except FileNotFoundError:
         return Journal([], 0)
-    records, at = [], 0
-    while at + _HEAD.size <= len(data):
-        magic, length, crc = _HEAD.unpack_from(data, at)
-        payload = data[at + _HEAD.size : at + _HEAD.size + length]
-        if magic != MAGIC or len(payload) != length or zlib.crc32(payload) != crc:
-            break
-        try:
-            records.append(Record.decode(payload))
-        except (ValueError, KeyError):
-            break
-        at += _HEAD.size + length
-    return Journal(records, len(data) - at)
+    records, damaged, at = [], [], 0
+    while at < len(data):
+        found = _intact(data, at)
+        if found is not None:
+            records.append(found[0])
+            at += found[1]
+            continue
+        resume = _next_intact(data, at + 1)
+        if resume is None:
+            if _complete(data, at):  # all its bytes are there, yet it fails: damage, not a torn write
+                damaged.append((at, len(data) - at))
+                at = len(data)
+            break  # otherwise nothing intact after it: a record cut short by a kill
+        damaged.append((at, resume - at))
+        at = resume
+    return Journal(records, len(data) - at, damaged)
+
+
+def _complete(data: bytes, at: int) -> bool:
+    """Whether the bytes from `at` to the end are as long as the record there says it is."""
+    if at + _HEAD.size > len(data):
+        return False
+    _, length, _ = _HEAD.unpack_from(data, at)
+    return at + _HEAD.size + length == len(data)

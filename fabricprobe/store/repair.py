@@ -16,7 +16,16 @@ import h5py
 from fabricprobe.errors import UsageError
 from fabricprobe.store import journal
 from fabricprobe.store.attrs import read_attrs, write_attrs
-from fabricprobe.store.fold import WriterLock, apply, fold, new_run_group, rewrite, write_samples
+from fabricprobe.store.fold import (
+    WriterLock,
+    apply,
+    damaged_journal_path,
+    fold,
+    new_run_group,
+    rewrite,
+    write_samples,
+)
+from fabricprobe.store.schema import FORMAT
 
 ROWS_AT_ONCE = 64  # a damaged table is read in pieces of this many rows, so one bad chunk loses only its rows
 
@@ -31,11 +40,13 @@ class RepairReport:
     lost_runs: list[str] = field(default_factory=list)  # runs whose group could not be read at all
     journal_records: int = 0
     torn_bytes: int = 0  # an incomplete last journal record (a write cut short), dropped
+    damaged_records: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) skipped in the journal
+    journal_kept_as: str = ""  # where a journal with damaged records was kept whole
     kept_as: str = ""  # where the damaged original now is
 
     @property
     def lossless(self) -> bool:
-        return not (self.lost_points or self.lost_samples or self.lost_runs)
+        return not (self.lost_points or self.lost_samples or self.lost_runs or self.damaged_records)
 
 
 def _whole(path: str) -> bool:
@@ -52,13 +63,41 @@ def _whole(path: str) -> bool:
         return False
 
 
+def recognise(path: str) -> None:
+    """Raise UsageError unless `path` is (or was) a fabricprobe results file: repair rewrites only what
+    it recognises, never a text file, a JSON file or another program's HDF5 file."""
+    if not os.path.exists(path):
+        return
+    if os.path.islink(path) or not os.path.isfile(path):
+        raise UsageError(f"{path} is not a regular file; repair changes nothing")
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise UsageError(f"{path} cannot be read and written here (permission denied); repair changes nothing")
+    if not h5py.is_hdf5(path):
+        raise UsageError(f"{path} is not a fabricprobe results file (no HDF5 signature); repair changes nothing")
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            fmt = f.attrs.get("format")
+            fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+            ours = fmt == FORMAT or (fmt is None and "runs" in f)
+            other = fmt is not None and fmt != FORMAT
+    except Exception:  # noqa: BLE001 - a root that does not read: damage, salvaged if anything reads
+        return
+    if other or not ours:
+        raise UsageError(f"{path} is an HDF5 file but not a fabricprobe results file; repair changes nothing")
+
+
 def repair(path: str) -> RepairReport:
     found = journal.read(path)
     if not os.path.exists(path) and not found.records and not os.path.exists(journal.journal_path(path)):
         raise UsageError(f"{path}: no such file")
+    recognise(path)
     lock = WriterLock(path)
     try:
-        report = RepairReport(journal_records=len(found.records), torn_bytes=found.torn_bytes)
+        report = RepairReport(
+            journal_records=len(found.records), torn_bytes=found.torn_bytes, damaged_records=found.damaged
+        )
+        if found.damaged:
+            report.journal_kept_as = damaged_journal_path(path)
         if not os.path.exists(path) or _whole(path):
             fold(path)
         else:
@@ -71,7 +110,10 @@ def repair(path: str) -> RepairReport:
             os.link(path, report.kept_as)  # the original stays whole under its new name first...
             os.replace(salvaged, path)  # ...then the salvaged file takes the name, atomically
             if os.path.exists(journal.journal_path(path)):
-                os.remove(journal.journal_path(path))
+                if found.damaged:  # its damaged records are not in the file: the journal stays, whole
+                    os.replace(journal.journal_path(path), report.journal_kept_as)
+                else:
+                    os.remove(journal.journal_path(path))
         with h5py.File(path, "r", locking=False) as f:
             report.runs = len(f["runs"])
             report.points = sum(run["points"].shape[0] for run in f["runs"].values())

@@ -20,7 +20,10 @@ from fabricprobe.store.schema import STATUS_RUNNING, make_row
 
 
 def check_output_path(path: str) -> None:
-    """Raise UsageError unless results can be appended to `path`; touches nothing."""
+    """Raise UsageError unless results can be appended to `path`; touches nothing. Never through a
+    symbolic link: the fold replaces the file by renaming over it, which would replace the link."""
+    if os.path.islink(path):
+        raise UsageError(f"cannot write results to {path}: it is a symbolic link (give its target)")
     if os.path.isdir(path):
         raise UsageError(f"cannot write results to {path}: it is a directory")
     if os.path.exists(path):
@@ -83,6 +86,10 @@ class ResultsWriter:
         self._folded = time.monotonic()
 
     def update_run(self, attrs: dict[str, Any]) -> None:
+        """Change the run's attributes; nothing before its run has started (an interrupt in a sweep's
+        first moments: a record naming no run made every later reader fail)."""
+        if self.run_id is None:
+            return
         self._append(journal.Record(journal.UPDATE, self.run_id, attrs=attrs))
 
     def _append(self, record: journal.Record) -> None:
