@@ -229,8 +229,11 @@ def test_record_round_trip_appends_and_never_half_writes(tmp_path, monkeypatch):
     path = str(tmp_path / "d.h5")
     m = _measurements(3, 2, slow_node=1, link_fraction=0.6)
     d = diagnose(m).as_dict()
-    first = record.save(path, m, d, {"lab": "x"}, {"threshold": 0.15})
-    second = record.save(path, m, d, {"lab": "y"}, {})
+    (written, first), (_, second) = (
+        record.save(path, m, d, {"lab": "x"}, {"threshold": 0.15}),
+        record.save(path, m, d, {"lab": "y"}, {}),
+    )
+    assert written == path
     assert first != second and record.is_doctor_file(path)
     rid, back, meta = record.load(path)
     assert rid == second and meta["provenance"] == {"lab": "y"} and meta["diagnosis"] == json.loads(json.dumps(d))

@@ -94,10 +94,13 @@ def write(
     evals: np.ndarray,
     per_rank: np.ndarray,
     buckets: np.ndarray | None = None,
-) -> str:
-    """Add one training run to path (a copy written and renamed over it: never damaged, as for sweeps)."""
+    say=None,
+) -> tuple[str, str]:
+    """Add one training run to path (a copy written and renamed over it: never damaged, as for sweeps),
+    waiting for a sweep that writes it (store.fold.update: said through say; written beside it if the
+    sweep keeps it); returns (the file written, the run's id)."""
     buckets = np.zeros(0, BUCKET_DTYPE) if buckets is None else buckets
-    return update(path, lambda f: _add(f, attrs, steps, evals, per_rank, buckets))
+    return update(path, lambda f: _add(f, attrs, steps, evals, per_rank, buckets), say=say)
 
 
 def _add(

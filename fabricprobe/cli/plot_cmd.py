@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from fabricprobe.report.compare import parse_side
     from fabricprobe.report.plots import plot
 
-    colls = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives else None
+    colls = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives is not None else None
     sides = [parse_side(text) for text in args.inputs]
     path = plot(sides, args.output, colls)
     print(f"wrote {path}")

@@ -13,7 +13,6 @@ from fabricprobe.engine.config import GROUPS, KNOWN
 from fabricprobe.errors import UsageError
 
 FORMATS = ("table", "json", "csv", "osu", "nccl-tests")
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def add_parser(sub: Any) -> None:
@@ -41,32 +40,11 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _refuse_results_file(path: str) -> None:
-    """An export never replaces an HDF5 file (a results file named by mistake would be lost)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(HDF5_SIGNATURE))
-    except OSError:
-        return
-    if head == HDF5_SIGNATURE:
-        raise UsageError(f"{path} is an HDF5 file (a results file?); an export never writes over one")
-
-
 def _write_atomically(path: str, text: str) -> None:
-    """Exports are written whole or not at all, and never over an HDF5 file."""
-    _refuse_results_file(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
-        raise UsageError(f"cannot write {path}: directory {directory} is missing or not writable")
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    """Exports are written whole or not at all, under the one output-path rule (store.outputs)."""
+    from fabricprobe.store.outputs import write_text
+
+    write_text(path, text, "export")
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -89,13 +67,17 @@ def run(args: argparse.Namespace) -> int:
 
     if is_doctor_file(args.file):
         return _doctor(args)
+    if args.output and args.format not in ("table", "nccl-tests"):  # nccl-tests: each of its files, below
+        from fabricprobe.store.outputs import check_file_output
+
+        check_file_output(args.output, "export")  # refused before any work
 
     runs = load_runs(args.file)
     if args.run is not None:
         runs = [select_run(runs, args.run, args.file)]
     elif not runs:
         raise UsageError(f"{args.file} holds no runs")
-    colls = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives else None
+    colls = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives is not None else None
     if args.summary:
         return _summary(args, runs, colls)
     if args.format == "table":
@@ -134,8 +116,10 @@ def _nccl_tests(args: argparse.Namespace, runs: list, colls: list[str] | None) -
         return 0
     stem, suffix = os.path.splitext(args.output)
     paths = [args.output] if len(docs) == 1 else [f"{stem}.{i}{suffix}" for i in range(len(docs))]
-    for path in paths:
-        _refuse_results_file(path)
+    from fabricprobe.store.outputs import check_file_output
+
+    for path in paths:  # all refused or all written
+        check_file_output(path, "export")
     for path, doc in zip(paths, docs):
         _write_atomically(path, json.dumps(doc, indent=1) + "\n")
     if len(paths) > 1:

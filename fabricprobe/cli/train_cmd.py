@@ -11,27 +11,16 @@ from typing import Any
 from fabricprobe.choices import list_items
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import LARGEST, real_type, whole, whole_type
 from fabricprobe.mpienv.init import THREAD_LEVELS
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not positive")
-    return value
+def _positive_int(option: str, hi: int = LARGEST):
+    return whole_type(option, 1, hi)
 
 
 def _hidden(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(t) for t in list_items(text, "--hidden"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated layer widths, e.g. 128,64") from None
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected positive layer widths")
-    return sizes
+    return tuple(whole(t, "--hidden", 1, 1 << 16) for t in list_items(text, "--hidden"))
 
 
 def add_parser(sub: Any) -> None:
@@ -53,15 +42,33 @@ def add_parser(sub: Any) -> None:
     p.add_argument("trainer", choices=TRAINERS, help="dp_sgd, easgd, sparse_dp or hybrid")
     p.add_argument("-o", "--output", default="fabricprobe.h5", metavar="FILE", help="results file (appended)")
     p.add_argument("--dataset", choices=DATASETS, default="digits", help="digits (8×8), mnist5k (28×28) or synthetic")
-    p.add_argument("--samples", type=_positive_int, default=4000, help="synthetic dataset size")
-    p.add_argument("--epochs", type=_positive_int, default=30, help="passes over the training set")
-    p.add_argument("--batch", type=_positive_int, default=64, help="global batch (split across the computing ranks)")
-    p.add_argument("--lr", type=float, default=0.1, help="learning rate")
+    p.add_argument("--samples", type=_positive_int("--samples", 10**7), default=4000, help="synthetic dataset size")
+    p.add_argument("--epochs", type=_positive_int("--epochs", 10**6), default=30, help="passes over the training set")
+    p.add_argument(
+        "--batch",
+        type=_positive_int("--batch", 10**7),
+        default=64,
+        help="global batch (split across the computing ranks)",
+    )
+    p.add_argument("--lr", type=real_type("--lr", 0, 1e6, lo_open=True), default=0.1, help="learning rate")
     p.add_argument("--hidden", type=_hidden, default=(128, 64), metavar="LIST", help="hidden layer widths")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="parameter and gradient type")
-    p.add_argument("--seed", type=int, default=0, help="initialisation and batch order seed")
-    p.add_argument("--eval-every", type=_positive_int, default=50, metavar="STEPS", help="test accuracy every N steps")
-    p.add_argument("--target", type=float, default=0.0, help="stop once the test accuracy reaches this (0: never)")
+    p.add_argument(
+        "--seed", type=whole_type("--seed", 0, 2**32 - 1), default=0, help="initialisation and batch order seed"
+    )
+    p.add_argument(
+        "--eval-every",
+        type=_positive_int("--eval-every"),
+        default=50,
+        metavar="STEPS",
+        help="test accuracy every N steps",
+    )
+    p.add_argument(
+        "--target",
+        type=real_type("--target", 0, 1),
+        default=0.0,
+        help="stop once the test accuracy reaches this (0: never)",
+    )
     p.add_argument(
         "--allreduce",
         default="tuned",
@@ -91,11 +98,27 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="--device cupy: hand device buffers to the MPI although it does not say it is CUDA-aware",
     )
-    p.add_argument("--bucket-bytes", type=int, default=0, metavar="BYTES", help="dp_sgd fusion buckets (0: one call)")
+    p.add_argument(
+        "--bucket-bytes",
+        type=whole_type("--bucket-bytes", 0),
+        default=0,
+        metavar="BYTES",
+        help="dp_sgd fusion buckets (0: one call)",
+    )
     p.add_argument("--mode", default="sync", help="easgd: sync, fcfs or round_robin")
-    p.add_argument("--tau", type=int, default=4, help="easgd: communication period in steps")
-    p.add_argument("--alpha", type=float, default=0.0, help="easgd: elastic coefficient α = ηρ (0: 0.9 / workers)")
-    p.add_argument("--density", type=float, default=0.01, help="sparse_dp: fraction of the gradient sent")
+    p.add_argument("--tau", type=whole_type("--tau", 1, 10**6), default=4, help="easgd: communication period in steps")
+    p.add_argument(
+        "--alpha",
+        type=real_type("--alpha", 0, 1),
+        default=0.0,
+        help="easgd: elastic coefficient α = ηρ (0: 0.9 / workers)",
+    )
+    p.add_argument(
+        "--density",
+        type=real_type("--density", 0, 1, lo_open=True),
+        default=0.01,
+        help="sparse_dp: fraction of the gradient sent",
+    )
     p.add_argument(
         "--sparse-algorithm",
         default="topk_allgather",
@@ -103,8 +126,13 @@ def add_parser(sub: Any) -> None:
         help="sparse_dp: sparse allreduce, or tuned (the selection's for the density and size)",
     )
     p.add_argument("--no-error-feedback", action="store_true", help="sparse_dp: drop what is not sent (ablation)")
-    p.add_argument("--stages", type=int, default=2, help="hybrid: pipeline stages")
-    p.add_argument("--micro-batches", type=int, default=4, help="hybrid: micro-batches per replica and step")
+    p.add_argument("--stages", type=whole_type("--stages", 1, 1 << 16), default=2, help="hybrid: pipeline stages")
+    p.add_argument(
+        "--micro-batches",
+        type=whole_type("--micro-batches", 1, 1 << 16),
+        default=4,
+        help="hybrid: micro-batches per replica and step",
+    )
     p.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
     p.add_argument(
         "--progress",
@@ -135,7 +163,7 @@ def _options(args: argparse.Namespace):
         samples=args.samples,
         allreduce=args.allreduce,
         selection=args.selection,
-        ranks_per_node=tuple(parse_ranks_per_node(args.ranks_per_node)) if args.ranks_per_node else (),
+        ranks_per_node=tuple(parse_ranks_per_node(args.ranks_per_node)) if args.ranks_per_node is not None else (),
         device=args.device,
         bucket_bytes=args.bucket_bytes,
         tau=args.tau,
@@ -257,7 +285,9 @@ def _train(args, comm, trainer, prov) -> int:
         "algorithms_used": used,
         "selection_file": tuned.loaded_from() or "",
     }
-    run_id = record.write(args.output, attrs, steps, evals, per_rank, buckets)
+    from fabricprobe.console import warn_line
+
+    written, run_id = record.write(args.output, attrs, steps, evals, per_rank, buckets, say=warn_line)
     out = make_console()
     out.print(
         f"[bold]{args.trainer}[/] on {trainer.opts.dataset}, {comm.size} rank(s), {trainer.describe()['collective']}: "
@@ -269,5 +299,5 @@ def _train(args, comm, trainer, prov) -> int:
     if used:
         ran = "; ".join(f"{alg} at {', '.join(format_size(b) for b in sizes)}" for alg, sizes in used.items())
         out.print(f"gradient collective per bucket size: {ran}", markup=False, highlight=False)
-    out.print(f"fabricprobe: training run {run_id} in {args.output}")
+    out.print(f"fabricprobe: training run {run_id} in {written}")
     return 0

@@ -10,6 +10,7 @@ from typing import Any
 
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import EXIT_OK, UsageError
+from fabricprobe.inputs import real_type
 
 
 def add_parser(sub: Any) -> None:
@@ -29,7 +30,13 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--replay", metavar="LIST", help="budgets to replay on the exhaustive file, e.g. 0.1,0.25")
     e.add_argument("--collectives", metavar="LIST", help="judge these collectives only (default: all measured)")
     e.add_argument("--dtype", default="float32", help="datatype whose measurements decide")
-    e.add_argument("--min-gain", type=float, default=0.05, metavar="FRACTION", help="as fabricprobe tune's")
+    e.add_argument(
+        "--min-gain",
+        type=real_type("--min-gain", 0, 0.99),
+        default=0.05,
+        metavar="FRACTION",
+        help="as fabricprobe tune's",
+    )
     e.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     e.set_defaults(handler=run_eval)
 
@@ -59,10 +66,14 @@ def run_eval(args: argparse.Namespace) -> int:
     from fabricprobe.tuning.economy.evaluate import evaluate
     from fabricprobe.tuning.economy.replay import DENSE
 
+    if args.json:
+        from fabricprobe.store.outputs import check_file_output
+
+        check_file_output(args.json, "--json")  # refused before any work
     if not 0 <= args.min_gain < 1:
         raise UsageError(f"--min-gain must be a fraction in [0, 1) (got {args.min_gain:g})")
     budgets = _budgets(args.replay)
-    collectives = choice_list(args.collectives, DENSE, "collective") if args.collectives else None
+    collectives = choice_list(args.collectives, DENSE, "collective") if args.collectives is not None else None
     rows = evaluate(args.exhaustive, args.economical, budgets, args.dtype, args.min_gain, collectives)
     t = Table(
         title=f"[bold]regret against[/] {args.exhaustive} (95% bootstrap intervals over its grid points)",
@@ -83,10 +94,7 @@ def run_eval(args: argparse.Namespace) -> int:
         )
     make_console().print(t)
     if args.json:
-        try:
-            with open(args.json, "w") as f:
-                json.dump([r.as_dict() for r in rows], f, indent=1)
-                f.write("\n")
-        except OSError as exc:
-            raise UsageError(f"cannot write --json {args.json}: {exc.strerror}") from None
+        from fabricprobe.store.outputs import write_text
+
+        write_text(args.json, json.dumps([r.as_dict() for r in rows], indent=1) + "\n", "--json")
     return EXIT_OK

@@ -10,6 +10,7 @@ import numpy as np
 from fabricprobe.doctor.results import Measurements
 from fabricprobe.errors import UsageError
 from fabricprobe.report.plots import load_pyplot
+from fabricprobe.store.outputs import check_file_output, write_file
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -30,6 +31,7 @@ def heatmap(m: Measurements, output: str, title: str = "") -> Path:
     path = Path(output)
     if path.suffix.lower() not in FORMATS:
         raise UsageError(f"invalid -o {output}: the picture's name must end in {', '.join(FORMATS)}")
+    check_file_output(output, "plot")
     plt = load_pyplot()
     bw, lat = matrices(m)
     n = len(m.hosts)
@@ -56,9 +58,7 @@ def heatmap(m: Measurements, output: str, title: str = "") -> Path:
                         ax.text(b, a, f"{data[a, b]:.3g}", ha="center", va="center", fontsize=6, color=ink)
     fig.suptitle(title or "fabricprobe doctor: pair matrix", fontsize=9)
     try:
-        fig.savefig(path, dpi=130)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror}") from None
+        write_file(str(path), lambda tmp: fig.savefig(tmp, dpi=130), "plot")
     finally:
         plt.close(fig)
     return path

@@ -1,6 +1,6 @@
 """The doctor's HDF5 record: a file of doctor runs, each a group /doctor/RUN with the pair and rank
 tables, the hosts, the options, the provenance and the diagnosis (JSON attributes), so a run can be
-reported and plotted again without the machine. A run is added through the store's replace_whole
+reported and plotted again without the machine. A run is added through the store's update
 (a copy that replaces the original only when complete and on disk): an interrupted write leaves the
 previous file as it was, never half a run."""
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from fabricprobe.doctor.results import PAIR_FIELDS, RANK_FIELDS, Measurements
 from fabricprobe.errors import UsageError
-from fabricprobe.store.fold import replace_whole
+from fabricprobe.store.fold import update
 
 SCHEMA = "fabricprobe-doctor"
 VERSION = 1
@@ -48,8 +48,9 @@ def _run_id(existing: list[str]) -> str:
     return rid
 
 
-def save(path: str, m: Measurements, diagnosis: dict, provenance: dict, options: dict) -> str:
-    """Add one run; returns its id."""
+def save(path: str, m: Measurements, diagnosis: dict, provenance: dict, options: dict, say=None) -> tuple[str, str]:
+    """Add one run under the file's writer lock (fold.update: another doctor writing it is waited for,
+    a sweep that keeps it gets the record beside it, said through say); returns (the file, its id)."""
 
     def add(f: h5py.File) -> str:
         f.attrs["schema"] = SCHEMA
@@ -72,7 +73,7 @@ def save(path: str, m: Measurements, diagnosis: dict, provenance: dict, options:
         g.attrs["diagnosis"] = json.dumps(diagnosis, default=float)
         return rid
 
-    return replace_whole(path, add, extra_bytes=m.pairs.nbytes + m.ranks.nbytes)
+    return update(path, add, extra_bytes=m.pairs.nbytes + m.ranks.nbytes, results=False, say=say)
 
 
 def load(path: str, run: str | None = None) -> tuple[str, Measurements, dict[str, Any]]:

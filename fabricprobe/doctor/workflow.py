@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from fabricprobe.console import make_console, set_rank
+from fabricprobe.console import make_console, set_rank, warn_line
 from fabricprobe.doctor import measure, record, render, schedule
 from fabricprobe.doctor.diagnose import Diagnosis, diagnose
 from fabricprobe.doctor.results import Measurements, pair_table, rank_table
@@ -116,9 +116,9 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
         if comm.rank == 0:
             m.pass_seconds["confirmation"] = time.perf_counter() - t0
     if comm.rank == 0:
-        rid = record.save(opts.output, m, final.as_dict(), prov, asdict(opts))
+        written, rid = record.save(opts.output, m, final.as_dict(), prov, asdict(opts), warn_line)
         console = make_console()
         render.render(console, m, final.as_dict(), prov)
-        console.print(f"recorded {opts.output} (run {rid}); heat map: fabricprobe plot {opts.output} -o pairs.png")
+        console.print(f"recorded {written} (run {rid}); heat map: fabricprobe plot {written} -o pairs.png")
     comm.Barrier()
     return 0

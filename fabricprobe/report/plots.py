@@ -4,13 +4,13 @@ show the noise. matplotlib is an optional extra: pip install 'fabricprobe[plot]'
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from fabricprobe.errors import UsageError
 from fabricprobe.report.compare import Side
 from fabricprobe.specs import SPECS
+from fabricprobe.store.outputs import check_file_output, write_file
 
 FORMATS = (".png", ".svg", ".pdf")
 MAX_ROWS = 12
@@ -64,8 +64,7 @@ def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -
     path = Path(output)
     if path.suffix.lower() not in FORMATS:
         raise UsageError(f"cannot tell the image format of {output}: use {', '.join(FORMATS)}")
-    if not path.resolve().parent.is_dir():
-        raise UsageError(f"cannot write {output}: directory {path.resolve().parent} does not exist")
+    check_file_output(output, "plot")  # before drawing: refused in one line, nothing written
     series = _series(sides, collectives)
     if not series:
         raise UsageError("nothing to plot: no sized points in the selection")
@@ -102,14 +101,8 @@ def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -
         bw.set_title(f"{coll}: busbw = algbw × {spec.busbw_formula}")
         lat.legend(fontsize=7)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
     try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror}") from None
+        write_file(str(path), lambda tmp: fig.savefig(tmp, dpi=110), "plot")
     finally:
         plt.close(fig)
-        if tmp.exists():
-            tmp.unlink()
     return path
