@@ -22,6 +22,13 @@ input (one line on stderr, nothing written); 3 the watchdog aborted a hung point
 (Ctrl-C, SIGTERM, SIGHUP: the run is marked `interrupted` and every rank exits 130 at once, even inside
 a long timed batch; Open MPI's `mpiexec` itself returns 1 after Ctrl-C whatever its ranks return,
 MPICH's returns 130).
+
+Every number an option takes is checked one way (`fabricprobe/inputs.py`): ASCII digits, finite, in the
+option's range (Unicode digits such as ², nan, inf and 1e999 are refused in one line), and a `--config`
+file's values are type-checked against the same rules before anything runs. Every file a command
+writes follows one rule (`fabricprobe/store/outputs.py`): never through a symbolic link, never over
+anything but a regular file, never over a results file (an HDF5 file, or a name ending in .h5), written
+whole through a temporary file beside it; refused in one line, exit 2, before any work.
 """
 
 

@@ -34,12 +34,20 @@ def is_root() -> bool:
 def error_line(message: str) -> None:
     if is_root():
         text = " ".join(str(message).split())  # one line, whatever the message holds
-        print(f"fabricprobe: error: {text}", file=sys.stderr, flush=True)
+        _say(f"fabricprobe: error: {text}")
 
 
 def warn_line(message: str) -> None:
     if is_root():
-        print(f"fabricprobe: warning: {message}", file=sys.stderr, flush=True)
+        _say(f"fabricprobe: warning: {message}")
+
+
+def _say(line: str) -> None:
+    """A line on stderr; a closed or full stderr loses it, and nothing else (the run goes on)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 # The processes that relay a rank's output: mpiexec/mpirun and its daemons (Open MPI: prterun,

@@ -25,7 +25,7 @@ def parse_size(text: str) -> int:
     raw = text.strip()
     digits = raw.rstrip("bBkKmMgGiI")
     unit = raw[len(digits) :].upper()
-    if not digits.isdigit() or unit not in _UNITS:
+    if not (digits.isascii() and digits.isdigit()) or unit not in _UNITS:  # "²".isdigit() is True
         raise UsageError(f"invalid size {text!r}: expected a whole number of bytes such as 8, 4K or 1M")
     value = int(digits) * _UNITS[unit]
     if value > MAX_BYTES:

@@ -34,7 +34,7 @@ LAYERS = [
     ("timing and kernels", {"fabricprobe.timing", "fabricprobe.kernels"}),
     ("memory", {"fabricprobe.memory"}),
     ("fabric lab", {"fabricprobe.lab"}),
-    ("base", {"fabricprobe.sizes", "fabricprobe.choices", "fabricprobe.stats"}),
+    ("base", {"fabricprobe.sizes", "fabricprobe.choices", "fabricprobe.stats", "fabricprobe.inputs"}),
     ("errors and version", {"fabricprobe.errors", "fabricprobe.version"}),
 ]
 LAYER_OF = {unit: i for i, (_, units) in enumerate(LAYERS) for unit in units}

@@ -16,7 +16,7 @@ BAD_SWEEPS = [
     (["-d", "float16"], "unknown datatype"),
     (["--ops", "xor"], "unknown op"),
     (["--algorithms", "nope"], "unknown algorithm"),
-    (["--iters", "0"], "--iters must be at least 1"),
+    (["--iters", "0"], "invalid --iters '0': it must be at least 1"),
     (["--ci-target", "2"], "--ci-target"),
     (["--mode", "fast"], "unknown mode"),
     (["--thread-level", "many"], "invalid choice"),
@@ -26,8 +26,8 @@ BAD_SWEEPS = [
     (["--sizes", "8,,16"], "an item is empty"),  # an empty item is an error, never silently dropped
     (["--collectives", "allreduce,,bcast"], "an item is empty"),
     (["--comm-sizes", "2,,4"], "an item is empty"),
-    (["--point-timeout", "nan"], "--point-timeout must be at least 0"),
-    (["--max-time", "inf"], "--max-time must be positive"),
+    (["--point-timeout", "nan"], "invalid --point-timeout 'nan': it must be finite"),
+    (["--max-time", "inf"], "invalid --max-time 'inf': it must be finite"),
 ]
 
 

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from fabricprobe.report.units import gbps, usec
     from fabricprobe.sizes import format_size
 
-    wanted = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives else None
+    wanted = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives is not None else None
     comp = compare(parse_side(args.a), parse_side(args.b), wanted)
     lines = verdicts(comp)
     if args.format == "json":

@@ -8,6 +8,7 @@ from typing import Any
 
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import real_type, whole, whole_type
 from fabricprobe.sizes import parse_size
 
 DEFAULT_OUTPUT = "fabricprobe-doctor.h5"
@@ -33,10 +34,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--iterations", default="50,10", metavar="S,L", help="timed round trips per pair at each size")
     p.add_argument("--ring-size", default="4M", metavar="BYTES", help="chunk each rank sends and reduces per ring step")
-    p.add_argument("--ring-reps", type=int, default=4, help="ring passes timed (after one warm-up)")
+    p.add_argument(
+        "--ring-reps", type=whole_type("--ring-reps", 1, 10**5), default=4, help="ring passes timed (after one warm-up)"
+    )
     p.add_argument(
         "--threshold",
-        type=float,
+        type=real_type("--threshold", 0, 100, lo_open=True),
         default=0.15,
         help="slower than the class by more than this fraction (and than 3σ of its noise) = suspect",
     )
@@ -56,13 +59,7 @@ def _two(text: str, what: str, parse) -> tuple[int, int]:
 
 
 def _count(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise UsageError(f"invalid iteration count {text!r}") from None
-    if not 1 <= v <= 100000:
-        raise UsageError(f"invalid iteration count {v}: 1 to 100000")
-    return v
+    return whole(text, "--iterations", 1, 100000)
 
 
 def options(args: argparse.Namespace):

@@ -10,6 +10,7 @@ from typing import Any
 
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import whole_type
 from fabricprobe.lab.config import check_name
 
 DEFAULT_NAME = "fplab"
@@ -46,8 +47,10 @@ def add_parser(sub: Any) -> None:
         "with different ones it is rebuilt.",
     )
     common(up)
-    up.add_argument("--hosts", type=int, default=2, help="emulated hosts")
-    up.add_argument("--ranks-per-host", type=int, default=1, help="rank slots per host")
+    up.add_argument("--hosts", type=whole_type("--hosts", 1, 64), default=2, help="emulated hosts")
+    up.add_argument(
+        "--ranks-per-host", type=whole_type("--ranks-per-host", 1, 256), default=1, help="rank slots per host"
+    )
     up.add_argument(
         "--rate",
         default="unlimited",
@@ -101,7 +104,9 @@ def add_parser(sub: Any) -> None:
         "tune-sweep and tune run here and launch their jobs with the lab's mpiexec.",
     )
     common(run)
-    run.add_argument("-n", "--ranks", type=int, help="ranks (default: every slot, hosts × ranks per host)")
+    run.add_argument(
+        "-n", "--ranks", type=whole_type("-n", 1, 64 * 256), help="ranks (default: every slot, hosts × ranks per host)"
+    )
     run.add_argument("args", nargs=argparse.REMAINDER, help="fabricprobe arguments, after --")
     run.set_defaults(handler=run_run)
 

@@ -7,6 +7,8 @@ so no rank is left waiting.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 import time
 import traceback
@@ -69,7 +71,28 @@ def _abort_mpi(code: int) -> None:
         mpi.COMM_WORLD.Abort(code)
 
 
+def _lenient_streams() -> None:
+    """Characters a stream cannot encode (an ASCII locale, LC_ALL=C: rich's box drawing raised
+    UnicodeEncodeError) come out replaced, never as a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="replace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
+def _stdout_gone() -> None:
+    """stdout was closed (`| head -0`): what is left to print goes nowhere, and the interpreter's last
+    flush does not print a traceback of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    _lenient_streams()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -90,8 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         _abort_mpi(EXIT_WRONG)  # the other ranks would wait for rank 0 in the next point
         return EXIT_WRONG
     except BrokenPipeError:
+        _stdout_gone()
         return 0
     except Exception as exc:  # a bug: say so loudly, never leave other ranks hanging
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EIO, errno.EPIPE, errno.EDQUOT):
+            error_line(f"cannot write the output: {exc.strerror}")  # a full device under the terminal's output
+            _stdout_gone()
+            return EXIT_WRONG
         print(f"fabricprobe: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         traceback.print_exc()
         sys.stderr.flush()

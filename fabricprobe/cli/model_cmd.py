@@ -11,6 +11,7 @@ from fabricprobe.choices import choice_list, list_items
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.costmodel.predict import modelled_collectives
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import is_digits
 from fabricprobe.sizes import size_list
 
 MAX_RANKS = 65536
@@ -61,7 +62,7 @@ def parse_scales(text: str) -> list[tuple[int, int]]:
     out = []
     for item in list_items(text, "--scale"):
         nodes, sep, per_node = item.lower().partition("x")
-        if not sep or not nodes.isdigit() or not per_node.isdigit() or int(nodes) < 1 or int(per_node) < 1:
+        if not sep or not is_digits(nodes) or not is_digits(per_node) or int(nodes) < 1 or int(per_node) < 1:
             raise UsageError(f"invalid scale {item!r}: expected NODESxRANKS_PER_NODE such as 1024x64")
         if int(nodes) * int(per_node) > MAX_RANKS:
             raise UsageError(

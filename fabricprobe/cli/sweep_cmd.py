@@ -13,6 +13,7 @@ from fabricprobe.console import warn_line
 from fabricprobe.engine.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig
 from fabricprobe.engine.gpudirect import GPUDIRECT
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
+from fabricprobe.inputs import MAX_ITERATIONS, MAX_RANKS, MAX_SECONDS, real, real_type, whole_list, whole_type
 from fabricprobe.memory import BUFFER_KINDS
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
@@ -76,7 +77,7 @@ def add_parser(sub: Any) -> None:
     g.add_argument("-d", "--dtypes", default="float32", metavar="LIST", help=f"comma-separated: {', '.join(DTYPES)}")
     g.add_argument("--ops", default="sum", metavar="LIST", help=f"reduction ops, comma-separated: {', '.join(OPS)}")
     g.add_argument("--in-place", choices=("no", "yes", "both"), default="no", help="use MPI_IN_PLACE")
-    g.add_argument("--root", type=int, default=0, help="root rank of reduce and bcast")
+    g.add_argument("--root", type=whole_type("--root", 0, MAX_RANKS), default=0, help="root rank of reduce and bcast")
     g.add_argument(
         "--comm-sizes",
         metavar="LIST",
@@ -114,31 +115,37 @@ def add_parser(sub: Any) -> None:
     )
     t.add_argument(
         "--iters",
-        type=int,
+        type=whole_type("--iters", 1, MAX_ITERATIONS),
         metavar="N",
         help=f"first batch of timed iterations (default {FULL['iterations_small']} up to 8 KiB, "
         f"{FULL['iterations_large']} above; OMB's defaults)",
     )
     t.add_argument(
         "--warmup",
-        type=int,
+        type=whole_type("--warmup", 0, MAX_ITERATIONS),
         metavar="N",
         help=f"warm-up iterations (default {FULL['warmup_small']} / {FULL['warmup_large']})",
     )
     t.add_argument(
         "--max-time",
-        type=float,
+        type=real_type("--max-time", 0, MAX_SECONDS, lo_open=True),
         metavar="SECONDS",
         help=f"time budget per point for repeating noisy points (default {FULL['max_time']:g})",
     )
     t.add_argument(
         "--ci-target",
-        type=float,
+        type=real_type("--ci-target", 0, 0.99),
         metavar="FRACTION",
         help=f"repeat until the median's 95%% CI is within ± this fraction (default {FULL['ci_target']:g}; "
         "0 = exactly --iters iterations)",
     )
-    t.add_argument("--min-iters", type=int, default=10, metavar="N", help="fewest timed iterations per point")
+    t.add_argument(
+        "--min-iters",
+        type=whole_type("--min-iters", 1, MAX_ITERATIONS),
+        default=10,
+        metavar="N",
+        help="fewest timed iterations per point",
+    )
     t.add_argument(
         "--timer",
         choices=("auto", "native", "python"),
@@ -147,7 +154,11 @@ def add_parser(sub: Any) -> None:
     )
     t.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
     t.add_argument(
-        "--window", type=int, default=OMB_WINDOW, metavar="N", help="messages per window in bw/bibw (OMB: 64)"
+        "--window",
+        type=whole_type("--window", 1, 1 << 20),
+        default=OMB_WINDOW,
+        metavar="N",
+        help="messages per window in bw/bibw (OMB: 64)",
     )
     t.add_argument(
         "--pairs",
@@ -164,7 +175,7 @@ def add_parser(sub: Any) -> None:
     )
     t.add_argument(
         "--point-timeout",
-        type=float,
+        type=real_type("--point-timeout", 0, MAX_SECONDS),
         default=120.0,
         metavar="SECONDS",
         help="watchdog: abort the job when one point runs longer (0 = off)",
@@ -200,7 +211,13 @@ def add_parser(sub: Any) -> None:
     v.add_argument(
         "--no-validate", action="store_true", help="skip result validation (it runs outside the timed region)"
     )
-    v.add_argument("--check-iters", type=int, default=1, metavar="N", help="validated calls per point")
+    v.add_argument(
+        "--check-iters",
+        type=whole_type("--check-iters", 1, 1000),
+        default=1,
+        metavar="N",
+        help="validated calls per point",
+    )
     v.add_argument(
         "--progress",
         choices=("auto", "rich", "plain", "none"),
@@ -232,23 +249,18 @@ def _sizes(args: argparse.Namespace, quick: bool) -> list[int]:
         return size_list(args.sizes)
     if not ranged:
         return list((QUICK if quick else FULL)["sizes"])
-    return size_range(args.minbytes or "8", args.maxbytes or "4M", args.stepfactor, args.stepbytes)
+    pick = lambda value, default: default if value is None else value  # noqa: E731 - "" is refused, not 8
+    return size_range(pick(args.minbytes, "8"), pick(args.maxbytes, "4M"), args.stepfactor, args.stepbytes)
 
 
 def parse_comm_sizes(text: str) -> list[int]:
-    parts = list_items(text, "--comm-sizes")
-    if not all(p.isdigit() and int(p) >= 1 for p in parts):
-        raise UsageError(f"invalid --comm-sizes {text!r}: expected positive rank counts such as 2,4,8")
-    return sorted({int(p) for p in parts})
+    return sorted(set(whole_list(text, "--comm-sizes", 1, MAX_RANKS)))
 
 
 def parse_densities(text: str) -> list[float]:
     out = []
     for item in list_items(text, "--density"):
-        try:
-            value = float(item)
-        except ValueError:
-            raise UsageError(f"invalid density {item!r}: expected a fraction such as 0.01") from None
+        value = real(item, "--density", 0, 1, lo_open=True)
         if value not in out:
             out.append(value)
     if not out:
@@ -290,8 +302,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         thread_level=args.thread_level,
         window=args.window,
         pairs=choice_list(args.pairs, PAIRS, "pair kind"),
-        ranks_per_node=parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node else None,
-        comm_sizes=parse_comm_sizes(args.comm_sizes) if args.comm_sizes else None,
+        ranks_per_node=parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node is not None else None,
+        comm_sizes=parse_comm_sizes(args.comm_sizes) if args.comm_sizes is not None else None,
         library_variant=args.library_variant,
         root=args.root,
         point_timeout=args.point_timeout,

@@ -11,6 +11,7 @@ from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.cli.sweep_cmd import parse_comm_sizes
 from fabricprobe.console import error_line
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
+from fabricprobe.inputs import MAX_ITERATIONS, MAX_SECONDS, real_type, whole_type
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning.emit.registry import FORMATS
 from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
@@ -31,7 +32,13 @@ def add_parser(sub: Any) -> None:
         "sparse_allreduce's at every --density. Run it directly, not under mpiexec.\n"
         "Then: fabricprobe tune FILE.",
     )
-    s.add_argument("-n", "--ranks", type=int, required=True, help="ranks per job (the largest communicator size)")
+    s.add_argument(
+        "-n",
+        "--ranks",
+        type=whole_type("-n", 2, 65536),
+        required=True,
+        help="ranks per job (the largest communicator size)",
+    )
     s.add_argument("-o", "--output", default="fabricprobe-tuning.h5", metavar="FILE", help="results file")
     s.add_argument("--collectives", default=",".join(TUNE_COLLECTIVES), metavar="LIST", help="collectives to tune")
     s.add_argument("--comm-sizes", metavar="LIST", help="communicator sizes (default: 2, 4, 8, ... and -n)")
@@ -51,11 +58,23 @@ def add_parser(sub: Any) -> None:
         "--density", default="0.001,0.01,0.1", metavar="LIST", help="sparse_allreduce: fractions of entries sent"
     )
     s.add_argument("--sizes", metavar="LIST", help="message sizes (default: 8 B to 4 MiB by ×4)")
-    s.add_argument("--iters", type=int, default=100, metavar="N", help="first batch of timed iterations")
-    s.add_argument("--max-time", type=float, default=0.5, metavar="SECONDS", help="time budget per point")
+    s.add_argument(
+        "--iters",
+        type=whole_type("--iters", 1, MAX_ITERATIONS),
+        default=100,
+        metavar="N",
+        help="first batch of timed iterations",
+    )
+    s.add_argument(
+        "--max-time",
+        type=real_type("--max-time", 0, MAX_SECONDS, lo_open=True),
+        default=0.5,
+        metavar="SECONDS",
+        help="time budget per point",
+    )
     s.add_argument(
         "--point-timeout",
-        type=float,
+        type=real_type("--point-timeout", 0, MAX_SECONDS),
         default=120.0,
         metavar="SECONDS",
         help="a point (and a switch) that takes longer ends its job: the algorithm then gets a launch of its own",
@@ -78,11 +97,15 @@ def add_parser(sub: Any) -> None:
         help="finish an interrupted tune-sweep of FILE: what it measured is kept, the rest is measured",
     )
     s.add_argument(
-        "--job-timeout", type=float, default=900, metavar="SECONDS", help="limit per launched job (per algorithm)"
+        "--job-timeout",
+        type=real_type("--job-timeout", 0, MAX_SECONDS, lo_open=True),
+        default=900,
+        metavar="SECONDS",
+        help="limit per launched job (per algorithm)",
     )
     s.add_argument(
         "--budget",
-        type=float,
+        type=real_type("--budget", 0, 1, lo_open=True),
         metavar="F",
         help="measure in rounds only what could change the choice, up to this fraction (0 < F ≤ 1) of the "
         "exhaustive sweep's measurement time (docs/tuning.md); dense collectives only",
@@ -123,7 +146,7 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--dtype", default="float32", help="datatype whose measurements decide")
     t.add_argument(
         "--min-gain",
-        type=float,
+        type=real_type("--min-gain", 0, 0.99),
         default=0.05,
         metavar="FRACTION",
         help="a winner must be this much faster than the default, beyond both confidence intervals",
@@ -131,7 +154,7 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--verify", action="store_true", help="prove the files apply, then re-measure before/after")
     t.add_argument(
         "--reps",
-        type=int,
+        type=whole_type("--reps", 1, 1000),
         default=6,
         metavar="N",
         help="before/after repetitions with --verify (6 or more give a 95%% interval of the speedup)",
@@ -160,13 +183,13 @@ def run_sweep(args: argparse.Namespace) -> int:
     if args.budget is not None:
         collectives = budgeted_collectives(args.budget, collectives, args.collectives != ",".join(TUNE_COLLECTIVES))
     own = chosen(collectives, args.algorithms)
-    ranks_per_node = parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node else None
+    ranks_per_node = parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node is not None else None
     if ranks_per_node:
         node_sizes(ranks_per_node, args.ranks)  # refused here, not in every job
-    comm_sizes = parse_comm_sizes(args.comm_sizes) if args.comm_sizes else default_comm_sizes(args.ranks)
+    comm_sizes = parse_comm_sizes(args.comm_sizes) if args.comm_sizes is not None else default_comm_sizes(args.ranks)
     if any(c < 1 or c > args.ranks for c in comm_sizes):
         raise UsageError(f"--comm-sizes must lie between 1 and -n {args.ranks}")
-    sizes = size_list(args.sizes) if args.sizes else [8 << (2 * k) for k in range(10)] + [4 << 20]
+    sizes = size_list(args.sizes) if args.sizes is not None else [8 << (2 * k) for k in range(10)] + [4 << 20]
     template = SweepConfig(
         sizes=sizes,
         iterations_small=args.iters,
@@ -178,7 +201,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     ).check()
     console = make_console(stderr=True)
 
-    only = list_items(args.only, "--only") if args.only else None
+    only = list_items(args.only, "--only") if args.only is not None else None
     if args.budget is not None and args.resume:
         raise UsageError("--resume finishes an exhaustive tune-sweep; a --budget one starts again")
     if args.budget is not None:
@@ -402,7 +425,9 @@ def run_tune(args: argparse.Namespace) -> int:
         file=args.file,
         output=args.output,
         emit=None if args.emit == "auto" else choice_list(args.emit, FORMATS, "format"),
-        collectives=choice_list(args.collectives, TUNE_COLLECTIVES, "collective") if args.collectives else None,
+        collectives=choice_list(args.collectives, TUNE_COLLECTIVES, "collective")
+        if args.collectives is not None
+        else None,
         dtype=args.dtype,
         min_gain=args.min_gain,
         verify=args.verify,

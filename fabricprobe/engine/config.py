@@ -14,6 +14,7 @@ from fabricprobe import collectives
 from fabricprobe.choices import check_choices
 from fabricprobe.engine.gpudirect import GPUDIRECT
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import MAX_ITERATIONS, MAX_RANKS, MAX_SECONDS, checked
 from fabricprobe.memory import BUFFER_KINDS
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
@@ -114,6 +115,7 @@ class SweepConfig:
     def check(self) -> SweepConfig:
         """Raise UsageError (one line naming the option) unless this sweep can run as configured: one check
         for the command line and for configurations read from a file (--config, --resume)."""
+        self._check_types()
         check_choices(self.collectives, KNOWN, "collective", GROUPS)
         check_choices(self.algorithms, collectives.all_names(), "algorithm")
         check_choices(self.dtypes, DTYPES, "datatype")
@@ -197,6 +199,24 @@ class SweepConfig:
             )
         return self
 
+    def _check_types(self) -> None:
+        """Every field of its type, before any value is used: a configuration file's "validate": "no"
+        was a true string (validation stayed on), a string count crashed after the run had started."""
+        for name, kind in _SCALARS.items():
+            checked(getattr(self, name), name, kind, None, None)
+        for name, kind in _LISTS.items():
+            value = getattr(self, name)
+            if value is None and name in _OPTIONAL:
+                continue
+            if not isinstance(value, list):
+                raise UsageError(f"invalid {name} {value!r}: expected a list")
+            for item in value:
+                checked(item, name, kind, None, None)
+        for name, lo, hi in _COUNTS:
+            value = getattr(self, name)
+            if not lo <= value <= hi:
+                raise UsageError(f"invalid {name} {value}: from {lo:g} to {hi:g}")
+
     @classmethod
     def from_file(cls, path: str) -> SweepConfig:
         """A configuration written as JSON (a results file's run config, as `report --format json` shows it)."""
@@ -219,6 +239,59 @@ class SweepConfig:
 
     def warmup_for(self, nbytes: int) -> int:
         return self.warmup_small if nbytes <= self.large_threshold else self.warmup_large
+
+
+_SCALARS = {
+    "iterations_small": int,
+    "iterations_large": int,
+    "warmup_small": int,
+    "warmup_large": int,
+    "large_threshold": int,
+    "max_time": float,
+    "ci_target": float,
+    "min_iterations": int,
+    "validate": bool,
+    "check_iters": int,
+    "timer": str,
+    "thread_level": str,
+    "window": int,
+    "library_variant": str,
+    "root": int,
+    "point_timeout": float,
+    "hugepages": bool,
+    "buffer": str,
+    "gpudirect": str,
+    "stage_chunk": int,
+    "assume_cuda_aware": bool,
+    "quick": bool,
+}
+_LISTS = {
+    "collectives": str,
+    "algorithms": str,
+    "sizes": int,
+    "dtypes": str,
+    "ops": str,
+    "densities": float,
+    "modes": str,
+    "in_place": bool,
+    "pairs": str,
+    "ranks_per_node": int,
+    "comm_sizes": int,
+    "points": list,
+}
+_OPTIONAL = ("ranks_per_node", "comm_sizes", "points")
+_COUNTS = (  # the largest values anyone means (10**12 iterations asked numpy for terabytes)
+    ("iterations_small", 1, MAX_ITERATIONS),
+    ("iterations_large", 1, MAX_ITERATIONS),
+    ("warmup_small", 0, MAX_ITERATIONS),
+    ("warmup_large", 0, MAX_ITERATIONS),
+    ("min_iterations", 1, MAX_ITERATIONS),
+    ("check_iters", 1, 1000),
+    ("window", 1, 1 << 20),
+    ("root", 0, MAX_RANKS),
+    ("point_timeout", 0, MAX_SECONDS),
+    ("max_time", 0, MAX_SECONDS),
+)
 
 
 def _variant_name(name: str) -> bool:

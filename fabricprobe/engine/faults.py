@@ -3,6 +3,8 @@
     FABRICPROBE_FAULT_WRONG=<collective>:<rank>  rank corrupts its result after validation calls
     FABRICPROBE_FAULT_HANG=<collective>:<rank>   rank never enters that collective's first point
                                                  (setup:<rank>: never leaves the sweep's set-up;
+                                                 mpi_init:<rank>: hangs holding the interpreter,
+                                                 as MPI_Init inside mpi4py's import does;
                                                  <collective>/<algorithm>:<rank>: that algorithm's)
     FABRICPROBE_FAULT_ERROR=<collective>/<algorithm>  every rank's point of that algorithm fails with an
                                                  error before its calls, as a library refusing it does
@@ -52,3 +54,13 @@ def fail_if_asked(collective: str, algorithm: str) -> None:
 
 def readonly_variables() -> set[str]:
     return {v.strip() for v in os.environ.get("FABRICPROBE_FAULT_READONLY", "").split(",") if v.strip()}
+
+
+def hang_holding_the_interpreter_if_asked(phase: str, rank: int) -> None:
+    """Block in C without releasing the GIL (ctypes.PyDLL keeps it), as a hang in MPI_Init does."""
+    if _target("FABRICPROBE_FAULT_HANG") == (phase, rank):
+        import ctypes
+
+        libc = ctypes.PyDLL(None)
+        while True:
+            libc.sleep(3600)

@@ -20,6 +20,22 @@ def _brief(row: dict[str, Any]) -> str:
     return f"median {median * 1e6:.2f} µs ({row.get('stop_reason')}, {row.get('iterations')} it)"
 
 
+def _shown(method):
+    """A progress method that stops showing, never the sweep, when stderr is gone (a closed pipe: the
+    sweep ended with exit 1 and no word; a full device)."""
+
+    def guarded(self, *args, **kwargs):
+        if self.style == "none":
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except (OSError, ValueError):
+            self.style, self._bar = "none", None
+            return None
+
+    return guarded
+
+
 class SweepProgress:
     def __init__(self, style: str, total: int) -> None:
         if style == "auto":
@@ -49,16 +65,19 @@ class SweepProgress:
         if self._bar is not None:
             self._bar.__exit__(*exc)
 
+    @_shown
     def skip(self, count: int) -> None:
         """Points already measured (resume)."""
         self.done += count
         if self._bar is not None:
             self._bar.update(self._task, advance=count)
 
+    @_shown
     def starting(self, label: str) -> None:
         if self._bar is not None:
             self._bar.update(self._task, description=label)
 
+    @_shown
     def finished(self, label: str, row: dict[str, Any] | None) -> None:
         self.done += 1
         if self._bar is not None:
@@ -67,6 +86,7 @@ class SweepProgress:
             width = len(str(self.total))
             self.console.print(f"[{self.done:>{width}}/{self.total}] {label}: {_brief(row)}", markup=False)
 
+    @_shown
     def note(self, text: str) -> None:
         if self.style != "none":
             self.console.print(f"[yellow]note:[/] {text}")

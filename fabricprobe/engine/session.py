@@ -9,6 +9,7 @@ import contextlib
 import os
 import resource
 import signal
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -18,13 +19,14 @@ from fabricprobe.engine import faults
 from fabricprobe.engine.config import SweepConfig, differing_fields
 from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.gpudirect import direct_reason
+from fabricprobe.engine.setup_watch import SetupWatch
 from fabricprobe.engine.sweep import execute
 from fabricprobe.engine.switching import LibrarySwitch
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_INTERRUPTED, StorageError, UsageError
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import init_mpi
-from fabricprobe.mpienv.launcher import env_rank, launched_by_mpiexec
+from fabricprobe.mpienv.launcher import env_rank, env_size, launched_by_mpiexec
 from fabricprobe.store import ResultsWriter, check_output_path, check_results_file, load_runs, select_run
 from fabricprobe.store.schema import STATUS_ABORTED, STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_RUNNING
 
@@ -56,12 +58,16 @@ def run_sweep(
     # start-up, or in the topology's communicator splits, e.g. a rank launched with another MCA
     # environment) would hold the job forever. This one covers the set-up, with the same limit.
     setup = Watchdog(config.point_timeout, env_rank())
-    setup.arm("the set-up (MPI start-up, option check, topology, provenance)")
-    job = _Job(config, path, resume, run_id, progress, warn, setup, switch, skip)
+    # MPI_Init runs inside mpi4py's import with the interpreter held: there only a process can watch
+    first = "mpi4py.MPI" not in sys.modules or not sys.modules["mpi4py.MPI"].Is_initialized()
+    backstop = SetupWatch(config.point_timeout if first else 0, env_rank(), "the set-up (MPI start-up)")
+    job = _Job(config, path, resume, run_id, progress, warn, setup, switch, skip, backstop)
+    job.phase("MPI start-up")
     try:
         return _run(job)
     finally:
         setup.stop()
+        backstop.stop()
 
 
 @dataclass
@@ -77,16 +83,32 @@ class _Job:
     setup: Watchdog
     switch: LibrarySwitch | None = None
     skip: frozenset[str] = frozenset()
+    backstop: SetupWatch | None = None
     writer: ResultsWriter | None = None  # holds the file's lock from its opening to the end
+
+    def phase(self, label: str) -> None:
+        """The set-up begins `label`: both watchdogs name it if it does not end in time."""
+        text = f"the set-up ({label})"
+        self.setup.arm(text)
+        if self.backstop is not None:
+            self.backstop.phase(text)
+
+    def setup_done(self) -> None:
+        self.setup.stop()
+        if self.backstop is not None:
+            self.backstop.stop()
 
     def open_writer(self) -> None:
         self.writer = ResultsWriter(self.path)  # refuses a file another process writes; folds a killed run's journal
 
 
 def _run(job: _Job) -> SessionOutcome:
+    faults.hang_holding_the_interpreter_if_asked("mpi_init", env_rank())
     MPI = init_mpi(job.config.thread_level)
     comm = MPI.COMM_WORLD
     set_rank(comm.rank)
+    _the_job_launched(comm)
+    job.phase("the options agreed between ranks")
     _same_everywhere(comm, {"config": job.config.to_json(), "output": job.path, "resume_run": job.run_id})
     try:
         with _interrupts_end_the_run(job):
@@ -112,14 +134,15 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     config, path, resume, run_id, progress, warn = job.config, job.path, job.resume, job.run_id, job.progress, job.warn
     done: list[str] = []
     resumed_at: list[str] = []
+    shape: dict = {}
     if resume:
 
         def load() -> tuple:
             check_results_file(path)
             job.open_writer()
-            return _load_resume(path, run_id, comm.size)
+            return _load_resume(path, run_id, comm.size, MPI)
 
-        run_id, stored, done, resumed_at = _root_decides(comm, load)
+        run_id, stored, done, resumed_at, shape = _root_decides(comm, load)
         if stored.thread_level != config.thread_level:
             raise UsageError(f"the run used --thread-level {stored.thread_level}; resume it with the same level")
         config = stored
@@ -139,13 +162,17 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
             "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric"
         )
 
+    job.phase("topology")
     faults.hang_if_asked("setup", comm.rank)
     topo = topology.detect(comm)
+    if resume:
+        _same_shape(shape, topo, path, run_id)  # every rank holds the same stored shape and topology
     memory = _device_memory(comm, config.buffer, topo.local_rank[comm.rank]) if config.buffer != "host" else None
     if config.ranks_per_node:
         topo = topology.virtual(topo, topology.node_sizes(config.ranks_per_node, comm.size))
     topology.set_active(comm, topo)
     topology.hierarchy(comm)  # communicator splits happen here, not inside a timed point
+    job.phase("provenance")
     prov = provenance.collect(MPI, comm, topo, config.thread_level)
     writer = job.writer
     if writer is not None:
@@ -190,8 +217,10 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         device = DeviceContext(memory, reason, config.stage_chunk)
         if writer is not None and reason and config.gpudirect != "off":
             warn(f"GPUDirect points will be recorded as not runnable: {reason}")
-    job.setup.stop()  # the points have their own watchdog
-    outcome = execute(config, MPI, comm, topo, writer, set(done) | job.skip, progress, device, job.switch)
+    job.setup_done()  # the points have their own watchdog
+    reports = f"{path}.watchdog-{provenance.utc_now().replace(':', '')}"  # where each rank reports a hang
+    reports = comm.bcast(reports, root=0)
+    outcome = execute(config, MPI, comm, topo, writer, set(done) | job.skip, progress, device, job.switch, reports)
     rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
     if writer is not None:
         writer.update_run(
@@ -260,6 +289,49 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _the_job_launched(comm: Any) -> None:
+    """Refuse to measure in a world that is not the job this process was launched in: a launcher killed
+    in its first moments (SIGKILL of mpiexec in its first 0.3 s, 6 of 6 trials) leaves ranks that
+    come up as singletons, each of which wrote a bogus 1-rank run into the results file."""
+    launched = env_size()
+    if launched is not None and launched != comm.size:
+        raise UsageError(
+            f"this rank was launched as one of {launched} but MPI started it in a world of {comm.size} "
+            "(its launcher died or could not be reached); nothing is measured or recorded"
+        )
+
+
+def _same_library(run: Any, MPI: Any, path: str) -> None:
+    """--resume with the library, version and job shape the run was measured with, or not at all: points
+    of another library would be stored under the first one's name."""
+    from fabricprobe.mpienv.library import library_info
+
+    lib = library_info(MPI)
+    stored = (str(run.attrs.get("mpi_vendor", "")), str(run.attrs.get("mpi_library_version", "")))
+    if stored != (lib.vendor, lib.version_string):
+        version = stored[1].splitlines()[0].strip() if stored[1] else "?"
+        now = lib.version_string.splitlines()[0].strip() if lib.version_string else "?"
+        raise UsageError(
+            f"run {run.id} in {path} was measured with {stored[0]} ({version}); this is {lib.vendor} ({now}): "
+            "resume it with the library it was measured with"
+        )
+
+
+def _same_shape(shape: dict, topo: Any, path: str, run_id: str) -> None:
+    """The resumed run's nodes: ranks per node as stored against this job's."""
+    stored = shape.get("ranks_per_node")
+    if isinstance(stored, str):
+        import json
+
+        stored = json.loads(stored) if stored.startswith("[") else None
+    now = list(topo.hardware.ranks_per_node)
+    if isinstance(stored, list) and [int(x) for x in stored] != now:
+        raise UsageError(
+            f"run {run_id} in {path} was measured with ranks per node {stored}; this job has {now}: "
+            "resume it on the same job shape"
+        )
+
+
 def _root_decides(comm: Any, decide: Callable[[], Any]) -> Any:
     """Run decide() on rank 0 only; its UsageError (or result) reaches every rank."""
     outcome: tuple[str | None, Any] = (None, None)
@@ -285,8 +357,10 @@ def _same_everywhere(comm: Any, what: dict[str, Any]) -> None:
             )
 
 
-def _load_resume(path: str, run_id: str | None, nranks: int) -> tuple[str, SweepConfig, list[str], list[str]]:
+def _load_resume(path: str, run_id: str | None, nranks: int, MPI: Any) -> tuple:
+    """(run id, its config, the keys measured, when it was resumed before, its job shape)"""
     run = select_run(load_runs(path), run_id, path)
+    _same_library(run, MPI, path)
     if run.status == STATUS_COMPLETE:
         raise UsageError(f"run {run.id} in {path} is complete; nothing to resume")
     if int(run.attrs.get("nranks", -1)) != nranks:
@@ -296,7 +370,8 @@ def _load_resume(path: str, run_id: str | None, nranks: int) -> tuple[str, Sweep
         )
     config = SweepConfig.from_dict(run.config)
     done = [p["key"] for p in run.points]
-    return run.id, config, done, list(run.attrs.get("resumed_at") or [])
+    shape = {"ranks_per_node": run.attrs.get("ranks_per_node")}
+    return run.id, config, done, list(run.attrs.get("resumed_at") or []), shape
 
 
 def _device_memory(comm: Any, kind: str, local_rank: int) -> Any:

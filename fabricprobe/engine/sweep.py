@@ -38,21 +38,26 @@ def execute(
     progress_style: str,
     device: DeviceContext | None = None,
     switch: LibrarySwitch | None = None,
+    reports: str | None = None,
 ) -> SweepOutcome:
     """Measure every planned point not in `done`; writer is rank 0's (None elsewhere); `device` is set
     for device buffers (--buffer cupy/numba); `switch` switches the library's algorithm before each
-    point (config.library_variants), and is back at the default when this returns."""
+    point (config.library_variants), and is back at the default when this returns; `reports`: the
+    folder where every rank says where it is if the watchdog fires (beside the results file)."""
     points, notes = make_plan(config, topo, floor_timers(config.timer, native.failure(MPI)))
     root = comm.rank == 0
 
-    def mark_aborted(label: str) -> None:
+    def mark_aborted(label: str, ranks: dict | None = None) -> None:
         if writer is not None:
-            writer.update_run({"status": STATUS_ABORTED, "status_reason": f"watchdog: {label}"})
+            where = {str(r): v for r, v in (ranks or {}).items()}
+            writer.update_run({"status": STATUS_ABORTED, "status_reason": f"watchdog: {label}", "watchdog": where})
 
     # MPI_Abort from the watchdog's thread only where the standard allows it (MPI_THREAD_MULTIPLE);
     # otherwise the watchdog ends the process and the launcher ends the job.
     abort = comm.Abort if MPI.Query_thread() == MPI.THREAD_MULTIPLE else None
-    watchdog = Watchdog(config.point_timeout, comm.rank, abort, on_timeout=mark_aborted)
+    watchdog = Watchdog(
+        config.point_timeout, comm.rank, abort, on_timeout=mark_aborted, reports=reports, nranks=comm.size
+    )
     comms = _sub_communicators(comm, topo, sorted({p.nranks for p in points if p.nranks}), MPI)
     measured = failed = 0
     current = 0

@@ -189,7 +189,7 @@ def check_placement(node_of: tuple[int, ...], claims: list[list[tuple[str, str |
 def parse_ranks_per_node(text: str) -> list[int]:
     """--ranks-per-node: "4" (nodes of 4 consecutive ranks) or "3,3,2" (explicit node sizes)."""
     parts = [t.strip() for t in text.split(",") if t.strip()]
-    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
+    if not parts or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
         raise UsageError(f"invalid --ranks-per-node {text!r}: expected a positive number or a list such as 3,3,2")
     return [int(p) for p in parts]
 

@@ -187,6 +187,7 @@ JSON_ATTRS = (
     "rank_gpus",
     "runtime_switch",
     "tune_sweep",
+    "watchdog",
 )
 
 

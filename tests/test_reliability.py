@@ -1,0 +1,275 @@
+"""What a hostile user found on main at ea32ac9 (issue 32), each kept from coming back: a record naming no
+run poisoned every later reader; one flipped bit in the journal dropped every later record and repair
+deleted them; repair rewrote files that were not fabricprobe's; exports and plots replaced results
+files, symbolic links' targets and device nodes; singletons of a killed launcher recorded bogus runs;
+--resume appended another library's points."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from mpirun import error_lines, launcher, mpi_env, run_local, run_mpi
+
+from fabricprobe.store import ResultsWriter, journal, load_runs
+from fabricprobe.store.fold import damaged_journal_path
+
+SMALL = ["--collectives", "allreduce", "--sizes", "8,1K", "--iters", "10", "--max-time", "0.01", "--quiet"]
+
+
+def _row(i: int) -> dict:
+    t = 1e-6 * (i + 1)
+    point = dict(index=i, key=f"k{i}", collective="allreduce", algorithm="library", status="ok", bytes=8 << i)
+    return point | dict(nranks=2, dtype="float32", op="sum", mode="barrier", median_s=t, ci_low_s=t, ci_high_s=t)
+
+
+def _journal_with_points(path: Path, n: int) -> ResultsWriter:
+    """A run of n points in the journal only (its writer killed: no fold)."""
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 2})
+    for i in range(n):
+        w.append_point(_row(i), np.full((5, 2), float(i)))
+    return w
+
+
+def _offsets(path: Path) -> list[int]:
+    """Where each journal record starts."""
+    data = Path(journal.journal_path(str(path))).read_bytes()
+    out, at = [], 0
+    while at < len(data):
+        out.append(at)
+        _, length, _ = journal._HEAD.unpack_from(data, at)
+        at += journal._HEAD.size + length
+    return out
+
+
+# ---- the journal: each record on its own checksum ----
+
+
+@pytest.mark.parametrize("where", ["magic", "length", "payload", "checksum"])
+def test_one_flipped_bit_loses_that_record_only(tmp_path, where):
+    path = tmp_path / "r.h5"
+    w = _journal_with_points(path, 6)
+    jpath = Path(journal.journal_path(str(path)))
+    starts = _offsets(path)  # record 0 starts the run, 1..6 are points 0..5
+    data = bytearray(jpath.read_bytes())
+    at = starts[3] + {"magic": 1, "length": 5, "payload": journal._HEAD.size + 40, "checksum": 13}[where]
+    data[at] ^= 0x10
+    jpath.write_bytes(bytes(data))
+    del w
+    found = journal.read(str(path))
+    assert len(found.damaged) == 1 and found.damaged[0][0] == starts[3] and found.torn_bytes == 0
+    run = load_runs(str(path))[-1]
+    assert [p["index"] for p in run.points] == [0, 1, 3, 4, 5]  # point 2 lost, every later one kept
+    out = run_local(["repair", str(path)])
+    assert out.returncode == 1, out.stdout + out.stderr  # something was lost: said, exit 1
+    assert f"damaged journal record at byte {starts[3]}" in out.stdout
+    assert Path(str(path) + ".journal.damaged").read_bytes() == bytes(data)  # nothing unfolded deleted
+    assert damaged_journal_path(str(path)).endswith(".journal.damaged.2")  # a second one would not replace it
+    assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 3, 4, 5]
+
+
+def test_a_record_that_names_no_run_is_skipped_not_a_traceback(tmp_path):
+    """What an interrupt in a sweep's first 100 ms left (7 of 8 SIGINT trials): every later sweep,
+    --resume and repair ended in TypeError."""
+    path = tmp_path / "r.h5"
+    w = _journal_with_points(path, 2)
+    journal.append(str(path), journal.Record(journal.UPDATE, None, attrs={"status": "interrupted"}))
+    w.append_point(_row(2), None)
+    del w
+    found = journal.read(str(path))
+    assert len(found.damaged) == 1 and len(found.records) == 4
+    assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 2]
+    for argv in (["report", str(path)], ["repair", str(path)]):
+        out = run_local(argv)
+        assert "Traceback" not in out.stderr and out.returncode in (0, 1), (argv, out.stderr)
+
+
+def test_a_writer_whose_run_has_not_started_records_nothing(tmp_path):
+    path = tmp_path / "r.h5"
+    w = ResultsWriter(str(path))
+    w.update_run({"status": "interrupted"})  # the interrupt thread, before start_run
+    w.close()
+    assert not Path(journal.journal_path(str(path))).exists() and not path.exists()
+
+
+# ---- repair touches only fabricprobe's files ----
+
+
+@pytest.mark.parametrize("kind", ["text", "json", "other-hdf5", "empty"])
+def test_repair_never_rewrites_a_file_that_is_not_a_results_file(tmp_path, kind):
+    path = tmp_path / "x.h5"
+    if kind == "text":
+        path.write_text("a text file\n")
+    elif kind == "json":
+        path.write_text(json.dumps({"runs": []}))
+    elif kind == "empty":
+        path.write_bytes(b"")
+    else:
+        with h5py.File(path, "w") as f:
+            f["data"] = np.arange(5)
+    before = path.read_bytes()
+    out = run_local(["repair", str(path)])
+    assert out.returncode == 2 and len(error_lines(out.stderr)) == 1, out.stdout + out.stderr
+    assert "not a fabricprobe results file" in out.stderr and "changes nothing" in out.stderr
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["x.h5"]
+
+
+# ---- one output-path rule ----
+
+
+@pytest.fixture
+def results(tmp_path):
+    path = tmp_path / "results.h5"
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 2, "mpi_vendor": "Open MPI", "mpi_library_version": "x"})
+    for i in range(3):
+        w.append_point(_row(i), np.full((5, 2), float(i)))
+    w.close()
+    return path
+
+
+REFUSALS = ("symbolic link", "not a regular file", "HDF5 file", "names a results file")
+
+
+@pytest.mark.parametrize("target", ["symlink", "device", "results file", "h5 name"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "{results}", "--format", "json", "-o", "{out}"],
+        ["report", "{results}", "--format", "nccl-tests", "-o", "{out}"],
+        ["plot", "{results}", "-o", "{out}"],
+        ["tune-eval", "{results}", "--json", "{out}"],
+    ],
+)
+def test_no_command_writes_over_a_link_a_device_or_a_results_file(tmp_path, results, target, command):
+    ext = ".png" if command[0] == "plot" else ".json"
+    if command[0] == "plot" and target in ("device", "h5 name"):
+        pytest.skip("no image suffix: refused for that first")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    out_path = {
+        "symlink": tmp_path / f"link{ext}",
+        "device": Path("/dev/null"),
+        "results file": tmp_path / f"other{ext}",  # a results file named like an export
+        "h5 name": tmp_path / "new.h5",
+    }[target]
+    if target == "symlink":
+        out_path.symlink_to(victim)
+    if target == "results file":
+        out_path.write_bytes(results.read_bytes())
+    before = {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file() and not p.is_symlink()}
+    argv = [a.format(results=results, out=out_path) for a in command]
+    out = run_local(argv)
+    assert out.returncode == 2, (argv, out.stdout, out.stderr)
+    lines = error_lines(out.stderr)
+    assert len(lines) == 1 and "Traceback" not in out.stderr and any(r in lines[0] for r in REFUSALS), lines
+    after = {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file() and not p.is_symlink()}
+    assert after == before and (target != "symlink" or out_path.is_symlink())
+
+
+def test_a_sweep_never_writes_results_through_a_symbolic_link(tmp_path, results):
+    link = tmp_path / "link.h5"
+    link.symlink_to(results)
+    out = run_local(["sweep", "-o", str(link), *SMALL])
+    assert out.returncode == 2 and "symbolic link" in error_lines(out.stderr)[0]
+    assert link.is_symlink()
+
+
+# ---- runs that lie ----
+
+
+def test_a_rank_whose_launcher_is_gone_records_nothing(tmp_path):
+    """A rank the launcher said was one of 2, started by MPI as a singleton (its mpiexec killed in its
+    first 0.3 s): refused, and the file gains no run."""
+    found = launcher()
+    if found is None:
+        pytest.skip("no MPI here")
+    # the other library's size variable: this library ignores it and starts a singleton
+    env = {"PMI_SIZE": "2"} if found.vendor == "Open MPI" else {"OMPI_COMM_WORLD_SIZE": "2"}
+    path = tmp_path / "r.h5"
+    out = subprocess.run(
+        [sys.executable, "-m", "fabricprobe", "sweep", "-o", str(path), *SMALL],
+        capture_output=True,
+        text=True,
+        env={**mpi_env(), **env},  # not run_local: it drops the launcher's variables
+        timeout=120,
+    )
+    assert out.returncode == 2 and "launched as one of 2" in error_lines(out.stderr)[0], out.stderr
+    assert not path.exists() and not Path(journal.journal_path(str(path))).exists()
+
+
+@pytest.mark.mpi
+def test_resume_refuses_a_run_of_another_library(tmp_path):
+    path = tmp_path / "r.h5"
+    out = run_mpi(2, ["sweep", "-o", str(path), *SMALL])
+    assert out.returncode == 0, out.stderr
+    with h5py.File(path, "r+") as f:  # as if measured with the other library and interrupted
+        run = f["runs"]["0001"]
+        other = "MPICH" if run.attrs["mpi_vendor"] == "Open MPI" else "Open MPI"
+        run.attrs["mpi_vendor"] = other
+        run.attrs["mpi_library_version"] = f"{other} v9.9"
+        run.attrs["status"] = "interrupted"
+    out = run_mpi(2, ["sweep", "--resume", "-o", str(path)])
+    assert out.returncode == 2 and f"measured with {other}" in error_lines(out.stderr)[0], out.stderr
+    assert len(load_runs(str(path))[0].points) == len(load_runs(str(path))[0].points)
+    assert os.path.getsize(path) > 0 and not Path(journal.journal_path(str(path))).exists()
+
+
+# ---- writers of one file ----
+
+
+def test_a_reader_probing_the_lock_never_makes_a_writer_refuse(tmp_path):
+    """being_written() takes the lock for a moment to see whether anyone holds it: a writer arriving in
+    that moment was refused (3 of 20 repairs and resumes). A lock held that briefly is waited out."""
+    import threading
+
+    from fabricprobe.store.fold import WriterLock, being_written
+
+    path = str(tmp_path / "r.h5")
+    stop = threading.Event()
+
+    def probe():
+        while not stop.is_set():
+            being_written(path)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        for _ in range(300):
+            WriterLock(path).release()
+    finally:
+        stop.set()
+        prober.join()
+
+
+def test_a_record_waits_for_the_writer_and_is_written_beside_a_file_kept_busy(tmp_path, monkeypatch):
+    """Two doctors at once lost one record; train could not write while a sweep held the file."""
+    import threading
+
+    from fabricprobe.store import fold
+
+    path = str(tmp_path / "d.h5")
+    said: list[str] = []
+    held = fold.WriterLock(path)
+    threading.Timer(0.5, held.release).start()
+    written, _ = fold.update(path, lambda f: f.attrs.__setitem__("x", 1), results=False, say=said.append)
+    assert written == path and said and "waiting" in said[0]  # waited, said so, wrote it
+    monkeypatch.setattr(fold, "RECORD_WAIT_S", 1.5)
+    held = fold.WriterLock(path)
+    try:
+        said.clear()
+        written, _ = fold.update(path, lambda f: f.attrs.__setitem__("x", 2), results=False, say=said.append)
+    finally:
+        held.release()
+    assert written == str(tmp_path / f"d-{os.getpid()}.h5") and any(written in s for s in said)
+    with h5py.File(written, "r") as f:
+        assert f.attrs["x"] == 2
+    with h5py.File(path, "r") as f:
+        assert f.attrs["x"] == 1
