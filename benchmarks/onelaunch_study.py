@@ -60,13 +60,14 @@ def main() -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("-n", type=int, required=True)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--first-rep", type=int, default=0, help="number of the first repetition (to add repetitions to a study)")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:cut])
     extra = argv[cut + 1 :]  # tune-sweep's own options
     args.out.mkdir(parents=True, exist_ok=True)
     rows = args.out / f"{args.name}.jsonl"
-    for rep in range(args.reps):
+    for rep in range(args.first_rep, args.first_rep + args.reps):
         for method in ("mpit", "launch") if rep % 2 == 0 else ("launch", "mpit"):
             row = one(args.out, args.name, method, rep, args.n, extra)
             with rows.open("a") as f:

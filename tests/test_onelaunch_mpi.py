@@ -237,3 +237,17 @@ def test_switch_launch_still_launches_one_job_per_algorithm(tmp_path):
     assert len(runs) == len(expected)
     forced = {p["forced_by"] for r in runs for p in r.points if p["algorithm"].startswith("library:")}
     assert forced == {"launch"} and set(_labels([p for r in runs for p in r.points], "reduce")) == expected
+
+
+def test_an_algorithm_the_library_refuses_on_a_communicator_gets_no_futile_launch(tmp_path):
+    """Open MPI's two_proc on 3 ranks returns MPI_ERR_UNSUPPORTED_OPERATION when switched, as it does in
+    a launch of its own: recorded as refused there, measured where it runs (2 ranks), no launch made."""
+    found = launcher()
+    if found is None or found.vendor != "Open MPI" or found.max_ranks < 3:
+        pytest.skip("Open MPI's two_proc, on 3 ranks")
+    out = _sweep(tmp_path / "t.h5", "--collectives", "allgather", "--only", "two_proc")
+    assert "1 launch, 0 fallbacks" in out.stderr and "allgather/two_proc not run on 3 ranks" in out.stderr
+    (run,) = load_runs(str(tmp_path / "t.h5"))
+    assert run.attrs["tune_sweep"]["refused"][0]["comm_sizes"] == [3]
+    ok = {(p["nranks"], p["bytes"]) for p in run.points if p["algorithm"] == "library:two_proc" and p["status"] == "ok"}
+    assert ok == {(2, 8), (2, 65536)}

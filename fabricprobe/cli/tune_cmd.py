@@ -226,6 +226,11 @@ def run_sweep(args: argparse.Namespace) -> int:
             f"[yellow]{fb.collective}/{fb.variant}[/] measured in a launch of its own on "
             f"{','.join(map(str, fb.comm_sizes))} ranks: {fb.why}"
         )
+    for fb in result.refused:
+        console.print(
+            f"[yellow]{fb.collective}/{fb.variant}[/] not run on {','.join(map(str, fb.comm_sizes))} ranks: the "
+            f"library refuses it there ({fb.why.split(': ', 1)[-1]}); a launch of its own would too"
+        )
     return _report(result, args.output, console)
 
 

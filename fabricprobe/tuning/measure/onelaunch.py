@@ -60,6 +60,7 @@ class TuneSweep:
     switch: str  # "mpit" or "launch"
     launches: list[Launch] = field(default_factory=list)
     fallbacks: list[Fallback] = field(default_factory=list)
+    refused: list[Fallback] = field(default_factory=list)  # errors by which the library refuses an algorithm
     runs: list[str] = field(default_factory=list)  # the runs it added to the file
     ok_points: int = 0  # points of those runs measured and validated
     wrong: list[str] = field(default_factory=list)  # labels of points whose validation failed
@@ -79,6 +80,7 @@ class TuneSweep:
             "launches": len(self.launches),
             "summary": self.summary,
             "fallbacks": [vars(f) for f in self.fallbacks],
+            "refused": [vars(f) for f in self.refused],
         }
 
 
@@ -124,8 +126,18 @@ def measure_one_launch(
     }
     parts = {c: part_config(template, c, comm_sizes, own.get(c, []), plan.switched(c)) for c in collectives}
     done, skip = _already(prior, parts)
-    for fb in _error_fallbacks(prior, plan):  # --resume: what failed when switched before the interruption
-        fallbacks.setdefault((fb.collective, fb.variant), fb)
+
+    def errors(runs: list) -> None:
+        """Switched points that ended in an error: a launch of their own, unless the library refused
+        the algorithm on that communicator (it would refuse it in that launch too)."""
+        for fb in _error_fallbacks(runs, plan):
+            if library.refuses(fb.why):
+                if all((r.collective, r.variant) != (fb.collective, fb.variant) for r in result.refused):
+                    result.refused.append(fb)
+            else:
+                fallbacks.setdefault((fb.collective, fb.variant), fb)
+
+    errors(prior)  # --resume: what failed when switched before the interruption
     known = {r.id for r in prior}
     state = output + STATE_SUFFIX
     for _ in range(len(variants) + 1):
@@ -144,8 +156,7 @@ def measure_one_launch(
         more_done, more_skip = _already(new, parts)
         done |= more_done
         skip |= more_skip
-        for fb in _error_fallbacks(new, plan):
-            fallbacks.setdefault((fb.collective, fb.variant), fb)
+        errors(new)
         if launch.returncode in (0, 1):
             break  # every sweep ran to its end (1: some points failed; their variants fall back)
         if launch.returncode == EXIT_USAGE:

@@ -86,6 +86,11 @@ class Library:
         has no run-time equivalent: a launch per variant)."""
         return None
 
+    def refuses(self, error: str) -> bool:
+        """Whether a point's error is the library saying the algorithm does not run on that
+        communicator (then a launch of its own would say the same, and none is made)."""
+        return False
+
     def default_value(self, variable: str) -> str | None:
         """The name of the value `variable` has when nothing sets it, where known: read at start to check
         that names map to the values the library uses (MPICH's follow its description's order)."""

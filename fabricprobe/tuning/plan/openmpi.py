@@ -51,6 +51,11 @@ class OpenMPI(Library):
         prefix = "OMPI_MCA_"
         return env_name[len(prefix) :] if env_name.startswith(prefix) else None
 
+    def refuses(self, error: str) -> bool:
+        """coll/tuned's two_proc on more than 2 ranks returns MPI_ERR_UNSUPPORTED_OPERATION; its launches
+        of its own on 4 and 8 ranks failed with the same error in every run (benchmarks/onelaunch_study.py)."""
+        return "MPI_ERR_UNSUPPORTED_OPERATION" in error
+
     def default_value(self, variable: str) -> str | None:
         if variable == "coll_tuned_use_dynamic_rules":
             return "false"
