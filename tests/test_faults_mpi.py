@@ -95,3 +95,37 @@ def test_watchdog_makes_no_mpi_call_unless_the_thread_level_allows_it(tmp_path):
         )
         assert out.returncode == 3 and "watchdog limit" in out.stderr
         assert marker.exists() == with_abort
+
+
+def test_a_hang_of_rank_0_is_named_with_where_every_rank_is(results):
+    """Rank 0's own hang was stopped but not named (only other ranks' were): every rank's report now
+    says where it is, rank 0's taken from its main thread, not from the watchdog thread that writes it."""
+    out = run_mpi(
+        2,
+        ["sweep", "-o", str(results), *ARGS, "--collectives", "allreduce,bcast", "--point-timeout", "3"],
+        env={"FABRICPROBE_FAULT_HANG": "bcast:0"},
+        timeout=120,
+    )
+    assert out.returncode == 3, out.stderr
+    ranks = {
+        line.split(":")[1].strip(): line for line in out.stderr.splitlines() if line.startswith("fabricprobe: rank ")
+    }
+    assert set(ranks) == {"rank 0", "rank 1"}, out.stderr
+    assert "bcast float32 8 B" in ranks["rank 0"] and "hang_if_asked" in ranks["rank 0"], ranks
+    assert "watchdog.py" not in ranks["rank 0"] and "watchdog.py" not in ranks["rank 1"], ranks
+    run = load_runs(str(results))[-1]
+    assert run.status == "aborted" and set(run.attrs["watchdog"]) >= {"0", "1"}
+
+
+def test_a_set_up_hang_that_holds_the_interpreter_is_named_and_ended(results):
+    """MPI_Init runs inside mpi4py's import with the interpreter held: the watchdog thread cannot run
+    there (8 of 8 planted set-up hangs hung forever). The forked watcher names the phase and ends the rank."""
+    out = run_mpi(
+        2,
+        ["sweep", "-o", str(results), *ARGS, "--collectives", "barrier", "--point-timeout", "3"],
+        env={"FABRICPROBE_FAULT_HANG": "mpi_init:1"},
+        timeout=120,
+    )
+    assert out.returncode != 0
+    assert "rank 1: the set-up (MPI start-up) did not finish within the 3 s watchdog limit" in out.stderr, out.stderr
+    assert "hang_holding_the_interpreter_if_asked" in out.stderr  # the stack faulthandler wrote on SIGABRT

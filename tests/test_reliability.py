@@ -273,3 +273,24 @@ def test_a_record_waits_for_the_writer_and_is_written_beside_a_file_kept_busy(tm
         assert f.attrs["x"] == 2
     with h5py.File(path, "r") as f:
         assert f.attrs["x"] == 1
+
+
+def test_the_watchdog_names_the_main_thread_not_itself():
+    """faulthandler lists the thread that dumps first ("Current thread"): the watchdog's own. Where a
+    rank is must come from its main thread."""
+    from fabricprobe.engine.watchdog import _top
+
+    stack = (
+        "Current thread 0x01 (most recent call first):\n"
+        '  File "/x/fabricprobe/engine/watchdog.py", line 96 in _report\n'
+        '  File "/usr/lib/python3.11/threading.py", line 982 in run\n'
+        "\n"
+        "Thread 0x02 (most recent call first):\n"
+        '  File "/x/fabricprobe/engine/faults.py", line 47 in hang_if_asked\n'
+        '  File "/x/fabricprobe/engine/sweep.py", line 120 in measure\n'
+        '  File "/x/bin/fabricprobe", line 8 in <module>\n'
+    )
+    assert _top({"stack": stack}) == '; at "/x/fabricprobe/engine/faults.py", line 47 in hang_if_asked'
+    only_current = stack.split("\n\n")[0]
+    assert "watchdog.py" in _top({"stack": only_current})  # nothing else to name: better than nothing
+    assert _top(None) == ""

@@ -145,17 +145,21 @@ class Watchdog:
 
 
 def _top(found: dict | None) -> str:
-    """ "; at file:line in function" of the innermost fabricprobe frame of the main thread's stack."""
+    """ "; at file:line in function" of the innermost fabricprobe frame of the main thread's stack. The
+    report is written by the watchdog's own thread, which faulthandler lists first ("Current thread"):
+    taking the first stack named the watchdog itself on every rank, so that one is skipped and the
+    thread whose outermost frame is the program's (<module>) taken."""
     if not found:
         return ""
-    lines = [line.strip() for line in found["stack"].splitlines()]
-    main = []
-    for line in lines:  # faulthandler: "Current thread 0x... (most recent call first):" then File lines
-        if line.startswith(("Current thread", "Thread")):
-            if main:
-                break
-            continue
-        if line.startswith("File "):
-            main.append(line)
+    groups: list[tuple[bool, list[str]]] = []
+    for line in (line.strip() for line in found["stack"].splitlines()):
+        if line.startswith(("Current thread", "Thread")):  # "Thread 0x... (most recent call first):"
+            groups.append((line.startswith("Current"), []))
+        elif line.startswith("File ") and groups:
+            groups[-1][1].append(line)
+    others = [frames for current, frames in groups if not current and frames]
+    main = next((f for f in others if f[-1].endswith("<module>")), others[-1] if others else None)
+    if main is None:
+        main = next((frames for _, frames in groups if frames), [])
     ours = [line for line in main if "fabricprobe" in line] or main
     return f"; at {ours[0][5:]}" if ours else ""
