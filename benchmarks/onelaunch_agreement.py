@@ -10,7 +10,11 @@
    points whose ratio lies outside what repeating either method gives.
 3. Decisions: `tune`'s choice (tuning.choose.rules) from every file, per (collective, communicator
    size, size): how often two files of different methods choose differently, against two files of the
-   same method; each difference listed with the two winners' times in both files."""
+   same method; each difference of the first pair listed with the two winners' times in both files and
+   classed: tune's threshold (the same candidate faster in both files, but at least --min-gain faster
+   than the default with intervals apart in one only), a near tie (the order swapped, the winners closer
+   in both files than either's repeat noise at that point) or outside the repeat noise (explained one
+   by one in docs/tuning.md)."""
 
 from __future__ import annotations
 
@@ -87,11 +91,13 @@ def main() -> None:
     keys = set.intersection(*(set(f) for fs in files.values() for f in fs))
     agreement, noise = [], {m: [] for m in files}
     outside = []
+    spread_of: dict[tuple, float] = {}
     for key in sorted(keys):
         per = {m: [f[key] for f in fs] for m, fs in files.items()}
         ratio = statistics.median(per["mpit"]) / statistics.median(per["launch"])
         agreement.append(ratio)
         spreads = {m: max(v) / min(v) for m, v in per.items()}
+        spread_of[key] = max(spreads.values())
         for m, s in spreads.items():
             noise[m].append(s)
         if max(ratio, 1 / ratio) > max(spreads.values()):
@@ -126,13 +132,45 @@ def main() -> None:
     for k in sorted(decided):
         if first["mpit"][k] != first["launch"][k]:
             coll, n, size = k
-            times = {}
-            for m, f in (("mpit", files["mpit"][0]), ("launch", files["launch"][0])):
-                for w in {first["mpit"][k], first["launch"][k]}:
-                    alg = "library" if w == "default" else f"library:{w}"
-                    times[f"{w} in {m}"] = f.get((coll, alg, n, size))
-            diffs.append({"point": k, "mpit": first["mpit"][k], "launch": first["launch"][k], "times_s": times})
-            print(f"  {k}: mpit chose {first['mpit'][k]}, launch {first['launch'][k]}; medians {times}")
+            pair = {first["mpit"][k], first["launch"][k]}
+            keys_of = {w: (coll, "library" if w == "default" else f"library:{w}", n, size) for w in pair}
+            times = {
+                f"{w} in {m}": f.get(keys_of[w])
+                for m, f in (("mpit", files["mpit"][0]), ("launch", files["launch"][0]))
+                for w in pair
+            }
+            # Why they differ. The same one of the two faster in both files: tune's test (at least
+            # --min-gain faster than the default, intervals apart) passed in one file only. Else the order
+            # swapped: a near tie when the winners are closer, in each file, than the repeat noise of either
+            # at that point (repeating one method swaps them too); otherwise it needs its own explanation.
+            noise_here = max((spread_of.get(key, math.inf) for key in keys_of.values()), default=math.inf)
+            gaps, faster = [], set()
+            for f in (files["mpit"][0], files["launch"][0]):
+                a, b = (f.get(keys_of[w]) for w in sorted(pair))
+                gaps.append(max(a / b, b / a) if a and b else math.inf)
+                faster.add(sorted(pair)[0] if a and b and a < b else sorted(pair)[1])
+            if len(faster) == 1:
+                why = "tune's threshold"
+            else:
+                why = "near tie" if max(gaps) <= noise_here else "outside the repeat noise"
+            diffs.append(
+                {
+                    "point": k,
+                    "mpit": first["mpit"][k],
+                    "launch": first["launch"][k],
+                    "times_s": times,
+                    "gap": max(gaps),
+                    "noise": noise_here,
+                    "why": why,
+                }
+            )
+            print(
+                f"  {k}: mpit chose {first['mpit'][k]}, launch {first['launch'][k]}; gap {max(gaps):.2f} "
+                f"against repeat noise {noise_here:.2f}: {why}; medians {times}"
+            )
+    classes = ("tune's threshold", "near tie", "outside the repeat noise")
+    report["first_pair_why"] = {w: sum(d["why"] == w for d in diffs) for w in classes}
+    print(f"  first pair: {report['first_pair_why']}")
     report["first_pair_differences"] = diffs
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str))

@@ -18,7 +18,7 @@ from fabricprobe.stats import median_ci, per_iteration
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.choose.rules import MIN_GAIN, job_points, usable
-from fabricprobe.tuning.economy.search import SCREEN_ITERS, SCREEN_WARMUP, Grid, Key, Observation, State, run
+from fabricprobe.tuning.economy.search import SCREEN_ITERS, Grid, Key, Observation, State, run, screening_warmup
 
 DENSE = tuple(COLLECTIVES)  # --budget tunes the collectives with library algorithms
 
@@ -58,10 +58,9 @@ def screened(run: Run, p: dict) -> Observation:
         return observed(p, screening=True)
     low, high = median_ci(np.sort(times))
     full = observed(p)
-    duration = full.overhead_s + (times.size + SCREEN_WARMUP) * float(times.mean())
-    return Observation(
-        float(np.median(times)), low, high, duration, times.size + SCREEN_WARMUP, float(times.mean()), True
-    )
+    warmup = screening_warmup(int(p["bytes"]))
+    duration = full.overhead_s + (times.size + warmup) * float(times.mean())
+    return Observation(float(np.median(times)), low, high, duration, times.size + warmup, float(times.mean()), True)
 
 
 def grid_of(runs: list[Run], dtype: str = "float32") -> Grid:

@@ -24,13 +24,15 @@ from fabricprobe.tuning.economy.search import Grid, State
 
 
 def screening(template: SweepConfig) -> SweepConfig:
-    """A screening measurement's settings: SCREEN_ITERS timed calls after SCREEN_WARMUP, no repetition."""
+    """A screening measurement's settings: SCREEN_ITERS timed calls after search.screening_warmup's
+    untimed ones (the sizes below the template's large threshold get the small sizes' warm-up), no
+    repetition."""
     return replace(
         template,
         iterations_small=economy.SCREEN_ITERS,
         iterations_large=economy.SCREEN_ITERS,
-        warmup_small=economy.SCREEN_WARMUP,
-        warmup_large=economy.SCREEN_WARMUP,
+        warmup_small=economy.screening_warmup(0),
+        warmup_large=economy.screening_warmup(economy.SCREEN_SMALL_BYTES + 1),
         ci_target=0.0,  # exactly SCREEN_ITERS timed calls
     )
 

@@ -47,7 +47,20 @@ SEED_SHARE = 0.9  # of the budget left after the default's pass, what screening 
 ROUND_SHARE = 0.5  # of the budget left, what one refinement round may spend (so there is a next round)
 MAX_ROUNDS = 5  # default pass, screening pass, three refinements: each round is one launch per algorithm
 SCREEN_ITERS = 5  # a screening measurement: this many timed calls, fixed (no adaptive repetition)
-SCREEN_WARMUP = 1
+SCREEN_WARMUP = 1  # untimed calls before a screening's timed ones, above SCREEN_SMALL_BYTES
+# At and below it, 20: with 1, the live screenings in one launch (MPICH n=2, right after a switch) read a
+# median 1.32-1.34x the full measurement of the same point at <= 8 KiB (1.04x above), the first calls
+# falling from 3.4 to 1.8 us: every candidate looked slower than the default and was left out. Twenty
+# calls of a few microseconds cost nothing beside the point's fixed overhead.
+SCREEN_WARMUP_SMALL = 20
+SCREEN_SMALL_BYTES = 8192  # SweepConfig.large_threshold's default
+
+
+def screening_warmup(size: int) -> int:
+    """Untimed calls before a screening's SCREEN_ITERS timed ones at this message size."""
+    return SCREEN_WARMUP_SMALL if size <= SCREEN_SMALL_BYTES else SCREEN_WARMUP
+
+
 TRANSFER_PRIOR = 0.25  # error per doubling of the communicator of a ratio to the default carried across sizes
 TRANSFER_FLOOR = 0.1  # least such error, however well the measured ratios agree
 
@@ -272,11 +285,11 @@ def cost(state: State, coll: str, label: str, n: int, size: int, model: Model) -
 
 def screening_cost(state: State, coll: str, n: int, size: int) -> float:
     """Predicted seconds of a screening measurement: the default's overhead there and SCREEN_ITERS +
-    SCREEN_WARMUP calls at the default's time."""
+    screening_warmup(size) calls at the default's time."""
     base = state.seen.get((coll, LIBRARY, n, size))
     if base is None:
         return 1.0
-    return base.overhead_s + (SCREEN_ITERS + SCREEN_WARMUP) * base.mean_s
+    return base.overhead_s + (SCREEN_ITERS + screening_warmup(size)) * base.mean_s
 
 
 def exhaustive_estimate(state: State) -> float:
