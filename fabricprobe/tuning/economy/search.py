@@ -294,9 +294,9 @@ def screening_cost(state: State, coll: str, n: int, size: int, scale: float = 1.
 
 def screening_scale(state: State) -> float:
     """What the screenings measured so far cost against screening_cost's price for them (1 before any).
-    The price takes the default's full-point overhead, which a screening in one launch does not pay
-    (the first point at a collective, communicator and size fills the oracle's inputs and expected
-    results, later ones reuse them): the live screenings cost 1/4.3 (Open MPI n=8), 1/2.2 (MPICH n=2)
+    The price takes the default's full-point overhead, not all of which a screening in one launch pays
+    (among it, the first point at a collective, communicator and size fills the oracle's inputs and
+    expected results, which later points reuse): the live screenings cost 1/4.3 (Open MPI n=8), 1/2.2 (MPICH n=2)
     and 1/1.15 (lab 2x2) of their price, so the screening pass covered a fraction of the grid it could
     afford, and 94% of MPICH's regret at --budget 0.25 was at points whose best candidate was never
     measured."""
