@@ -46,7 +46,8 @@ def test_a_budgeted_replay_measures_the_default_everywhere_and_less_than_the_who
     measured_default = {(k[0], k[2], k[3]) for k in state.seen if k[1] == LIBRARY}
     exists = {(k[0], k[2], k[3]) for k in observations(truth) if k[1] == LIBRARY}
     assert measured_default == exists
-    assert len(state.seen) < grid_of(truth).size()
+    in_full = [k for k, obs in state.seen.items() if not obs.screening]
+    assert len(in_full) < grid_of(truth).size()  # it may screen the whole grid, not measure it in full
     assert state.spent_s < spent(truth)["measurement_s"]
 
 

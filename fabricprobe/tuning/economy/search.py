@@ -45,7 +45,7 @@ from fabricprobe.tuning.choose.rules import MIN_GAIN
 FLOOR = 0.05  # least interpolation error per grid step (log): 5% per ×4 in size, the noise between runs here
 SEED_SHARE = 0.9  # of the budget left after the default's pass, what screening may spend (replayed: 0.3-0.9)
 ROUND_SHARE = 0.5  # of the budget left, what one refinement round may spend (so there is a next round)
-MAX_ROUNDS = 5  # default pass, screening pass, three refinements: each round is one launch per algorithm
+MAX_ROUNDS = 6  # default pass, a probe screening, the screening pass, three refinements
 SCREEN_ITERS = 5  # a screening measurement: this many timed calls, fixed (no adaptive repetition)
 SCREEN_WARMUP = 1  # untimed calls before a screening's timed ones, above SCREEN_SMALL_BYTES
 # At and below it, 20: with 1, the live screenings in one launch (MPICH n=2, right after a switch) read a
@@ -283,13 +283,29 @@ def cost(state: State, coll: str, label: str, n: int, size: int, model: Model) -
     return base.overhead_s + timed
 
 
-def screening_cost(state: State, coll: str, n: int, size: int) -> float:
+def screening_cost(state: State, coll: str, n: int, size: int, scale: float = 1.0) -> float:
     """Predicted seconds of a screening measurement: the default's overhead there and SCREEN_ITERS +
-    screening_warmup(size) calls at the default's time."""
+    screening_warmup(size) calls at the default's time, times `scale` (screening_scale)."""
     base = state.seen.get((coll, LIBRARY, n, size))
     if base is None:
         return 1.0
-    return base.overhead_s + (SCREEN_ITERS + screening_warmup(size)) * base.mean_s
+    return scale * (base.overhead_s + (SCREEN_ITERS + screening_warmup(size)) * base.mean_s)
+
+
+def screening_scale(state: State) -> float:
+    """What the screenings measured so far cost against screening_cost's price for them (1 before any).
+    The price takes the default's full-point overhead, not all of which a screening in one launch pays
+    (among it, the first point at a collective, communicator and size fills the oracle's inputs and
+    expected results, which later points reuse): the live screenings cost 1/4.3 (Open MPI n=8), 1/2.2 (MPICH n=2)
+    and 1/1.15 (lab 2x2) of their price, so the screening pass covered a fraction of the grid it could
+    afford, and 94% of MPICH's regret at --budget 0.25 was at points whose best candidate was never
+    measured."""
+    paid = priced = 0.0
+    for (coll, label, n, size), obs in state.seen.items():
+        if obs.screening and label != LIBRARY and (coll, LIBRARY, n, size) in state.seen:
+            paid += obs.duration_s
+            priced += screening_cost(state, coll, n, size)
+    return min(max(paid / priced, 0.05), 20.0) if priced > 0 else 1.0
 
 
 def exhaustive_estimate(state: State) -> float:
@@ -297,11 +313,19 @@ def exhaustive_estimate(state: State) -> float:
     time plus, for every other point, the default's time there. Replayed on Open MPI at n=8 this was
     0.5-1.3× the exhaustive time (alltoall's default costs twice the average candidate, allreduce's
     less than fabricprobe's own algorithms); scaling each candidate by its measured cost against the
-    default's, or summing the model's per-point predictions, was off by up to 1.7× and 4×."""
+    default's, or summing the model's per-point predictions, was off by up to 1.7× and 4×. A point that
+    was asked for and never came back (not runnable there) counts nothing: counted as 1 s for every
+    candidate, the 18 default points of 8 B allgather, alltoall and reduce_scatter on 3-8 ranks (2
+    float32 elements do not divide among them) made the live estimate at n=8 441 s instead of 297 s,
+    against a real 215 s: the budget was spent twice over."""
     total = 0.0
     for coll, label, n, size in state.grid.points():
         obs = state.seen.get((coll, label, n, size))
+        if obs is None and state.unavailable((coll, label, n, size)):
+            continue  # asked for and not runnable there: the exhaustive sweep has no such point either
         if obs is None or obs.screening:
+            if state.unavailable((coll, LIBRARY, n, size)):
+                continue  # no default there (a count this communicator cannot divide): no point at all
             obs = state.seen.get((coll, LIBRARY, n, size))
         total += obs.duration_s if obs is not None else 1.0
     return total
@@ -317,17 +341,22 @@ def _thinned(values: list[int], stride: int) -> list[int]:
     return sorted(set(values[::stride]) | {values[0], values[-1]})
 
 
-def screening_pass(state: State, allowance_s: float) -> list[Key]:
-    """Round two: every other candidate screened on a subset of the grid, the largest that fits in
-    allowance_s (the cheapest when none does): every k-th size (the smallest and largest always) on
-    every j-th communicator size (the largest always; the others are predicted from it by the ratio to
-    the default)."""
+def screening_pass(state: State, allowance_s: float, probe: bool = False) -> list[Key]:
+    """Rounds two and three: every other candidate screened on a subset of the grid, the largest that
+    fits in allowance_s (the cheapest when none does): every k-th size (the smallest and largest always)
+    on every j-th communicator size (the largest always; the others are predicted from it by the ratio
+    to the default). The probe (round two) is the coarsest subset only: what it costs prices the rest
+    (screening_scale)."""
     sizes, comms = state.grid.sizes, state.grid.comm_sizes
     others = [(coll, label) for coll, labels in state.grid.candidates.items() for label in labels if label != LIBRARY]
     comm_subsets = [_thinned(comms, j) for j in (1, 2)] + [sorted({comms[0], comms[-1]}), [comms[-1]]]
+    strides = (1, 2, 3, 5, max(len(sizes) - 1, 1))
+    if probe:
+        comm_subsets, strides = [[comms[-1]]], (max(len(sizes) - 1, 1),)
+    scale = screening_scale(state)
     plans = []
     for comm_subset in comm_subsets:
-        for stride in (1, 2, 3, 5, max(len(sizes) - 1, 1)):
+        for stride in strides:
             keys = [
                 (c, lab, n, s)
                 for c, lab in others
@@ -335,14 +364,14 @@ def screening_pass(state: State, allowance_s: float) -> list[Key]:
                 for s in _thinned(sizes, stride)
                 if (c, lab, n, s) not in state.seen and not state.unavailable((c, lab, n, s))
             ]
-            plans.append((sum(screening_cost(state, k[0], k[2], k[3]) for k in keys), keys))
+            plans.append((sum(screening_cost(state, k[0], k[2], k[3], scale) for k in keys), keys))
     fitting = [p for p in plans if p[0] <= allowance_s]
     if fitting:
         return max(fitting, key=lambda p: (len(p[1]), -p[0]))[1]
     # Not even the coarsest fits: its cheapest points (the small sizes) up to the allowance, so that
     # refinement keeps a share of the budget.
     cheapest = min(plans, key=lambda p: p[0])[1]
-    priced = sorted(((screening_cost(state, k[0], k[2], k[3]), k) for k in cheapest), key=lambda pk: pk[0])
+    priced = sorted(((screening_cost(state, k[0], k[2], k[3], scale), k) for k in cheapest), key=lambda pk: pk[0])
     keys, spend = [], 0.0
     for price, key in priced:
         spend += price
@@ -412,8 +441,12 @@ def next_round(state: State, budget: float, min_gain: float = MIN_GAIN) -> tuple
     left = budget * exhaustive_estimate(state) - state.spent_s
     if left <= 0:
         return [], False
-    if state.rounds == 1:
-        return screening_pass(state, SEED_SHARE * left), True
+    if state.rounds == 1:  # the probe: the coarsest screening, to learn what a screening costs here
+        return screening_pass(state, SEED_SHARE * left, probe=True), True
+    if state.rounds == 2:
+        keys = screening_pass(state, SEED_SHARE * left)
+        if keys:
+            return keys, True
     allowance = left * (ROUND_SHARE if state.rounds < MAX_ROUNDS - 1 else 1.0)
     picked: list[Key] = []
     spend = 0.0
