@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("-n", type=int, required=True)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--first-rep", type=int, default=0, help="number of the first repetition (to add repetitions to a study)")
+    parser.add_argument("--first-rep", type=int, default=0, help="number of the first repetition (to add to a study)")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:cut])
