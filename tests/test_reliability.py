@@ -216,9 +216,10 @@ def test_resume_refuses_a_run_of_another_library(tmp_path):
         run.attrs["mpi_vendor"] = other
         run.attrs["mpi_library_version"] = f"{other} v9.9"
         run.attrs["status"] = "interrupted"
-    out = run_mpi(2, ["sweep", "--resume", "-o", str(path)])
+    before = len(load_runs(str(path))[0].points)
+    out = run_mpi(2, ["sweep", "--resume", str(path)])
     assert out.returncode == 2 and f"measured with {other}" in error_lines(out.stderr)[0], out.stderr
-    assert len(load_runs(str(path))[0].points) == len(load_runs(str(path))[0].points)
+    assert len(load_runs(str(path))[0].points) == before and len(load_runs(str(path))) == 1
     assert os.path.getsize(path) > 0 and not Path(journal.journal_path(str(path))).exists()
 
 
