@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass, field
 
 from fabricprobe.collectives.algorithm import LIBRARY
+from fabricprobe.engine.config import SweepConfig
 from fabricprobe.tuning.choose.rules import MIN_GAIN
 
 FLOOR = 0.05  # least interpolation error per grid step (log): 5% per ×4 in size, the noise between runs here
@@ -53,7 +54,7 @@ SCREEN_WARMUP = 1  # untimed calls before a screening's timed ones, above SCREEN
 # falling from 3.4 to 1.8 us: every candidate looked slower than the default and was left out. Twenty
 # calls of a few microseconds cost nothing beside the point's fixed overhead.
 SCREEN_WARMUP_SMALL = 20
-SCREEN_SMALL_BYTES = 8192  # SweepConfig.large_threshold's default
+SCREEN_SMALL_BYTES = SweepConfig.large_threshold  # the sweep's small/large boundary, one place (8 KiB)
 
 
 def screening_warmup(size: int) -> int:
