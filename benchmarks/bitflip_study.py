@@ -68,6 +68,25 @@ def content(path: Path) -> dict:
     return out
 
 
+def after_repair(path: Path, truth: dict) -> tuple[int, int, int]:
+    """Point rows lost, sample arrays lost (their row kept) and points changed once `repair` rebuilt the
+    file, each point matched with the original's by its whole row; a point that reads back different
+    from the original is a silent corruption."""
+    want = {}
+    for _attrs, rows, samples in truth.values():
+        for row, (_index, data) in zip(rows, sorted(samples.items())):
+            want[row] = data
+    got = {}
+    for run in load_runs(str(path)):
+        for p in run.points:
+            s = run.samples(p["index"])
+            got[repr(sorted(p.items()))] = None if s is None else s.tobytes()
+    rows = sum(1 for row in want if row not in got)
+    samples = sum(1 for row in want if row in got and got[row] is None)
+    wrong = sum(1 for row, data in got.items() if row not in want or (data is not None and data != want[row]))
+    return rows, samples, wrong
+
+
 def flip(path: Path, rng: random.Random) -> int:
     data = bytearray(path.read_bytes())
     at = rng.randrange(len(data))
@@ -106,7 +125,11 @@ def main() -> int:
                     tally["hdf5 flips"] += 1
                     try:
                         got = content(path)
-                    except UsageError:
+                    except Exception as exc:  # noqa: BLE001 - anything but the one line is a finding
+                        if not isinstance(exc, UsageError):
+                            tally["hdf5 TRACEBACK"] += 1
+                            problems.append(f"hdf5 byte {at}: {type(exc).__name__}: {exc}")
+                            continue
                         tally["hdf5 detected"] += 1
                         out = subprocess.run(
                             [sys.executable, "-m", "fabricprobe", "repair", str(path)], capture_output=True, text=True
@@ -114,6 +137,13 @@ def main() -> int:
                         tally[f"repair exit {out.returncode}"] += 1
                         if out.returncode not in (0, 1) or "Traceback" in out.stderr:
                             problems.append(f"hdf5 byte {at}: repair {out.returncode}: {out.stderr[-300:]}")
+                            continue
+                        rows, samples, wrong = after_repair(path, truth)
+                        tally[f"after repair: {rows} of {4 * POINTS} point rows lost"] += 1
+                        tally[f"after repair: {samples} of {4 * POINTS} sample arrays lost"] += 1
+                        if wrong:
+                            tally["after repair: SILENT"] += 1
+                            problems.append(f"hdf5 byte {at}: {wrong} points differ after repair")
                         continue
                     if got == truth:
                         tally["hdf5 harmless"] += 1

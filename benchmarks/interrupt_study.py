@@ -107,6 +107,7 @@ def trial(folder: Path, rng: random.Random, length: float, tally: Counter, notes
     reported = sum(1 for line in buffer.splitlines() if line.startswith("["))
     key = f"{name} to {target}"
     tally[key] += 1
+    tally["signal before the first point" if reported == 0 else "signal after a point completed"] += 1
     if not path.exists() and not Path(journal.journal_path(str(path))).exists():
         tally["nothing written"] += 1
         return

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from mpirun import error_lines, launcher, mpi_env, run_local, run_mpi
 
+from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, journal, load_runs
 from fabricprobe.store.fold import damaged_journal_path
 
@@ -97,6 +98,72 @@ def test_a_writer_whose_run_has_not_started_records_nothing(tmp_path):
     w.update_run({"status": "interrupted"})  # the interrupt thread, before start_run
     w.close()
     assert not Path(journal.journal_path(str(path))).exists() and not path.exists()
+
+
+# ---- the HDF5 file: a flipped bit is named, and costs the object it hit ----
+
+
+def _folded(path: Path, points: int = 4) -> str:
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 2})
+    for i in range(points):
+        w.append_point(_row(i), np.full((5, 2), float(i)))
+    w.close()
+    with h5py.File(path, "r") as f:
+        return next(iter(f["runs"]))
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x04
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_sample_header_is_damage_not_missing_samples(tmp_path):
+    """h5py's Group.get answers None for an object whose header fails its checksum, as for one that is
+    absent: the reader used it and a flipped bit read as "no samples" (bitflip_study, 1 in 20 flips)."""
+    path = tmp_path / "r.h5"
+    run_id = _folded(path)
+    with h5py.File(path, "r") as f:
+        at = h5py.h5g.get_objinfo(f["runs"][run_id]["samples"].id, b"000001").objno[0]
+    _flip(path, at + 12)
+    run = load_runs(str(path))[-1]
+    assert run.samples(0) is not None
+    with pytest.raises(UsageError, match="is damaged .*fabricprobe repair"):
+        run.samples(1)
+    out = run_local(["repair", str(path)])
+    assert out.returncode == 1 and f"samples could not be read: {run_id}/1" in out.stdout, out.stdout + out.stderr
+    after = load_runs(str(path))[-1]
+    assert [p["index"] for p in after.points] == [0, 1, 2, 3] and after.samples(1) is None
+    assert after.samples(3).tolist() == np.full((5, 2), 3.0).tolist()
+
+
+def test_a_damaged_point_row_costs_that_row_only(tmp_path):
+    """One row a chunk: with 64 rows a chunk one flipped bit cost every row of a run (12 of 12 in the
+    bitflip study)."""
+    path = tmp_path / "r.h5"
+    run_id = _folded(path)
+    with h5py.File(path, "r") as f:
+        at = f["runs"][run_id]["points"].id.get_chunk_info(2).byte_offset
+    _flip(path, at + 100)
+    with pytest.raises(UsageError, match="is damaged"):
+        load_runs(str(path))
+    out = run_local(["repair", str(path)])
+    assert out.returncode == 1 and f"unreadable point rows (run/row): {run_id}/2" in out.stdout, out.stdout
+    assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 3]
+
+
+def test_a_damaged_root_header_is_one_line_naming_repair(tmp_path):
+    path = tmp_path / "r.h5"
+    _folded(path)
+    with h5py.File(path, "r") as f:
+        at = h5py.h5g.get_objinfo(f.id, b"/").objno[0]
+    _flip(path, at + 12)
+    for argv in (["report", str(path)], ["sweep", "--resume", str(path)], ["doctor", "--show", str(path)]):
+        out = run_local(argv)
+        assert out.returncode == 2 and len(error_lines(out.stderr)) == 1, (argv, out.stderr)
+        assert f"{path} is damaged" in out.stderr, (argv, out.stderr)
+        assert argv[0] == "doctor" or f"fabricprobe repair {path}" in out.stderr, (argv, out.stderr)
 
 
 # ---- repair touches only fabricprobe's files ----

@@ -51,9 +51,8 @@ def run(args: argparse.Namespace) -> int:
     for what, items in (
         ("unreadable runs", report.lost_runs),
         ("points whose samples could not be read", report.lost_samples),
+        ("unreadable point rows (run/row)", report.lost_rows),
     ):
         if items:
             print(f"{what}: {', '.join(items[:20])}" + (f" … ({len(items)})" if len(items) > 20 else ""))
-    if report.lost_points:
-        print(f"unreadable point rows: {report.lost_points}")
     return EXIT_OK if report.lossless else EXIT_WRONG

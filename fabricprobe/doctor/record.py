@@ -26,8 +26,19 @@ def is_doctor_file(path: str) -> bool:
     try:
         with h5py.File(path, "r") as f:
             return f.attrs.get("schema") == SCHEMA
-    except (OSError, ValueError):
+    except (OSError, ValueError, KeyError, RuntimeError):  # KeyError: a root header failing its checksum
         return False
+
+
+def _root_reads(path: str) -> bool:
+    try:
+        with h5py.File(path, "r") as f:
+            f.attrs.get("schema")
+        return True
+    except (KeyError, RuntimeError):
+        return False
+    except (OSError, ValueError):
+        return True  # not HDF5 at all, or absent: is_doctor_file's answer says so
 
 
 def check_writable(path: str) -> None:
@@ -78,6 +89,18 @@ def save(path: str, m: Measurements, diagnosis: dict, provenance: dict, options:
 
 def load(path: str, run: str | None = None) -> tuple[str, Measurements, dict[str, Any]]:
     """(run id, measurements, {options, provenance, diagnosis}) of one run (default: the last)."""
+    try:
+        return _load(path, run)
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:  # an HDF5 object failing its checksum
+        if os.path.exists(path) and h5py.is_hdf5(path):
+            why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            raise UsageError(f"{path} is damaged ({why}); measure again with fabricprobe doctor") from None
+        raise
+
+
+def _load(path: str, run: str | None) -> tuple[str, Measurements, dict[str, Any]]:
+    if not _root_reads(path):
+        raise OSError("its root group fails its checksum")
     if not is_doctor_file(path):
         raise UsageError(f"{path} is not a doctor record (written by fabricprobe doctor)")
     with h5py.File(path, "r") as f:

@@ -27,7 +27,7 @@ from fabricprobe.store.fold import (
 )
 from fabricprobe.store.schema import FORMAT
 
-ROWS_AT_ONCE = 64  # a damaged table is read in pieces of this many rows, so one bad chunk loses only its rows
+ROWS_AT_ONCE = 64  # a table is read in pieces of this many rows; a piece that fails is read again row by row
 
 
 @dataclass
@@ -36,6 +36,7 @@ class RepairReport:
     runs: int = 0
     points: int = 0  # point rows in the repaired file
     lost_points: int = 0  # rows that could not be read
+    lost_rows: list[str] = field(default_factory=list)  # "run/row" of each of them, row = position in the table
     lost_samples: list[str] = field(default_factory=list)  # "run/index" whose samples could not be read
     lost_runs: list[str] = field(default_factory=list)  # runs whose group could not be read at all
     journal_records: int = 0
@@ -158,8 +159,15 @@ def _salvage(path: str, out: h5py.File, report: RepairReport) -> int:
             for start in range(0, nrows, ROWS_AT_ONCE):
                 try:
                     rows.extend(table[start : start + ROWS_AT_ONCE])
+                    continue
                 except Exception:  # noqa: BLE001
-                    report.lost_points += min(ROWS_AT_ONCE, nrows - start)
+                    pass
+                for at in range(start, min(start + ROWS_AT_ONCE, nrows)):
+                    try:
+                        rows.append(table[at])
+                    except Exception:  # noqa: BLE001 - its chunk fails its checksum
+                        report.lost_points += 1
+                        report.lost_rows.append(f"{run_id}/{at}")
             group["points"].resize((len(rows),))
             for i, row in enumerate(rows):
                 group["points"][i] = row
