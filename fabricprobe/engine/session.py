@@ -19,6 +19,7 @@ from fabricprobe.engine import faults
 from fabricprobe.engine.config import SweepConfig, differing_fields
 from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.gpudirect import direct_reason
+from fabricprobe.engine.served import ServedBy
 from fabricprobe.engine.setup_watch import SetupWatch
 from fabricprobe.engine.sweep import execute
 from fabricprobe.engine.switching import LibrarySwitch
@@ -175,6 +176,9 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     job.phase("provenance")
     prov = provenance.collect(MPI, comm, topo, config.thread_level)
     writer = job.writer
+    served = ServedBy(MPI, prov["mpi_vendor"], topo) if writer is not None else None
+    if served is not None:
+        prov |= served.provenance(comm.size)
     if writer is not None:
         if run_id is None:
             run_id = writer.start_run(
@@ -220,7 +224,9 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     job.setup_done()  # the points have their own watchdog
     reports = f"{path}.watchdog-{provenance.utc_now().replace(':', '')}"  # where each rank reports a hang
     reports = comm.bcast(reports, root=0)
-    outcome = execute(config, MPI, comm, topo, writer, set(done) | job.skip, progress, device, job.switch, reports)
+    outcome = execute(
+        config, MPI, comm, topo, writer, set(done) | job.skip, progress, device, job.switch, reports, served
+    )
     rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
     if writer is not None:
         writer.update_run(

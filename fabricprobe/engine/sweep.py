@@ -10,6 +10,7 @@ from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.plan import make_plan
 from fabricprobe.engine.point import run_point
 from fabricprobe.engine.progress import SweepProgress
+from fabricprobe.engine.served import ServedBy
 from fabricprobe.engine.switching import LibrarySwitch, forced_by, variant_of
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG
@@ -39,11 +40,13 @@ def execute(
     device: DeviceContext | None = None,
     switch: LibrarySwitch | None = None,
     reports: str | None = None,
+    served: ServedBy | None = None,
 ) -> SweepOutcome:
     """Measure every planned point not in `done`; writer is rank 0's (None elsewhere); `device` is set
     for device buffers (--buffer cupy/numba); `switch` switches the library's algorithm before each
     point (config.library_variants), and is back at the default when this returns; `reports`: the
-    folder where every rank says where it is if the watchdog fires (beside the results file)."""
+    folder where every rank says where it is if the watchdog fires (beside the results file); `served`
+    (rank 0's) names the library component that served each point."""
     points, notes = make_plan(config, topo, floor_timers(config.timer, native.failure(MPI)))
     root = comm.rank == 0
 
@@ -84,6 +87,9 @@ def execute(
                 result = run_point(point, config, sub, MPI, sub_topo, device, how)
                 watchdog.disarm()
                 if writer is not None:
+                    if served is not None:
+                        row = result.row
+                        row["served_by"] = served.of(row["collective"], row["algorithm"], row["nranks"])
                     writer.append_point(result.row, result.samples)
                 progress.finished(point.label, result.row)
                 measured += 1

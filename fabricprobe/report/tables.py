@@ -15,6 +15,7 @@ from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.kernels import kernel_tables
 from fabricprobe.report.labels import DEFAULT_WINDOW, OUTLIER_RATIO, run_window, timer_label, title
+from fabricprobe.report.served import served_lines
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
 from fabricprobe.report.units import gbps, percent, usec
@@ -53,6 +54,7 @@ def run_header(run: Run) -> Panel:
     cost = _cost(a)
     if cost:
         lines.append(cost)
+    lines += served_lines(run)
     floors = [p for p in run.points if p["collective"] == EMPTY and p["status"] == "ok"]
     if floors:
         text = ", ".join(

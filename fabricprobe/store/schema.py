@@ -119,6 +119,13 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
         "how a library:NAME point's algorithm was forced: launch (the launch's environment), mpit (switched "
         "at run time through the MPI tool interface); empty otherwise and in files before it",
     ),
+    (
+        "served_by",
+        "S200",
+        "the library component that served a library point and, for a hierarchical one, each level's "
+        '(mpienv.coll_path: "han (inter-node: libnbc, node-local: tuned)", "tuned", "CH4 (composition: auto)"); '
+        "empty for fabricprobe's own algorithms, non-collectives and in files before it",
+    ),
     ("dtype", "S12", "float32, float64, int32, int64; byte for point-to-point"),
     ("op", "S8", "sum, max, min, prod; none for collectives that do not reduce"),
     ("in_place", "?", "MPI_IN_PLACE was used"),

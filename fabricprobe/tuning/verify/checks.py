@@ -4,6 +4,7 @@ the same fingerprint as the algorithm the rule names, run forced."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -17,6 +18,7 @@ VERIFIED = "verified"  # the file's algorithm is the rule's, and it is told apar
 INDISTINGUISHABLE = "indistinguishable"  # it matches, but so would the default: no proof either way
 MISMATCH = "MISMATCH"  # the file did not make the rule's algorithm run
 UNVERIFIABLE = "unverifiable"  # no fingerprint method for this collective on this library
+NOT_CONSULTED = "not consulted"  # another component serves the collective there: the rule is never read
 ERROR = "error"
 
 
@@ -60,14 +62,33 @@ def verify(
             cache[key] = probe(launcher, n, coll, size, method, env, scratch=scratch)
         return cache[key]
 
+    def elsewhere(coll: str, n: int) -> str:
+        """Why Open MPI's coll/tuned never reads this rule in these jobs ("" when tuned serves it)."""
+        if library.vendor != "Open MPI":
+            return ""
+        found = fp(coll, n, 0, "path", tuned_env)
+        if found.startswith("error"):
+            return ""  # the fingerprints below say what fails
+        path = json.loads(found)
+        if path["component"] == "tuned":
+            return ""
+        return (
+            f"{path['text']} serves {coll} on {path['shape']}: coll/tuned's rules for communicator size {n} "
+            "are never consulted there"
+        )
+
     checks = []
     for coll, sections in table.rules.items():
         if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
             continue  # nothing of this collective is in the file
         method = method_for(library.vendor, coll)
         for n, ranges in sorted(sections.items()):
+            why_not = elsewhere(coll, n)
             for r in ranges:
                 sizes = sorted({d.size for d in (r.decisions[0], r.decisions[-1]) if d.size > 0})
+                if why_not:
+                    checks += [Check(coll, n, size, r.winner, NOT_CONSULTED, why_not) for size in sizes]
+                    continue
                 for size in sizes:
                     if progress is not None:
                         progress(f"{coll} on {n} ranks at {size} B: expecting {r.winner}")

@@ -90,5 +90,8 @@ def _probe(argv: list[str], env: dict[str, str], timeout: float, method: str, fo
         return json.dumps(pairs)
     if method == "smoke":
         return "ok" if '{"smoke": "ok"}' in out.stdout else "error: the smoke run printed nothing"
+    if method == "path":
+        lines = [line for line in out.stdout.splitlines() if line.startswith('{"path"')]
+        return json.dumps(json.loads(lines[-1])["path"], sort_keys=True) if lines else "error: no path printed"
     lines = [line for line in out.stdout.splitlines() if line.startswith('{"trace"')]
     return json.dumps(json.loads(lines[-1])["trace"]) if lines else "error: no trace printed"

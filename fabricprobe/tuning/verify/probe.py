@@ -10,6 +10,9 @@
   point-to-point message at MPI_Finalize.
 - smoke: 13 calls with the built-in sum and nothing recorded: does the library survive the file
   where the trace cannot look (MPICH leaves that only run with built-in ops)?
+- path: no call; which component of the library serves the collective on this job's ranks, as
+  mpienv.coll_path resolves it from the library's settings (with the file's environment) and the
+  ranks' hosts. Prints {"path": {"component": ..., "text": ..., "shape": ...}} on rank 0.
 Sizes are S as fabricprobe defines them (the whole vector; for allgather/alltoall/reduce_scatter the
 whole buffer), float32.
 """
@@ -79,6 +82,23 @@ def trace(comm, collective: str, nbytes: int) -> list[list[int]] | None:
     return gathered if comm.rank == 0 else None
 
 
+def served_path(MPI, comm, collective: str) -> dict[str, str]:
+    """{"component", "text", "shape"} of the component serving `collective` on comm (every rank calls)."""
+    from fabricprobe.engine.served import api_name
+    from fabricprobe.mpienv import coll_path
+    from fabricprobe.mpienv.library import library_info
+
+    hosts = comm.allgather(MPI.Get_processor_name())
+    names = sorted(set(hosts))
+    shape = coll_path.CommShape.of([names.index(h) for h in hosts])
+    vendor = library_info(MPI).vendor
+    api = api_name(collective, vendor)
+    path = coll_path.resolve(coll_path.read(MPI, vendor, [api]), api, shape) if api else None
+    if path is None:
+        return {"component": "unknown", "text": f"not known for {vendor}", "shape": shape.describe()}
+    return {"component": path.component, "text": path.describe(), "shape": shape.describe()}
+
+
 def main() -> int:
     import mpi4py
 
@@ -89,6 +109,11 @@ def main() -> int:
     comm = MPI.COMM_WORLD
     if method == "monitor":
         call(comm, collective, nbytes, MPI.SUM)
+        return 0
+    if method == "path":
+        found = served_path(MPI, comm, collective)
+        if comm.rank == 0:
+            print(json.dumps({"path": found}))
         return 0
     if method == "smoke":  # the built-in op, as applications call it, past MPICH's path switch
         for _ in range(WARMUP + 1):
