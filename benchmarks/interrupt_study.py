@@ -133,7 +133,12 @@ def trial(folder: Path, rng: random.Random, length: float, tally: Counter, notes
     stored = sum(len(r.points) for r in runs)
     if stored < reported:
         tally["lost"] += 1
-        notes.append(f"{key} at {delay:.3f} s: {reported} reported, {stored} stored")
+        jpath = Path(journal.journal_path(str(path)))
+        runs_seen = [(r.id, r.status, len(r.points)) for r in runs]
+        size = jpath.stat().st_size if jpath.exists() else 0
+        notes.append(
+            f"{key} at {delay:.3f} s: {reported} reported, {stored} stored; runs {runs_seen}, journal {size} B"
+        )
     if any(int(r.attrs.get("nranks", 2) or 2) != 2 for r in runs):
         tally["bogus"] += 1
         notes.append(f"{key} at {delay:.3f} s: a run of {[r.attrs.get('nranks') for r in runs]} ranks")

@@ -240,3 +240,28 @@ def test_a_tuned_rule_han_keeps_from_being_read_is_not_consulted_never_verified(
     assert "han (inter-node: libnbc, node-local: tuned) serves allreduce on 4 ranks of 2 nodes" in checks[0].detail
     assert not any(c.status == VERIFIED for c in checks)
     assert any("not consulted" in line for line in unproven(table, checks))
+
+
+def test_tune_writes_no_tuned_rule_where_han_served_the_default():
+    """A tune-sweep on several nodes forces coll/tuned algorithms, but under han they run only on han's
+    sub-communicators: a rule keyed on the whole communicator would never be read, so none is written."""
+    from fabricprobe.store import Run
+    from fabricprobe.tuning.choose.rules import DEFAULT, choose
+
+    def point(n: int, algorithm: str, t: float, served: str) -> dict:
+        return dict(
+            collective="allreduce", status="ok", mode="barrier", in_place=False, dtype="float32", op="sum",
+            algorithm=algorithm, nranks=n, bytes=1 << 20, median_s=t, ci_low_s=t * 0.99, ci_high_s=t * 1.01,
+            served_by=served,
+        )  # fmt: skip
+
+    han = "han (inter-node: libnbc, node-local: tuned)"
+    points = [point(2, "library", 2.0, "tuned"), point(2, "library:ring", 1.0, "tuned")]
+    points += [point(4, "library", 2.0, han), point(4, "library:ring", 1.0, han)]
+    run = Run("x.h5", "0001", {"mpi_vendor": "Open MPI", "mpi_library_version": "v", "nranks": 4}, points)
+    table = choose([run])
+    assert [r.winner for r in table.rules["allreduce"][2]] == ["ring"]
+    assert [r.winner for r in table.rules["allreduce"][4]] == [DEFAULT]
+    assert table.served_elsewhere == {"allreduce": {4: han}}
+    run.points = [dict(p, served_by="") for p in points]  # files before served_by: rules as before
+    assert [r.winner for r in choose([run]).rules["allreduce"][4]] == ["ring"]

@@ -73,6 +73,13 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
     except OSError as exc:
         raise UsageError(f"cannot create {out}: {exc.strerror}") from None
     say.rules(table, opts.file)
+    for coll, sections in table.served_elsewhere.items():
+        for n, path in sorted(sections.items()):
+            say.line(
+                f"{coll} on {n} ranks was served by {path}: no coll/tuned rule for it (it would never be read; "
+                "docs/tuning.md, On several nodes)",
+                "warning",
+            )
     if not table.tuned():
         say.line(
             "no algorithm beats the library's default beyond the measured noise: nothing to write for the library",

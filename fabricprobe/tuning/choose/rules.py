@@ -59,6 +59,9 @@ class Table:
     world: int
     dtype: str
     rules: dict[str, dict[int, list[Range]]]  # collective -> comm size -> ranges covering 0..∞
+    # collective -> comm size -> the component that served the library there, where it was not the one
+    # the rules steer (Open MPI's han on several nodes): those sections keep the default
+    served_elsewhere: dict[str, dict[int, str]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,12 +167,19 @@ def choose(
     files say (fabricprobe's own algorithms are weighed against these in tuning.selection)."""
     table, attrs = candidates(runs, dtype)
     rules: dict[str, dict[int, list[Range]]] = {}
+    elsewhere: dict[str, dict[int, str]] = {}
     for coll, nranks, size in sorted(table):
         if collectives is not None and coll not in collectives:
             continue
         decision = decide(table[(coll, nranks, size)], size, min_gain)
         if decision is None:
             continue
+        served = not_steered(attrs.get("mpi_vendor", ""), table[(coll, nranks, size)].get(DEFAULT, {}))
+        if served:
+            # The forced algorithms ran inside another component (han: only on its sub-communicators):
+            # a rule keyed on this communicator size would never be read. The default stays.
+            elsewhere.setdefault(coll, {})[nranks] = served
+            decision = Decision(size, DEFAULT, decision.default_s, decision.default_s, decision.noise)
         extend(rules.setdefault(coll, {}).setdefault(nranks, []), decision)
     return Table(
         attrs.get("mpi_vendor", "unknown"),
@@ -177,4 +187,14 @@ def choose(
         int(attrs.get("nranks", 0) or 0),
         dtype,
         rules,
+        elsewhere,
     )
+
+
+def not_steered(vendor: str, default_point: dict) -> str:
+    """The path that served the library's default at a point when the rules this module writes cannot
+    steer it (Open MPI: any component but coll/tuned); "" otherwise and for points without served_by."""
+    served = str(default_point.get("served_by") or "")
+    if vendor == "Open MPI" and served and not served.startswith("tuned"):
+        return served
+    return ""
