@@ -8,7 +8,10 @@ and fsync'd: that is the moment the point is complete. The journal is folded int
 writing a copy and renaming it over the original (fabricprobe.store.fold), which is atomic.
 
 A record: b"FPJ1", the payload's length (uint64, little-endian), its CRC-32 (uint32), the payload:
-a JSON header line, then the point's row (POINT_DTYPE bytes) and its samples (raw float64). Each
+a JSON header line, then the point's row and its samples (raw float64). The header names the row's
+fields and their types (`row_fields`): a reader whose schema gained or lost a field since reads
+every field by name (before, the raw row of one version was unreadable to the next: an interrupted
+run's journal written before `served_by` was added lost every point, skipped as damaged). Each
 record stands on its own checksum: a damaged one (a flipped bit, a record that names no run) is skipped
 and reported, and reading goes on at the next record that checks out (found by its magic and
 checksum), so one bad record never takes the ones after it. Bytes after the last intact record with
@@ -29,6 +32,10 @@ import numpy as np
 from fabricprobe.store.schema import POINT_DTYPE
 
 MAGIC = b"FPJ1"
+ROW_FIELDS = [[name, POINT_DTYPE[name].str] for name in POINT_DTYPE.names]
+# Journals written before rows named their fields hold the POINT_DTYPE of their version: the current
+# one less the fields added since, newest first (schema.py's order of addition).
+ADDED_SINCE = ("served_by",)
 _HEAD = struct.Struct("<4sQI")
 START, POINT, UPDATE = "start_run", "point", "update_run"
 
@@ -44,6 +51,32 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"cannot store {type(value).__name__} in a run's attributes")
+
+
+def _row_dtype(fields: list | None, nbytes: int) -> np.dtype:
+    """The dtype a record's row was written with: named in the record, or for a record written before
+    rows named their fields, the version of POINT_DTYPE whose size it has."""
+    if fields:
+        return np.dtype([(str(name), str(kind)) for name, kind in fields])
+    dtype = POINT_DTYPE
+    for k in range(len(ADDED_SINCE) + 1):
+        if dtype.itemsize == nbytes:
+            return dtype
+        if k < len(ADDED_SINCE):
+            dtype = np.dtype([(n, POINT_DTYPE[n]) for n in dtype.names if n != ADDED_SINCE[k]])
+    raise ValueError(f"a point row of {nbytes} bytes matches no schema this version knows")
+
+
+def current_row(row: np.ndarray) -> np.ndarray:
+    """A row of any version as one POINT_DTYPE row: fields matched by name, a field it lacks zero/empty
+    (row_to_dict reads those as PREDATING says), a field this version does not know left out."""
+    if row.dtype == POINT_DTYPE:
+        return row.copy()
+    out = np.zeros(len(row), POINT_DTYPE)
+    for name in POINT_DTYPE.names:
+        if name in row.dtype.names:
+            out[name] = row[name]
+    return out
 
 
 @dataclass
@@ -66,6 +99,7 @@ class Record:
         if self.row is not None:
             body = np.ascontiguousarray(self.row, POINT_DTYPE).tobytes()
             header["row_bytes"] = len(body)
+            header["row_fields"] = ROW_FIELDS
             if self.samples is not None:
                 samples = np.ascontiguousarray(self.samples, np.float64)
                 header["samples_shape"] = list(samples.shape)
@@ -80,7 +114,7 @@ class Record:
         row = samples = None
         if "row_bytes" in header:
             n = header["row_bytes"]
-            row = np.frombuffer(body[:n], POINT_DTYPE).copy()
+            row = current_row(np.frombuffer(body[:n], _row_dtype(header.get("row_fields"), n)))
             if "samples_shape" in header:
                 samples = np.frombuffer(body[n:], np.float64).reshape(header["samples_shape"]).copy()
         return cls(header["kind"], header["run"], header.get("attrs"), row, samples)
