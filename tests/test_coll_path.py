@@ -32,7 +32,7 @@ OMPI5 = {
     "coll_han_use_dynamic_file_rules": 0,
     "coll_han_reproducible": 0,
 }
-ONE_NODE, TWO_BY_TWO, UNEVEN = CommShape(4, 1, True), CommShape(4, 2, True), CommShape(5, 3, False)
+ONE_NODE, TWO_BY_TWO, UNEVEN = CommShape.of([0] * 4), CommShape.of([0, 0, 1, 1]), CommShape.of([0, 0, 1, 1, 2])
 
 
 def _ompi(**changes) -> Settings:
@@ -54,8 +54,10 @@ def test_open_mpi_one_node_is_tuned_and_several_nodes_are_han_with_its_levels():
     assert openmpi_path(_ompi(), "gather", TWO_BY_TWO).levels == (("inter-node", "tuned"), ("node-local", "tuned"))
     for api in ("alltoall", "reduce_scatter_block"):  # han does not provide them
         assert openmpi_path(_ompi(), api, TWO_BY_TWO).tuned_rules_consulted
-    four_by_one = openmpi_path(_ompi(), "allreduce", CommShape(4, 4, True))
-    assert four_by_one.levels == (("inter-node", "libnbc"), ("node-local", "none (1 rank a node)"))
+    # one rank a node: han gives every collective back at its first call (the lab's 4 × 1 trace is tuned's)
+    for api in ("allreduce", "bcast", "barrier"):
+        four_by_one = openmpi_path(_ompi(), api, CommShape.of([0, 1, 2, 3]))
+        assert four_by_one.describe() == "tuned; han passes through: one rank a node", api
 
 
 def test_open_mpi_settings_change_the_path_as_the_library_would():
@@ -265,3 +267,33 @@ def test_tune_writes_no_tuned_rule_where_han_served_the_default():
     assert table.served_elsewhere == {"allreduce": {4: han}}
     run.points = [dict(p, served_by="") for p in points]  # files before served_by: rules as before
     assert [r.winner for r in choose([run]).rules["allreduce"][4]] == ["ring"]
+
+
+def test_a_trace_whose_steps_only_change_order_is_no_proof_of_a_switch():
+    """Under han the order of one algorithm's steps changes from run to run (lab, 1 MiB on 2 × 2)."""
+    from fabricprobe.tuning.measure.mpit_switch import INDISTINGUISHABLE, SWITCHED, proofs
+
+    default = [[16384, 2048, 2048], [], [16384], []]
+    reordered = [[2048, 16384, 2048], [], [16384], []]
+    other = [[65536, 65536], [65536, 65536], [65536, 65536], [65536, 65536]]
+    traces = {("allreduce", "", 4): default, ("allreduce", "ring", 4): reordered, ("allreduce", "rd", 4): other}
+    verdicts = {p["algorithm"]: p["verdict"] for p in proofs(traces)}
+    assert verdicts == {"ring": INDISTINGUISHABLE, "rd": SWITCHED}
+
+
+@needs_lab
+@pytest.mark.parametrize("hosts, per_host, tuned_consulted", [(2, 2, False), (4, 1, True)])
+def test_the_trace_shows_whether_a_forced_tuned_algorithm_runs(lab, hosts, per_host, tuned_consulted):
+    """The observation behind the resolution: a coll/tuned algorithm forced for the whole job changes
+    the allreduce's reduction steps only where tuned serves it. On 2 × 2 han serves it (the steps stay
+    han's, in any order); on 4 × 1 han passes through (one rank a node) and the forced ring shows."""
+    _lab_openmpi()
+    from fabricprobe.tuning.measure.mpit_switch import same_steps
+    from fabricprobe.tuning.verify.fingerprint import probe
+
+    _up(hosts, per_host)
+    ring = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}
+    default, forced = (json.loads(probe([_wrapper()], 4, "allreduce", 1 << 20, "trace", env)) for env in ({}, ring))
+    assert same_steps(default, forced) != tuned_consulted, (default, forced)
+    path = json.loads(probe([_wrapper()], 4, "allreduce", 1 << 20, "path", {}))
+    assert path["component"] == ("tuned" if tuned_consulted else "han"), path

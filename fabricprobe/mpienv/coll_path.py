@@ -71,13 +71,14 @@ class CommShape:
     size: int
     nodes: int
     balanced: bool  # every node holds the same number of its ranks
+    most_per_node: int = 2  # the most of its ranks on one node
 
     @classmethod
     def of(cls, node_of: list[int] | tuple[int, ...]) -> "CommShape":
         counts: dict[int, int] = {}
         for node in node_of:
             counts[node] = counts.get(node, 0) + 1
-        return cls(len(node_of), len(counts), len(set(counts.values())) <= 1)
+        return cls(len(node_of), len(counts), len(set(counts.values())) <= 1, max(counts.values(), default=0))
 
     def describe(self) -> str:
         return f"{self.size} ranks of {self.nodes} node{'s' if self.nodes != 1 else ''}"
@@ -186,9 +187,7 @@ def _han_module(value: Any, choices: tuple[str, str]) -> str:
     return choices[number] if 0 <= number < len(choices) else f"module {text}"
 
 
-def _han_levels(settings: Settings, api: str, shape: CommShape) -> tuple[tuple[str, str], ...]:
-    per_node = shape.size // max(shape.nodes, 1)
-
+def _han_levels(settings: Settings, api: str) -> tuple[tuple[str, str], ...]:
     def dynamic(level: str) -> str:
         value = int(settings.get(f"coll_han_{api}_dynamic_{_LEVELS[level]}_module", 3))
         return HAN_COMPONENTS[value] if 0 <= value < len(HAN_COMPONENTS) else f"component {value}"
@@ -207,9 +206,7 @@ def _han_levels(settings: Settings, api: str, shape: CommShape) -> tuple[tuple[s
     else:
         up = _han_module(settings.get(f"coll_han_{api}_up_module", 0), HAN_UP)
         low = _han_module(settings.get(f"coll_han_{api}_low_module", 0), HAN_LOW)
-    levels = [("inter-node", up)]
-    levels.append(("node-local", low if per_node > 1 else "none (1 rank a node)"))
-    return tuple(levels)
+    return (("inter-node", up), ("node-local", low))
 
 
 def openmpi_path(settings: Settings, api: str, shape: CommShape) -> Path:
@@ -226,6 +223,11 @@ def openmpi_path(settings: Settings, api: str, shape: CommShape) -> Path:
     unknown = _unknown(settings, priority)
     if name == "han":
         fallback = below[-1] if below else "basic"
+        if shape.most_per_node <= 1:
+            # coll_han_subcomms.c: "HAN is not yet optimized for a single process per node case":
+            # at the first call it gives every collective back to the component below and stays out
+            # (seen in the lab's 4 × 1: the allreduce trace is tuned's, and a forced tuned ring shows)
+            return Path(fallback, note="han passes through: one rank a node")
         if int(settings.get("coll_han_reproducible", 0)) and api in ("allreduce", "reduce"):
             return Path("han", note=f"reproducible: its fallback to {fallback}")
         if not shape.balanced and api in _HAN_NEEDS_BALANCE:
@@ -238,7 +240,7 @@ def openmpi_path(settings: Settings, api: str, shape: CommShape) -> Path:
         if top != 6:
             component = HAN_COMPONENTS[top] if 0 <= top < len(HAN_COMPONENTS) else f"component {top}"
             return Path(component, note=f"han hands the whole communicator to {component}")
-        return Path("han", _han_levels(settings, api, shape), note=unknown)
+        return Path("han", _han_levels(settings, api), note=unknown)
     if name == "tuned" and int(settings.get("coll_tuned_use_dynamic_rules", 0)):
         if settings.get("coll_tuned_dynamic_rules_filename"):
             return Path("tuned", note="per tuned's rules file" + (f"; {unknown}" if unknown else ""))
