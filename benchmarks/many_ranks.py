@@ -74,10 +74,13 @@ def one(n: int, folder: Path) -> dict:
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
+    series: list[tuple[float, int, str]] = []  # (seconds, PSS sum in MiB, the last point finished)
     while proc.poll() is None:
         sizes = [s for s in (_pss_kib(p) for p in _ranks(proc.pid)) if s is not None]
+        done = next((line.split("]")[1].split(":")[0].strip() for line in reversed(lines) if line[:1] == "["), "")
+        series.append((round(time.monotonic() - started, 1), sum(sizes) // 1024, done))
         if len(sizes) >= n and sum(sizes) > peak["sum_kib"]:
-            peak = {"sum_kib": sum(sizes), "ranks": len(sizes), "max_kib": max(sizes)}
+            peak = {"sum_kib": sum(sizes), "ranks": len(sizes), "max_kib": max(sizes), "after": done}
         peak["max_kib"] = max([peak["max_kib"], *sizes])
         time.sleep(1.0)
         if time.monotonic() - started > 3 * 3600:
@@ -99,6 +102,8 @@ def one(n: int, folder: Path) -> dict:
         "pss_per_rank_mib_at_peak": round(peak["sum_kib"] / max(peak["ranks"], 1) / 1024, 1),
         "pss_sum_peak_mib": round(peak["sum_kib"] / 1024, 1),
         "pss_largest_rank_mib": round(peak["max_kib"] / 1024, 1),
+        "pss_peak_after_point": peak.get("after", ""),
+        "pss_sum_series_mib": series,
         "watchdog_lines": watchdog[:40],
         "tail": [line.rstrip() for line in lines[-15:]],
     }
@@ -110,7 +115,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         for n in [int(x) for x in sys.argv[2:]]:
             results.append(one(n, Path(tmp)))
-            print(json.dumps({k: v for k, v in results[-1].items() if k != "tail"}), flush=True)
+            print(
+                json.dumps({k: v for k, v in results[-1].items() if k not in ("tail", "pss_sum_series_mib")}),
+                flush=True,
+            )
             out.write_text(json.dumps(results, indent=1) + "\n")
     return 0 if all(r["exit"] == 0 for r in results) else 1
 

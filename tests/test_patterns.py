@@ -136,3 +136,14 @@ def test_an_exact_result_and_each_kind_of_wrong_element_are_counted_as_before(dt
     actual[10] = np.nan
     actual[20] = actual[20] * (1 + tolerance(np.dtype(dtype)) / 2)  # inside the tolerance: right
     assert count_wrong(actual, expected) == 2
+
+
+def test_the_memo_is_forgotten_when_the_sweep_moves_on():
+    """Kept past its (collective, size), the memo held up to 256 MiB a rank for nothing: the 128-rank
+    quick sweep ran the 24 GiB machine out of memory (docs/performance.md, Many ranks on one node)."""
+    patterns.forget()
+    kept = patterns.data_at(0, 0, 1000)
+    assert patterns.data_at(0, 0, 1000) is kept and patterns._MEMO.bytes == kept.nbytes
+    patterns.forget()
+    assert patterns._MEMO.bytes == 0 and not patterns._MEMO.arrays
+    assert patterns.data_at(0, 0, 1000) is not kept and np.array_equal(patterns.data_at(0, 0, 1000), kept)

@@ -14,7 +14,9 @@ from fabricprobe.engine.served import ServedBy
 from fabricprobe.engine.switching import LibrarySwitch, forced_by, variant_of
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG
+from fabricprobe.memory.heap import fix_mmap_threshold, release_freed
 from fabricprobe.mpienv.topology import Topology
+from fabricprobe.oracle import patterns
 from fabricprobe.store import ResultsWriter
 from fabricprobe.store.schema import STATUS_ABORTED
 from fabricprobe.timing import native
@@ -48,6 +50,7 @@ def execute(
     folder where every rank says where it is if the watchdog fires (beside the results file); `served`
     (rank 0's) names the library component that served each point."""
     points, notes = make_plan(config, topo, floor_timers(config.timer, native.failure(MPI)))
+    fix_mmap_threshold()
     root = comm.rank == 0
 
     def mark_aborted(label: str, ranks: dict | None = None) -> None:
@@ -64,6 +67,7 @@ def execute(
     comms = _sub_communicators(comm, topo, sorted({p.nranks for p in points if p.nranks}), MPI)
     measured = failed = 0
     current = 0
+    kept_for: tuple = ()
     progress = SweepProgress(progress_style if root else "none", len(points))
     try:
         with progress:
@@ -76,6 +80,9 @@ def execute(
                 if point.nranks != current:  # a new communicator size: ranks outside it wait here
                     comm.Barrier()
                     current = point.nranks
+                if (point.collective, point.requested_bytes) != kept_for:
+                    patterns.forget()  # the oracle's arrays of the last (collective, size) are no use now
+                    kept_for = (point.collective, point.requested_bytes)
                 sub, sub_topo = comms.get(point.nranks, (comm, topo))
                 if sub is None:
                     continue
@@ -94,6 +101,8 @@ def execute(
                 progress.finished(point.label, result.row)
                 measured += 1
                 failed += int(result.failed)
+                del result
+                release_freed()  # the point's buffers back to the system (memory/heap.py: 19.7 GB at 64 ranks)
         if switch is not None:
             switch.restore()
         comm.Barrier()

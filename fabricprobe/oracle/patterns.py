@@ -128,6 +128,14 @@ class _Memo:
 _MEMO = _Memo(MEMO_BYTES, MEMO_LARGEST)
 
 
+def forget() -> None:
+    """Drop every kept array. The sweep calls it when it moves to another (collective, size): kept
+    past that, the arrays were memory held for nothing, up to MEMO_BYTES a rank (the 128-rank quick
+    sweep ran the 24 GiB machine out of memory holding them: memory/heap.py)."""
+    _MEMO.arrays.clear()
+    _MEMO.bytes = 0
+
+
 def _positions(start: int, count: int) -> np.ndarray:
     return np.arange(start, start + count, dtype=np.int64)
 
