@@ -14,7 +14,7 @@ from fabricprobe.engine.served import ServedBy
 from fabricprobe.engine.switching import LibrarySwitch, forced_by, variant_of
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG
-from fabricprobe.memory.heap import fix_mmap_threshold, release_freed
+from fabricprobe.memory.heap import release_freed
 from fabricprobe.mpienv.topology import Topology
 from fabricprobe.oracle import patterns
 from fabricprobe.store import ResultsWriter
@@ -50,7 +50,6 @@ def execute(
     folder where every rank says where it is if the watchdog fires (beside the results file); `served`
     (rank 0's) names the library component that served each point."""
     points, notes = make_plan(config, topo, floor_timers(config.timer, native.failure(MPI)))
-    fix_mmap_threshold()
     root = comm.rank == 0
 
     def mark_aborted(label: str, ranks: dict | None = None) -> None:

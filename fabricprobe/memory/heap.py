@@ -1,21 +1,17 @@
-"""Give the memory of a finished point back to the system (glibc's malloc; elsewhere nothing happens).
+"""Give the memory of a finished point back to the system (glibc's malloc_trim; elsewhere nothing).
 
-Why: a point's buffers (send, receive, expected result, the pattern's intermediates: tens of MiB per
-rank at 4 MiB) are freed when the point ends, but glibc's dynamic mmap threshold rises after the first
-large free, so later buffers of the same size come from the heap, and a heap whose top is pinned is
-never shrunk: each rank's resident memory ratcheted up from phase to phase of a sweep. Measured: the
-quick sweep at 64 ranks on this machine grew from 4.6 GB of PSS in all to 19.7 GB (308 MiB a rank),
-and at 128 ranks it ran the 24 GiB machine out of memory at alltoall 4 MiB (issue 32's "abort at
-point 57", which left nothing to tell a hang from thrashing). A fixed threshold (large arrays always
-mmap'd, so unmapped when freed) and malloc_trim after each point give it back."""
+Why: a point's buffers (send, receive, expected result, the pattern's intermediates: tens of MiB a
+rank at 4 MiB) are freed when the point ends, but glibc keeps freed heap memory for the next
+allocation, and the 128-rank quick sweep ran this 24 GiB machine out of memory (docs/performance.md,
+Many ranks on one node). Trimming after a point, outside any timed region, returns what the heap holds
+free. glibc's allocation policy itself (its dynamic mmap threshold) is left alone: the library's own
+temporary buffers inside a collective come from the same heap, and a fixed threshold would make every
+large call map fresh pages, which is not what an application's calls see."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter; setting it turns the dynamic threshold off
-MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's initial default, kept fixed
 
 _libc = None
 
@@ -25,18 +21,11 @@ def _glibc():
     if _libc is None:
         try:
             lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            lib.mallopt  # noqa: B018 - glibc has both, musl neither
-            lib.malloc_trim  # noqa: B018
+            lib.malloc_trim  # noqa: B018 - glibc has it, musl does not
             _libc = lib
         except (OSError, AttributeError):
             _libc = False
     return _libc or None
-
-
-def fix_mmap_threshold() -> bool:
-    """Large allocations always mmap'd from now on; False where the C library is not glibc."""
-    lib = _glibc()
-    return bool(lib and lib.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
 
 
 def release_freed() -> None:
