@@ -40,8 +40,7 @@ class ServedBy:
 
     def shape(self, nranks: int) -> coll_path.CommShape:
         """The sub-communicator of the first nranks ranks (engine.sweep._sub_communicators)."""
-        names = sorted(set(self.hosts))
-        return coll_path.CommShape.of([names.index(h) for h in self.hosts[:nranks]])
+        return coll_path.CommShape.of_hosts(self.hosts[:nranks])
 
     def of(self, collective: str, algorithm: str, nranks: int) -> str:
         """The path's one line for a point; empty for fabricprobe's own algorithms and non-collectives."""

@@ -48,8 +48,6 @@ PROVIDES: dict[str, frozenset[str]] = {
         "reduce_scatter reduce_scatter_block scatter scatterv".split()
     ),
 }
-# Components that never serve a blocking collective on an intra-communicator of 2+ host-buffer ranks.
-_NOT_BLOCKING = frozenset("libnbc inter self sync ftagree monitoring demo cuda accelerator portals4".split())
 _DEFAULT_PRIORITY = {"basic": 10, "tuned": 30, "sm": 0, "adapt": 0, "han": 35, "hcoll": 90, "ucc": 10}
 # han: the components its level settings name (coll_han.h's COMPONENT_T order), its up/low module
 # choices ("0 libnbc, 1 adapt" / "0 tuned, 1 sm"), and the collectives whose default is the "simple"
@@ -79,6 +77,12 @@ class CommShape:
         for node in node_of:
             counts[node] = counts.get(node, 0) + 1
         return cls(len(node_of), len(counts), len(set(counts.values())) <= 1, max(counts.values(), default=0))
+
+    @classmethod
+    def of_hosts(cls, hosts: list[str] | tuple[str, ...]) -> "CommShape":
+        """From each rank's host name, in rank order."""
+        names = sorted(set(hosts))
+        return cls.of([names.index(h) for h in hosts])
 
     def describe(self) -> str:
         return f"{self.size} ranks of {self.nodes} node{'s' if self.nodes != 1 else ''}"

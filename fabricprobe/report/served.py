@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabricprobe.mpienv.coll_path import CommShape
 from fabricprobe.store import Run
 
 
 def _shape(hosts: list[str], nranks: int) -> str:
-    nodes = len(set(hosts[:nranks])) if hosts else 0
-    return f"{nranks} ranks of {nodes} node{'s' if nodes != 1 else ''}" if nodes else f"{nranks} ranks"
+    return CommShape.of_hosts(hosts[:nranks]).describe() if hosts else f"{nranks} ranks"
 
 
 def served_lines(run: Run) -> list[str]:

@@ -107,18 +107,6 @@ def write_samples(group: h5py.Group, index: int, samples: np.ndarray) -> None:
     )
 
 
-def _as_table_row(row: np.ndarray, dtype: np.dtype) -> np.void:
-    """The row in the dtype of the run's table (field by field): a run resumed by a newer fabricprobe
-    keeps the table its first version made (h5py refuses to cast a row with a field the table lacks)."""
-    if row.dtype == dtype:
-        return row[0]
-    out = np.zeros(1, dtype)
-    for name in dtype.names:
-        if name in row.dtype.names:
-            out[name] = row[name]
-    return out[0]
-
-
 def apply(f: h5py.File, records: list[journal.Record]) -> int:
     """Apply journal records to an open file, idempotently (a record already folded changes nothing:
     a run that exists is not made again, a point whose index is in the table is not added again)."""
@@ -145,7 +133,9 @@ def apply(f: h5py.File, records: list[journal.Record]) -> int:
             table = group["points"]
             n = table.shape[0]
             table.resize((n + 1,))
-            table[n] = _as_table_row(r.row, table.dtype)
+            # in the table's own layout: a run resumed by a newer fabricprobe keeps the table its first
+            # version made (h5py refuses to cast a row with a field the table lacks)
+            table[n] = journal.with_fields(r.row, table.dtype)[0]
             seen.add(r.index)
         applied += 1
     return applied

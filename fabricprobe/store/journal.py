@@ -67,16 +67,21 @@ def _row_dtype(fields: list | None, nbytes: int) -> np.dtype:
     raise ValueError(f"a point row of {nbytes} bytes matches no schema this version knows")
 
 
-def current_row(row: np.ndarray) -> np.ndarray:
-    """A row of any version as one POINT_DTYPE row: fields matched by name, a field it lacks zero/empty
-    (row_to_dict reads those as PREDATING says), a field this version does not know left out."""
-    if row.dtype == POINT_DTYPE:
+def with_fields(row: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Rows of any version in `dtype`: fields matched by name, a field they lack zero/empty
+    (row_to_dict reads those as PREDATING says), a field `dtype` does not have left out."""
+    if row.dtype == dtype:
         return row.copy()
-    out = np.zeros(len(row), POINT_DTYPE)
-    for name in POINT_DTYPE.names:
+    out = np.zeros(len(row), dtype)
+    for name in dtype.names:
         if name in row.dtype.names:
             out[name] = row[name]
     return out
+
+
+def current_row(row: np.ndarray) -> np.ndarray:
+    """A row of any version as a POINT_DTYPE row."""
+    return with_fields(row, POINT_DTYPE)
 
 
 @dataclass

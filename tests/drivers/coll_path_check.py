@@ -18,8 +18,7 @@ APIS = ["allreduce", "bcast", "reduce", "allgather", "alltoall", "reduce_scatter
 
 comm = MPI.COMM_WORLD
 hosts = comm.allgather(MPI.Get_processor_name())
-names = sorted(set(hosts))
-shape = coll_path.CommShape.of([names.index(h) for h in hosts])
+shape = coll_path.CommShape.of_hosts(hosts)
 settings = coll_path.read(MPI, "Open MPI", APIS)
 paths = {api: coll_path.resolve(settings, api, shape) for api in APIS}
 comm.Barrier()

@@ -89,8 +89,7 @@ def served_path(MPI, comm, collective: str) -> dict[str, str]:
     from fabricprobe.mpienv.library import library_info
 
     hosts = comm.allgather(MPI.Get_processor_name())
-    names = sorted(set(hosts))
-    shape = coll_path.CommShape.of([names.index(h) for h in hosts])
+    shape = coll_path.CommShape.of_hosts(hosts)
     vendor = library_info(MPI).vendor
     api = api_name(collective, vendor)
     path = coll_path.resolve(coll_path.read(MPI, vendor, [api]), api, shape) if api else None
