@@ -153,8 +153,16 @@ def test_placement_agrees_or_says_where_it_does_not():
     slurm_says = [[("slurm", "n0", 0)], [("slurm", "n0", 1)], [("slurm", "n1", 0)], [("slurm", "n1", 1)]]
     assert check_placement(nodes, slurm_says) == "slurm agrees"
     assert check_placement(nodes, [[] for _ in nodes]) == ""  # no launcher said anything
+    # local ranks in another order on one node (Open MPI mapping by socket): the same membership
     swapped = [slurm_says[0], slurm_says[1], [("slurm", "n1", 1)], [("slurm", "n1", 0)]]
-    assert "rank 2 is local rank 1 to slurm, 0 by shared memory" in check_placement(nodes, swapped)
+    assert check_placement(nodes, swapped) == "slurm agrees"
+    by_socket = [[("open mpi", None, lrank)] for lrank in (0, 2, 4, 1, 3)]  # measured: 5 ranks, one node
+    assert check_placement((0,) * 5, by_socket) == "open mpi agrees"
+    # without node names, the local ranks still tell membership
+    twice = [[("open mpi", None, lrank)] for lrank in (0, 1, 0, 0)]  # ranks 2 and 3 on two launcher nodes
+    assert "ranks 2 and 3 share memory but are both local rank 0 to open mpi" in check_placement(nodes, twice)
+    beyond = [[("open mpi", None, lrank)] for lrank in (0, 1, 2, 0)]  # the launcher's node holds 3
+    assert "rank 2 is local rank 2 to open mpi" in check_placement(nodes, beyond)
     split = [slurm_says[0], [("slurm", "n2", 0)], slurm_says[2], slurm_says[3]]
     assert "disagrees" in check_placement(nodes, split)
     merged = [[("slurm", "n0", i)] for i in range(2)] + [[("slurm", "n0", i)] for i in range(2)]

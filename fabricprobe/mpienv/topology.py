@@ -155,23 +155,40 @@ def detect(comm: Any) -> Topology:
 def check_placement(node_of: tuple[int, ...], claims: list[list[tuple[str, str | None, int]]]) -> str:
     """The launchers' view (launcher.placement(), per rank) against the shared-memory nodes: every
     source that speaks for all ranks must put two ranks on one node exactly when MPI_COMM_TYPE_SHARED
-    does, and give each rank its index among its node's ranks. Returns "" when no launcher says,
-    "SOURCE agrees", or what disagrees first (a binding or node list the scheduler and the library
-    see differently, e.g. ranks srun placed on two nodes that share memory)."""
-    local = []
-    seen: dict[int, int] = {}
-    for node in node_of:
-        local.append(seen.get(node, 0))
-        seen[node] = local[-1] + 1
+    does. Returns "" when no launcher says, "SOURCE agrees", or what disagrees first (a binding or node
+    list the scheduler and the library see differently, e.g. ranks srun placed on two nodes that share
+    memory).
+
+    Node membership is compared, not the order of local ranks: Open MPI mapping by socket numbers the
+    local ranks of ranks 0-4 on one node 0, 2, 4, 1, 3 (measured at 5 and 64 ranks; the old
+    order check warned falsely there). Where a source names no node, its local ranks still tell
+    membership: the ranks of one shared-memory node must hold each local rank 0..k-1 exactly once (two
+    ranks with one local rank sit on two of the launcher's nodes; a local rank >= k means the launcher's
+    node holds ranks that another node's memory serves)."""
+    members: dict[int, list[int]] = {}
+    for rank, node in enumerate(node_of):
+        members.setdefault(node, []).append(rank)
     sources = [s for s, _, _ in claims[0]] if claims else []
     sources = [s for s in sources if all(any(c[0] == s for c in rank) for rank in claims)]
     verdicts = []
     for source in sources:
         said = [next(c for c in rank if c[0] == source) for rank in claims]
         problem = ""
-        for rank, (_, _node, lrank) in enumerate(said):
-            if lrank != local[rank]:
-                problem = f"rank {rank} is local rank {lrank} to {source}, {local[rank]} by shared memory"
+        for _, ranks in sorted(members.items()):
+            seen: dict[int, int] = {}
+            for rank in ranks:
+                lrank = said[rank][2]
+                if lrank in seen:
+                    problem = f"ranks {seen[lrank]} and {rank} share memory but are both local rank {lrank} to {source}"
+                elif not 0 <= lrank < len(ranks):
+                    problem = (
+                        f"rank {rank} is local rank {lrank} to {source}, "
+                        f"but its shared-memory node holds {len(ranks)} ranks"
+                    )
+                if problem:
+                    break
+                seen[lrank] = rank
+            if problem:
                 break
         if not problem and all(node is not None for _, node, _ in said):
             names: dict[int, str] = {}
