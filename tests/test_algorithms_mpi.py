@@ -28,6 +28,24 @@ def test_the_checker_catches_a_wrong_algorithm():
     assert report["nfailures"] > 0 and all("planted_fault" in f for f in report["failures"])
 
 
+@pytest.mark.parametrize("n", [4, 5])
+def test_the_checker_catches_a_changed_nonroot_input(n):
+    """A rooted reduction in place that accumulates in a non-root's input passes every check of the
+    root's result: only the non-root's buffer shows it. (On 2 and 3 ranks every non-root of a binomial
+    tree is a leaf, which accumulates nothing: the bug cannot show there.)"""
+    report = _run(n, "--plant-fault", "nonroot-input")
+    assert report["nfailures"] > 0
+    assert all("changed a non-root's input" in f for f in report["failures"]), report["failures"][:3]
+
+
+def test_a_rank_that_raises_ends_the_check_at_once_and_names_the_case():
+    """Before, the other ranks waited in the ring's exchanges until the test's timeout (600 s)."""
+    out = run_mpi(3, [], python_args=[DRIVER, "--plant-fault", "raises"], timeout=120)
+    assert out.returncode != 0
+    assert "rank 2 raised in allreduce/planted_fault" in out.stderr and "count=4" in out.stderr, out.stderr[-2000:]
+    assert "IndexError: planted: the last rank fails" in out.stderr
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16])
 def test_every_algorithm_matches_the_library(n):
     report = _run(n)

@@ -28,6 +28,14 @@ def test_the_checker_catches_a_wrong_algorithm():
     assert report["nfailures"] > 0 and all("planted_fault" in f for f in report["failures"])
 
 
+def test_the_checker_catches_an_algorithm_that_adds_onto_a_reused_result():
+    """Right on a fresh result object, wrong on the one a trainer hands it again: the checker reuses
+    one per n, soiled, as trainers/sparse_dp.py does."""
+    report = _run(3, "--plant-fault", "adds-onto-result")
+    assert report["nfailures"] > 0 and all("planted_fault" in f for f in report["failures"])
+    assert any("n=8000" in f for f in report["failures"])
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])
 def test_sparse_algorithms_match_their_definition(n):
     report = _run(n)

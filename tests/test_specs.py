@@ -117,6 +117,32 @@ def test_unwritten_output_is_wrong():
         assert sum(spec.check(c) for c in cases) > 0, name
 
 
+@pytest.mark.parametrize("name", ["allreduce", "reduce", "allgather", "reduce_scatter", "alltoall", "bcast"])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_the_send_buffer_is_kept_as_the_standard_says(name, in_place):
+    """Every rank's send buffer, the root's and the non-roots', is compared before and after the
+    validated call (engine.point); a NaN kept is equal, one changed element counts once."""
+    from fabricprobe.engine.point import _changed, _snapshot
+
+    spec = SPECS[name]
+    if in_place and not spec.in_place_supported:
+        pytest.skip("no in-place form")
+    spec, cases = make_cases(name, 3, 3 * 64, "float64", in_place=in_place, root=1)
+    for case in cases:
+        kept = _snapshot(spec, case, None)
+        has_send = spec.has_send and not (in_place and (name != "reduce" or case.rank == case.root))
+        assert [buf is case.send for buf, _ in kept] == ([True] if has_send else []), case.rank
+        simulate(name, cases)
+        assert _changed(kept) == 0
+        if kept:
+            case.send[0] = np.nan
+            kept[0][1][0] = np.nan
+            assert _changed(kept) == 0  # NaN against NaN: compared bit for bit, unchanged
+            case.send[-1] += 1
+            case.send[:2] = -case.send[:2] - 1
+            assert _changed(kept) == 3
+
+
 @pytest.mark.parametrize("name", ["latency", "bw", "bibw"])
 def test_pt2pt(name):
     spec, cases = make_cases(name, 2, 512)

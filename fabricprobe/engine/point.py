@@ -68,14 +68,35 @@ def _check_output(spec: Any, case: Case, dev: Any, device: DeviceContext | None)
     return spec.check(case), spec.checked_elements(case)
 
 
+def _snapshot(spec: Any, case: Case, dev: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(buffer, copy) of each buffer the call must leave as it is (spec.untouched), host buffers only:
+    a device twin's input is not fetched back."""
+    return [] if dev is not None else [(buf, buf.copy()) for buf in spec.untouched(case)]
+
+
+def _changed(kept: list[tuple[np.ndarray, np.ndarray]]) -> int:
+    """Elements of the untouched buffers that the call changed (compared bit for bit: a NaN kept is equal)."""
+    out = 0
+    for buf, copy in kept:
+        if buf.size:
+            now, then = buf.reshape(-1).view(np.uint8), copy.reshape(-1).view(np.uint8)
+            out += int(np.count_nonzero((now != then).reshape(buf.size, -1).any(axis=1)))
+    return out
+
+
 def _steady_checkable(spec: Any, point: PlannedPoint) -> bool:
     """Whether the output after the timed calls is the result of one call: out of place, and not a local
     kernel (dst = dst op src accumulates) or a sparse collective (its inputs are consumed)."""
     return not point.in_place and not spec.local and not spec.sparse
 
 
-def _where_wrong(first: int, steady: int, steady_checked: bool) -> str:
-    """Which validation failed: the call before the warm-up, the last timed call, or both."""
+def _where_wrong(first: int, steady: int, steady_checked: bool, changed: int = 0) -> str:
+    """Which validation failed: the call before the warm-up, the last timed call, or both; and whether
+    the call changed a buffer the standard leaves untouched."""
+    if changed:
+        return f"changed {changed} elements of send buffers the standard leaves untouched" + (
+            f"; {_where_wrong(first - changed, steady, steady_checked)}" if first > changed or steady else ""
+        )
     if first and steady:
         return f"wrong in the first validated call ({first}) and after the timed calls ({steady})"
     if first:
@@ -124,7 +145,7 @@ def run_point(
         ci_target=config.ci_target,
         min_iterations=config.min_iterations,
     )
-    wrong = checked = wrong_steady = 0
+    wrong = checked = wrong_steady = changed = 0
     steady_checked = False
     bytes_sent = result_nnz = -1
     note = ""
@@ -185,9 +206,13 @@ def run_point(
                     spec.prepare(case)
                     if dev is not None:
                         device_point.load(case, dev, device.memory)
+                    kept = _snapshot(spec, case, dev)
                     batch(np.empty(1), loops.BARRIER)
                     bad, seen = _check_output(spec, case, dev, device)
+                    changed += _changed(kept)
+                    del kept
                     wrong, checked = wrong + bad, checked + seen
+                wrong += changed
                 sent = traffic.sent() // config.check_iters
             else:
                 spec.prepare(case)
@@ -219,9 +244,9 @@ def run_point(
 
     errors = comm.gather(error, root=0)
     bytes_sent = comm.reduce(bytes_sent, op=MPI.MAX, root=0)
-    totals = comm.reduce(np.array([wrong, checked, wrong_steady], dtype=np.int64), op=MPI.SUM, root=0)
+    totals = comm.reduce(np.array([wrong, checked, wrong_steady, changed], dtype=np.int64), op=MPI.SUM, root=0)
     if comm.rank == 0:
-        note = _where_wrong(int(totals[0]), int(totals[2]), steady_checked) or note
+        note = _where_wrong(int(totals[0]), int(totals[2]), steady_checked, int(totals[3])) or note
         totals[0] += totals[2]
     any_failed = comm.bcast(bool(any(errors) or totals[0] > 0) if comm.rank == 0 else None, root=0)
     if comm.rank != 0:

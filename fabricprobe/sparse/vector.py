@@ -109,6 +109,17 @@ class SparseResult:
     def clear(self) -> None:
         self.sparse = self.dense = None
 
+    def soil(self) -> None:
+        """Leave the result as a previous call would, holding other data: a dense result of NaNs, and
+        index and value storage of garbage. The trainers hand the same result object to every step
+        (trainers/sparse_dp.py), so validation calls an algorithm on a soiled one: an algorithm that
+        adds onto what the result held, right on a fresh (zeroed) result, fails there (issue 36's
+        planted bug passed every test and sweep while validation used fresh results)."""
+        self._dense.fill(np.nan)
+        self._idx[:] = np.arange(self.n - 1, -1, -1, dtype=INDEX)  # valid indices, in no useful order
+        self._val.fill(np.nan)
+        self.sparse, self.dense = None, self._dense
+
     # the harness treats a case's recv as an array-like with a size
     @property
     def size(self) -> int:

@@ -234,6 +234,16 @@ class CollectiveSpec:
             recv=recv,
         )
 
+    def untouched(self, case: Case) -> list[np.ndarray]:
+        """The buffers of this rank that the MPI standard says the call leaves as they are: a
+        collective's send buffer (an IN argument), on every rank, the root's and the non-roots'.
+        Validation compares them before and after (engine.point); nothing else read them, so an
+        in-place rooted reduction that accumulated in a non-root's input passed (issue 36).
+        Point-to-point tests and local kernels have none here (their buffers are both ends)."""
+        if self.pt2pt or self.local or not isinstance(case.send, np.ndarray):
+            return []
+        return [case.send]
+
     def check(self, case: Case) -> int:
         return sum(count_wrong(actual, expected) for actual, expected in self.results(case))
 

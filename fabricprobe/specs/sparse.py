@@ -36,7 +36,11 @@ class SparseAllreduce(CollectiveSpec):
         if case.send is None:  # algorithms are bound to this object: made once per point
             k = k_for(case.count, case.density)
             case.send = sparse_reference.sparsified(case.rank, case.count, case.dtype, k)
-        case.recv.clear()
+        case.recv.soil()  # as a trainer's reused result: holding the last step's data, not zeros
+
+    def untouched(self, case: Case) -> list[np.ndarray]:
+        """The rank's selected pairs: the call's input, left as they are (as a send buffer is)."""
+        return [] if case.send is None else [case.send.idx, case.send.val]
 
     def results(self, case: Case):
         k = k_for(case.count, case.density)

@@ -6,7 +6,13 @@
 Random inputs (seeded per rank and case); counts 0, 1, p-1, p, p+1, a few odd ones and `--large`;
 float32/float64/int32/int64; sum/max/min/prod; in place and not. Floats are compared with the
 summation error bound |err| <= (p+1)·eps·Σ|x| (products: relative (p+1)·eps); everything else is
-exact. Rank 0 prints one JSON line: {"checked": N, "failures": [...]}.
+exact. Every buffer the MPI standard leaves untouched is checked on every rank: the send buffer, and
+a non-root's input to a rooted reduction in place (its receive buffer holds it). Results go to buffers
+that hold other data (77s), as a reused buffer does. Rank 0 prints one JSON line:
+{"checked": N, "failures": [...]}.
+
+A rank whose algorithm raises prints the case and aborts the job at once (the other ranks would wait
+in the collective until the test's timeout): `--plant-fault raises` shows it.
 """
 
 from __future__ import annotations
@@ -122,6 +128,8 @@ def check(
         else:
             recv = send.copy()
         run(comm, None, recv, op, root)
+        if coll == "reduce" and r != root and not np.array_equal(recv, send):
+            return "changed a non-root's input (in place: its receive buffer holds it)"
         recv = recv[:recv_len]
     else:
         recv = np.full(recv_len, 77, dtype)
@@ -144,6 +152,42 @@ def check(
     return None
 
 
+def _off_by_one(comm, sendbuf, recvbuf, op, root=0):
+    collectives.get("allreduce", "ring").run(comm, sendbuf, recvbuf, op, root)
+    if comm.rank == comm.size - 1 and recvbuf.size:
+        recvbuf[-1] += 1
+
+
+def _raises(comm, sendbuf, recvbuf, op, root=0):
+    """The last rank raises at count p + 1 while the others are inside the ring's exchanges."""
+    if comm.rank == comm.size - 1 and recvbuf.size == comm.size + 1:
+        raise IndexError("planted: the last rank fails")
+    collectives.get("allreduce", "ring").run(comm, sendbuf, recvbuf, op, root)
+
+
+def _accumulates_in_input(comm, sendbuf, recvbuf, op, root=0):
+    """Binomial reduce that, in place, accumulates in a non-root's receive buffer (its input)."""
+    from fabricprobe.collectives.blocks.binomial import binomial_reduce
+    from fabricprobe.collectives.blocks.common import copy_into
+
+    if sendbuf is not None:
+        if comm.rank == root:
+            copy_into(recvbuf, sendbuf)
+            buf = recvbuf
+        else:
+            buf = sendbuf.copy()
+    else:
+        buf = recvbuf
+    binomial_reduce(comm, buf, op, root)
+
+
+PLANTED = {  # --plant-fault KIND: (collective, description, run)
+    "wrong": ("allreduce", "ring, wrong in one element", _off_by_one),
+    "raises": ("allreduce", "ring; the last rank raises at count p+1", _raises),
+    "nonroot-input": ("reduce", "binomial; in place, a non-root's input is overwritten", _accumulates_in_input),
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
@@ -157,22 +201,18 @@ def main() -> int:
     parser.add_argument("--ops", default=",".join(OPS))
     parser.add_argument(
         "--plant-fault",
-        action="store_true",
-        help="check only a deliberately wrong allreduce (the checker must report it)",
+        nargs="?",
+        const="wrong",
+        choices=sorted(PLANTED),
+        help="check only a deliberately faulty algorithm (the checker must report it)",
     )
     args = parser.parse_args()
     if args.plant_fault:
-        ring = collectives.get("allreduce", "ring")
-
-        def off_by_one(comm, sendbuf, recvbuf, op, root=0):
-            ring.run(comm, sendbuf, recvbuf, op, root)
-            if comm.rank == comm.size - 1 and recvbuf.size:
-                recvbuf[-1] += 1
-
         from fabricprobe.collectives import Algorithm, register
 
-        register(Algorithm("planted_fault", "allreduce", "ring, wrong in one element", run=off_by_one))
-        args.collectives, args.algorithms = "allreduce", "planted_fault"
+        coll, about, run = PLANTED[args.plant_fault]
+        register(Algorithm("planted_fault", coll, about, run=run))
+        args.collectives, args.algorithms = coll, "planted_fault"
     comm = MPI.COMM_WORLD
     p = comm.size
     if args.buffer != "host":
@@ -216,7 +256,16 @@ def main() -> int:
             per_algorithm[f"{coll}/{name}"] = len(cases)
             for i, (dtname, op, count, in_place) in enumerate(cases):
                 root = (i * 7 + 3) % p
-                error = check(comm, coll, name, DTYPES[dtname], op, count, in_place, root, seed=i)
+                try:
+                    error = check(comm, coll, name, DTYPES[dtname], op, count, in_place, root, seed=i)
+                except Exception as exc:  # the other ranks wait in the collective: name the case, end the job
+                    print(
+                        f"check_algorithms: rank {comm.rank} raised in {coll}/{name} {dtname} {op} count={count} "
+                        f"{'in-place' if in_place else 'out-of-place'} root={root}: {type(exc).__name__}: {exc}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    comm.Abort(3)
                 checked += 1
                 if error:  # gathered once at the end: a gather per case would dominate the run time
                     failures.append(

@@ -5,8 +5,10 @@ re-selection to k, computed independently in numpy.
     mpiexec -n P python tests/drivers/check_sparse.py [--ranks-per-node 3,3,2]
 
 Inputs: the tie-heavy pattern, identical vectors on every rank (every index duplicated), all
-zeros, and disjoint supports; n from 0 to 20,000; k from one element to all of them. Rank 0
-prints one JSON line {"checked": N, "failures": [...]}.
+zeros, and disjoint supports; n from 0 to 20,000; k from one element to all of them. The result
+object is reused from case to case, soiled before its first (trainers/sparse_dp.py reuses one every
+step), and the input pairs must be left as they were. A rank that raises names its case and aborts
+the job. Rank 0 prints one JSON line {"checked": N, "failures": [...]}.
 """
 
 from __future__ import annotations
@@ -44,27 +46,39 @@ def inputs_for(kind: str, n: int, dtype, p: int):
     return disjoint
 
 
+def _drops_one(comm, sendbuf, recvbuf, op="sum", root=0):
+    collectives.get("sparse_allreduce", "sparcml").run(comm, sendbuf, recvbuf, op, root)
+    if recvbuf.sparse is not None and recvbuf.sparse.nnz and comm.rank == 0:
+        recvbuf.sparse.val[0] += 1
+
+
+def adds_onto_result(comm, sendbuf, recvbuf, op="sum", root=0):
+    """Every rank's pairs gathered and summed into the result's dense storage, which it forgets to zero:
+    right on a fresh result, wrong on the one a trainer hands it again (tests/drivers/mutants.py too)."""
+    full = recvbuf.dense_buffer()  # holds what the last call left
+    for idx, val in comm.allgather((sendbuf.idx, sendbuf.val)):
+        np.add.at(full, idx, val)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
     parser.add_argument(
         "--plant-fault",
-        action="store_true",
+        nargs="?",
+        const="wrong",
+        choices=("wrong", "adds-onto-result"),
         help="check only a deliberately wrong sparse allreduce (the checker must report it)",
     )
     args = parser.parse_args()
     names = collectives.names_for("sparse_allreduce")
     if args.plant_fault:
-        sparcml = collectives.get("sparse_allreduce", "sparcml")
-
-        def drops_one(comm, sendbuf, recvbuf, op="sum", root=0):
-            sparcml.run(comm, sendbuf, recvbuf, op, root)
-            if recvbuf.sparse is not None and recvbuf.sparse.nnz and comm.rank == 0:
-                recvbuf.sparse.val[0] += 1
-
         from fabricprobe.collectives import Algorithm, register
 
-        register(Algorithm("planted_fault", "sparse_allreduce", "SparCML, wrong in one pair", run=drops_one))
+        if args.plant_fault == "wrong":
+            register(Algorithm("planted_fault", "sparse_allreduce", "SparCML, wrong in one pair", run=_drops_one))
+        else:
+            register(Algorithm("planted_fault", "sparse_allreduce", "adds onto the result", run=adds_onto_result))
         names = ["planted_fault"]
     comm = MPI.COMM_WORLD
     p, r = comm.size, comm.rank
@@ -74,29 +88,44 @@ def main() -> int:
     checked, failures = 0, []
     for name in names:
         algorithm = collectives.get("sparse_allreduce", name)
+        results: dict[tuple, SparseResult] = {}
         for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
             for n in (0, 1, p, 97, 8000):
                 for k in sorted({1, max(1, n // 100), max(1, n // 3), n} if n else {0}):
                     for kind in ("pattern", "same", "zeros", "disjoint"):
                         inputs = inputs_for(kind, n, dtype, p)
                         send = SparseVector.top_k(inputs(r), k)
-                        result = SparseResult(n, dtype)
-                        error = None
+                        kept = (send.idx.copy(), send.val.copy())
+                        case = f"{name} {dtype} n={n} k={k} {kind}"
+                        # One result object per (algorithm, dtype, n), reused from case to case as a
+                        # trainer reuses it from step to step; soiled first (it held other data).
+                        result = results.get((n, dtype))
+                        if result is None:
+                            result = results[(n, dtype)] = SparseResult(n, dtype)
+                            result.soil()
                         try:
                             algorithm.run(comm, send, result, "sum", 0)
-                            got = result.to_dense()
-                            want = sparse_reference.expected(algorithm.semantics, p, n, dtype, k, inputs)
-                            bad = np.flatnonzero(~np.isclose(got, want, rtol=0, atol=0, equal_nan=False))
-                            if bad.size:
-                                i = int(bad[0])
-                                error = f"{bad.size} wrong, first at {i}: got {got[i]!r}, expected {want[i]!r}"
-                            elif algorithm.semantics == "gtopk" and result.nnz > k:
-                                error = f"gTop-k result has {result.nnz} nonzeros > k={k}"
-                        except Exception as exc:  # report, do not hang the other ranks
-                            error = f"{type(exc).__name__}: {exc}"
+                        except Exception as exc:  # the other ranks wait in the call: name the case, end the job
+                            print(
+                                f"check_sparse: rank {r} raised in {case}: {type(exc).__name__}: {exc}",
+                                file=sys.stderr,
+                                flush=True,
+                            )
+                            comm.Abort(3)
+                        error = None
+                        got = result.to_dense()
+                        want = sparse_reference.expected(algorithm.semantics, p, n, dtype, k, inputs)
+                        bad = np.flatnonzero(~np.isclose(got, want, rtol=0, atol=0, equal_nan=False))
+                        if bad.size:
+                            i = int(bad[0])
+                            error = f"{bad.size} wrong, first at {i}: got {got[i]!r}, expected {want[i]!r}"
+                        elif algorithm.semantics == "gtopk" and result.nnz > k:
+                            error = f"gTop-k result has {result.nnz} nonzeros > k={k}"
+                        elif not (np.array_equal(kept[0], send.idx) and np.array_equal(kept[1], send.val)):
+                            error = "changed its input pairs"
                         checked += 1
                         if error:  # gathered once at the end
-                            failures.append(f"{name} {dtype} n={n} k={k} {kind} rank {r}: {error}")
+                            failures.append(f"{case} rank {r}: {error}")
     failures = [f for per_rank in comm.gather(failures, root=0) or [] for f in per_rank]
     if r == 0:
         print(json.dumps({"nranks": p, "checked": checked, "failures": failures[:40], "nfailures": len(failures)}))

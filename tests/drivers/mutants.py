@@ -21,8 +21,11 @@ from fabricprobe import collectives  # noqa: E402
 from fabricprobe.collectives import Algorithm  # noqa: E402
 from fabricprobe.collectives.allgather_ring import allgather_ring  # noqa: E402
 from fabricprobe.collectives.allreduce_ring import allreduce_ring  # noqa: E402
-from fabricprobe.collectives.blocks.common import block_displacements  # noqa: E402
+from fabricprobe.collectives.blocks.binomial import binomial_reduce  # noqa: E402
+from fabricprobe.collectives.blocks.common import block_displacements, copy_into  # noqa: E402
 from fabricprobe.collectives.blocks.ring import TAG_AG  # noqa: E402
+from fabricprobe.collectives.reduce_binomial import reduce_binomial  # noqa: E402
+from fabricprobe.collectives.sparse_topk_allgather import sparse_topk_allgather  # noqa: E402
 from fabricprobe.kernels import reduce_into  # noqa: E402
 
 IDENTITY = {"sum": 0, "prod": 1}
@@ -153,6 +156,27 @@ def late_switch(comm, sendbuf, recvbuf, op, root=0):
         dropped(comm, sendbuf, recvbuf, op, root)
 
 
+def nonroot_input(comm, sendbuf, recvbuf, op, root=0):
+    """Binomial reduce that accumulates in a non-root's own input buffer to save a copy: the root's
+    result is right, the caller's send buffer is not (an equivalent mutant on 2 and 3 ranks, where
+    every non-root of the tree is a leaf and accumulates nothing)."""
+    if comm.rank == root:
+        if sendbuf is not None and recvbuf.size:
+            copy_into(recvbuf, sendbuf)
+        buf = recvbuf
+    else:
+        buf = recvbuf if sendbuf is None else sendbuf
+    binomial_reduce(comm, buf, op, root)
+
+
+def adds_onto_result(comm, sendbuf, recvbuf, op="sum", root=0):
+    """Sparse allreduce that sums every rank's pairs into the result's dense storage without zeroing it:
+    right on a fresh result object, wrong on the reused one a trainer hands it every step."""
+    full = recvbuf.dense_buffer()  # holds what the last call left
+    for idx, val in comm.allgather((sendbuf.idx, sendbuf.val)):
+        np.add.at(full, idx, val)
+
+
 MUTANTS = (
     Algorithm("m_wrong_op", "allreduce", "planted: prod computed as min", run=wrong_op),
     Algorithm("m_dropped", "allreduce", "planted: last rank's contribution dropped", run=dropped),
@@ -164,9 +188,13 @@ MUTANTS = (
     Algorithm("m_stale_buffer", "allreduce", "planted: first call's scratch reused", run=stale_buffer),
     Algorithm("m_wrong_width", "allreduce", "planted: float64 reduced as float32", run=wrong_width),
     Algorithm("m_late_switch", "allreduce", "planted: wrong after three calls", run=late_switch),
+    Algorithm("m_nonroot_input", "reduce", "planted: a non-root's input used as accumulator", run=nonroot_input),
+    Algorithm("m_adds_onto_result", "sparse_allreduce", "planted: result not zeroed", run=adds_onto_result),
     # controls: the same engine must pass correct code
     Algorithm("control", "allreduce", "correct ring", run=allreduce_ring),
     Algorithm("control", "allgather", "correct ring", run=allgather_ring),
+    Algorithm("control", "reduce", "correct binomial", run=reduce_binomial),
+    Algorithm("control", "sparse_allreduce", "correct TopkA", run=sparse_topk_allgather),
 )
 for algorithm in MUTANTS:
     collectives.register(algorithm)
@@ -179,7 +207,7 @@ from fabricprobe.store import load_runs  # noqa: E402
 def main() -> int:
     path = sys.argv[1]
     config = SweepConfig(
-        collectives=["allreduce", "allgather", "reduce_scatter", "bcast"],
+        collectives=["allreduce", "allgather", "reduce_scatter", "bcast", "reduce", "sparse_allreduce"],
         algorithms=sorted({a.name for a in MUTANTS}),
         sizes=[64, 8192],
         dtypes=["float32", "float64"],
@@ -198,9 +226,10 @@ def main() -> int:
         for p in load_runs(path)[-1].points:
             if p["algorithm"] in {a.name for a in MUTANTS}:
                 name = f"{p['collective']}/{p['algorithm']}"
-                tally = verdicts.setdefault(name, {"ok": 0, "wrong": 0, "other": 0, "steady_only": 0})
+                tally = verdicts.setdefault(name, {"ok": 0, "wrong": 0, "other": 0, "steady_only": 0, "input": 0})
                 tally[p["status"] if p["status"] in ("ok", "wrong") else "other"] += 1
-                tally["steady_only"] += "wrong only after the timed calls" in p["note"]
+                tally["steady_only"] += p["note"].startswith("wrong only after the timed calls")
+                tally["input"] += "send buffers the standard leaves untouched" in p["note"]
         print(json.dumps({"exit_code": outcome.exit_code, "verdicts": verdicts}))
     return 0
 
