@@ -381,7 +381,7 @@ class ConsoleReporter:
                 c.collective,
                 str(c.comm_size),
                 format_size(c.size),
-                c.expected,
+                c.expected + (f" ({c.level})" if c.level else ""),
                 f"[{colour}]{c.status}[/]",
                 c.detail[:100],
             )

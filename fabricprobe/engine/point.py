@@ -133,9 +133,11 @@ def run_point(
     topo: Topology,
     device: DeviceContext | None = None,
     forced_by: str = "",
+    not_here: str = "",
 ) -> PointResult:
     """Measure one point on every rank of comm; `device` is the sweep's device setting for --buffer
-    cupy/numba; `forced_by` says how the library's algorithm was forced (engine.switching.forced_by)."""
+    cupy/numba; `forced_by` says how the library's algorithm was forced (engine.switching.forced_by);
+    `not_here`: why the point is recorded not runnable without a call (LibrarySwitch.not_here)."""
     started = time.time()
     mode = loops.MODES[point.mode]
     budget = harness.Budget(
@@ -165,6 +167,8 @@ def run_point(
             timer = timer_for(
                 config.timer, f"{point.collective}/{point.algorithm}", algorithm.native, native.failure(MPI), on_device
             )
+            if not_here:
+                raise _NotRunnable(not_here)
             case = Case(
                 collective=point.collective,
                 comm=comm,

@@ -87,10 +87,13 @@ def execute(
                     continue
                 progress.starting(point.label)
                 watchdog.arm(f"point {point.index} ({point.label})")
+                idle = ""
                 if switch is not None:  # the switch may hang too: under the point's watchdog
-                    sub = switch.select(point.collective, variant_of(point.algorithm), sub)
+                    idle = switch.not_here(point.collective, variant_of(point.algorithm), sub)
+                    if not idle:
+                        sub = switch.select(point.collective, variant_of(point.algorithm), sub)
                 how = forced_by(point.algorithm, config, switch)
-                result = run_point(point, config, sub, MPI, sub_topo, device, how)
+                result = run_point(point, config, sub, MPI, sub_topo, device, how, not_here=idle)
                 watchdog.disarm()
                 if writer is not None:
                     if served is not None:

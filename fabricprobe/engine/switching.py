@@ -21,6 +21,10 @@ class LibrarySwitch(Protocol):
         """Make `variant` ("" = the library's default) the algorithm `collective` runs on `comm`'s ranks;
         the communicator to measure on (the same, or one made after the switch)."""
 
+    def not_here(self, collective: str, variant: str, comm: Any) -> str:
+        """Why `variant` is not measured on comm ("" when it is): it changes something that does not
+        run there. The point is recorded not runnable with this reason, and nothing is switched."""
+
     def restore(self) -> None:
         """Back to the library's default everywhere, with what select() made released (every rank)."""
 

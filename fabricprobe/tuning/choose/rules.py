@@ -13,6 +13,8 @@ from fabricprobe.stats import point_noise
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.plan.library import DEFAULT
+from fabricprobe.tuning.plan.openmpi_han import HAN as HAN_PREFIX
+from fabricprobe.tuning.plan.openmpi_han import is_hierarchy
 
 LIBRARY = "library"
 MIN_GAIN = 0.05  # tune's --min-gain: a winner must be this much faster than the default
@@ -164,31 +166,77 @@ def choose(
     collectives: list[str] | None = None,
 ) -> Table:
     """Rules over the library's own algorithms, its default and each forced one: what its tuning
-    files say (fabricprobe's own algorithms are weighed against these in tuning.selection)."""
+    files say (fabricprobe's own algorithms are weighed against these in tuning.selection).
+
+    Where another component served the default (Open MPI's han on several nodes), coll/tuned's forced
+    algorithms ran only inside han's sub-communicators and a rule keyed on this size would never be
+    read: there the candidates are han's own variants (tuning.plan.openmpi_han), and the default stays
+    where none was measured. Elsewhere han's variants are idle and not candidates."""
     table, attrs = candidates(runs, dtype)
-    rules: dict[str, dict[int, list[Range]]] = {}
+    vendor = attrs.get("mpi_vendor", "")
+    sections: dict[tuple[str, int], list[Decision]] = {}
+    measured: dict[tuple[str, int], dict[int, dict[str, dict]]] = {}
     elsewhere: dict[str, dict[int, str]] = {}
     for coll, nranks, size in sorted(table):
         if collectives is not None and coll not in collectives:
             continue
-        decision = decide(table[(coll, nranks, size)], size, min_gain)
+        by_name = table[(coll, nranks, size)]
+        served = not_steered(vendor, by_name.get(DEFAULT, {}))
+        if served:
+            elsewhere.setdefault(coll, {})[nranks] = served
+        by_name = {n: p for n, p in by_name.items() if n == DEFAULT or is_hierarchy(n) == bool(served)}
+        decision = decide(by_name, size, min_gain)
         if decision is None:
             continue
-        served = not_steered(attrs.get("mpi_vendor", ""), table[(coll, nranks, size)].get(DEFAULT, {}))
-        if served:
-            # The forced algorithms ran inside another component (han: only on its sub-communicators):
-            # a rule keyed on this communicator size would never be read. The default stays.
-            elsewhere.setdefault(coll, {})[nranks] = served
-            decision = Decision(size, DEFAULT, decision.default_s, decision.default_s, decision.noise)
-        extend(rules.setdefault(coll, {}).setdefault(nranks, []), decision)
+        sections.setdefault((coll, nranks), []).append(decision)
+        measured.setdefault((coll, nranks), {})[size] = by_name
+    rules: dict[str, dict[int, list[Range]]] = {}
+    for (coll, nranks), decisions in sections.items():
+        if nranks in elsewhere.get(coll, {}):
+            decisions = one_han_setting(decisions, measured[(coll, nranks)], min_gain)
+        for decision in decisions:
+            extend(rules.setdefault(coll, {}).setdefault(nranks, []), decision)
     return Table(
-        attrs.get("mpi_vendor", "unknown"),
+        vendor or "unknown",
         attrs.get("mpi_library_version", ""),
         int(attrs.get("nranks", 0) or 0),
         dtype,
         rules,
         elsewhere,
     )
+
+
+def one_han_setting(decisions: list[Decision], measured: dict[int, dict[str, dict]], min_gain: float) -> list[Decision]:
+    """han's module and segment-size settings hold for every message size of a collective (MCA
+    parameters, not rules per size), so a section keeps one: the han_* winner of the most sizes. It runs
+    wherever han is kept, so it is kept only if it is nowhere clearly slower than the default (its
+    interval above the default's); the sizes it runs at without having won are labelled with it, at
+    its measured time. Without one, han_* winners give way to the best of the default and flat_*."""
+    wins: dict[str, int] = {}
+    for d in decisions:
+        if d.winner.startswith(HAN_PREFIX):
+            wins[d.winner] = wins.get(d.winner, 0) + 1
+    chosen = max(sorted(wins), key=lambda name: wins[name], default="")
+    if chosen:
+        for d in decisions:
+            if is_hierarchy(d.winner) and not d.winner.startswith(HAN_PREFIX):
+                continue  # han hands these sizes to tuned: its settings do not run there
+            mine, default = measured[d.size].get(chosen), measured[d.size].get(DEFAULT)
+            if mine is None or (default is not None and mine["ci_low_s"] > default["ci_high_s"]):
+                chosen = ""
+                break
+    out = []
+    for d in decisions:
+        by_name = measured[d.size]
+        if d.winner.startswith(HAN_PREFIX) or d.winner == DEFAULT:
+            if chosen:
+                mine = by_name[chosen]
+                d = Decision(d.size, chosen, d.default_s, mine["median_s"], d.noise)
+            elif d.winner != DEFAULT:
+                rest = {n: p for n, p in by_name.items() if not n.startswith(HAN_PREFIX)}
+                d = decide(rest, d.size, min_gain) or d
+        out.append(d)
+    return out
 
 
 def not_steered(vendor: str, default_point: dict) -> str:

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from fabricprobe.tuning.choose.rules import Range, Table
+from fabricprobe.tuning.emit.openmpi_han import tuned_winner
 from fabricprobe.tuning.plan.library import DEFAULT, names
 from fabricprobe.tuning.plan.openmpi import OpenMPI
 from fabricprobe.version import __version__
@@ -25,18 +26,21 @@ def _tuned_collectives(table: Table) -> list[str]:
     return [
         c
         for c, sections in table.rules.items()
-        if any(r.winner != DEFAULT for ranges in sections.values() for r in ranges)
+        if any(tuned_winner(r.winner) != DEFAULT for ranges in sections.values() for r in ranges)
     ]
 
 
 def _alg(library: OpenMPI, collective: str, r: Range) -> int:
-    """Open MPI's id for the winner (read from ompi_info); labels turned "-" into "_" (in-order_binary)."""
-    if r.winner == DEFAULT:
+    """Open MPI's id for the winner (read from ompi_info); labels turned "-" into "_" (in-order_binary).
+    Where han served the section, a flat_<alg> winner is tuned's <alg> (han hands it the whole
+    communicator there: emit/openmpi_han.py) and han's own winners leave tuned's decision."""
+    winner = tuned_winner(r.winner)
+    if winner == DEFAULT:
         return 0
     for ident, name in library.enumerators.get(names(collective).openmpi, []):
-        if name.replace("-", "_") == r.winner:
+        if name.replace("-", "_") == winner:
             return ident
-    raise KeyError(f"Open MPI has no {collective} algorithm {r.winner!r}")
+    raise KeyError(f"Open MPI has no {collective} algorithm {winner!r}")
 
 
 def classic_rules(table: Table, library: OpenMPI) -> str:
@@ -131,9 +135,13 @@ def json_rules(table: Table) -> str:
             lo = 1 if i == 0 else comm_size
             hi = "inf" if i == len(sizes) - 1 else sizes[i + 1] - 1
             rules = [
-                {"msg_size_min": r.lo, "msg_size_max": "inf" if r.hi is None else r.hi - 1, "alg": r.winner}
+                {
+                    "msg_size_min": r.lo,
+                    "msg_size_max": "inf" if r.hi is None else r.hi - 1,
+                    "alg": tuned_winner(r.winner),
+                }
                 for r in table.rules[coll][comm_size]
-                if r.winner != DEFAULT
+                if tuned_winner(r.winner) != DEFAULT
             ]
             if rules:
                 entries.append(

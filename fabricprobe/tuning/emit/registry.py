@@ -13,6 +13,7 @@ from fabricprobe.tuning.choose.rules import Table
 from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import mpich as emit_mpich
 from fabricprobe.tuning.emit import openmpi as emit_openmpi
+from fabricprobe.tuning.emit import openmpi_han as emit_han
 from fabricprobe.tuning.plan.library import DEFAULT, Library
 
 
@@ -54,7 +55,21 @@ def _openmpi(table: Table, library: Library, runs: list[Any], out: Path, marker:
     text = emit_openmpi.classic_rules(table, library)
     emit_openmpi.parse_classic_rules(text)  # re-read with our own strict reader before writing
     path.write_text(text)
-    return Emitted({"openmpi": path}, emit_openmpi.load_env(path), [emit_openmpi.load_lines(path)])
+    emitted = Emitted({"openmpi": path}, emit_openmpi.load_env(path), [emit_openmpi.load_lines(path)])
+    # Several nodes: han's rules file and settings, where han served the default (emit/openmpi_han.py)
+    han_text = emit_han.rules_file(table)
+    han_path = None
+    if han_text is not None:
+        emit_han.parse_rules_file(han_text)
+        han_path = marked(out, "ompi_han_rules.conf", marker)
+        han_path.write_text(han_text)
+        emitted.files["openmpi-han"] = han_path
+    known = {c: {v.name: v.env for v in library.hierarchy_variants(c)} for c in table.rules}
+    han_env = emit_han.load_env(han_path, emit_han.settings(table, known))
+    if han_env:
+        emitted.load_env = {**emitted.load_env, **han_env}
+        emitted.load_lines.append(emit_han.load_lines(han_env))
+    return emitted
 
 
 def _openmpi_json(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:

@@ -54,6 +54,8 @@ class MpitSwitch:
         self.traces: dict[tuple[str, str, int], Any] = {}  # (collective, variant, nranks) -> trace or "error: ..."
         self.ended: dict[tuple[str, str, int], Any] = {}  # the traces of the run restore() ended
         self.noted: tuple | None = None
+        self.served_by: dict[str, dict[str, str]] = job.get("served_by", {})
+        self.paths: dict[tuple[str, int], dict] = {}  # (collective, size) -> probe.served_path
 
     def select(self, collective: str, variant: str, comm: Any) -> Any:
         wanted = self.writes.get(collective, {}).get(variant, {}) if variant else {}
@@ -70,6 +72,22 @@ class MpitSwitch:
         if collective in self.writes:
             self._prove(collective, variant, comm)
         return comm
+
+    def not_here(self, collective: str, variant: str, comm: Any) -> str:
+        """Why the variant is not measured on comm: it changes a component (han) that does not serve
+        the collective there (one node; one rank per node), so it would measure the default again.
+        Found by mpienv.coll_path with the library's settings as at start (every rank of comm calls)."""
+        component = self.served_by.get(collective, {}).get(variant)
+        if not component:
+            return ""
+        key = (collective, comm.size)
+        if key not in self.paths:
+            self._write({})
+            self.paths[key] = probe.served_path(self.MPI, comm, collective)
+        path = self.paths[key]
+        if path["component"] == component:
+            return ""
+        return f"{path['text']} serves {collective} on {path['shape']}: {variant} changes {component}, idle there"
 
     def _write(self, wanted: dict[str, str]) -> None:
         for variable, original in self.originals.items():

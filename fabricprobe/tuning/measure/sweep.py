@@ -6,6 +6,8 @@ the library allows it (Library.switches_at_run_time: Open MPI, MPICH); `launch`,
 
 from __future__ import annotations
 
+import json
+
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
 from fabricprobe.tuning.measure.launch import completed_launches, job_config, launcher, library_in_use, run_job
@@ -13,6 +15,7 @@ from fabricprobe.tuning.measure.onelaunch import TuneSweep, finish, measure_one_
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.library import Library, Variant
 from fabricprobe.tuning.plan.variants import variant_label, variants_for
+from fabricprobe.tuning.verify.fingerprint import probe
 
 SWITCHES = ("mpit", "launch")
 
@@ -45,12 +48,32 @@ def tune_sweep(
     if switch == "mpit" and not library.switches_at_run_time:
         raise UsageError(f"--switch mpit: {vendor} takes its algorithm settings at start-up only; use --switch launch")
     base = launcher(mpiexec, mpiexec_args, n, vendor)
+    hierarchy_where_served(library, base[:-2], n, progress)
     variants = variants_for(library, collectives, only)
     if switch == "mpit":
         return measure_one_launch(
             library, base, output, variants, collectives, comm_sizes, template, prior, timeout, own, progress
         )
     return measure_by_launch(library, base, output, variants, comm_sizes, template, prior, timeout, own, progress)
+
+
+def hierarchy_where_served(library: Library, base: list[str], n: int, progress=None) -> None:
+    """Measure the library's hierarchy variants (Open MPI's han: tuning.plan.openmpi_han) when it
+    serves the job: asked of the library in a job of n ranks on the launcher's hosts (the probe's
+    `path`, about 3 s), since only there does han run at all (one node: never; one rank per node: it
+    hands every call back to tuned). Its communicators of fewer ranks are asked again in the job."""
+    if not getattr(library, "hierarchy_component", "") or not library.hierarchy_variants("allreduce"):
+        return  # no han in this library
+    found = probe(base, n, "allreduce", 0, "path", {})
+    try:
+        path = json.loads(found)
+    except ValueError:
+        if progress is not None:
+            progress(f"could not ask which component serves the job ({found[:120]}): han's variants not measured")
+        return
+    library.hierarchy = path.get("component") == "han"
+    if library.hierarchy and progress is not None:
+        progress(f"{path['text']} serves {path['shape']}: han's own settings are measured too")
 
 
 def measure_by_launch(

@@ -81,6 +81,23 @@ class Library:
     def default(self, collective: str) -> Variant:
         return Variant(collective, DEFAULT, "", {})
 
+    hierarchy_component = ""  # the component the hierarchy variants change (Open MPI: "han")
+
+    def hierarchy_variants(self, collective: str) -> list[Variant]:
+        """Variants that change the library's hierarchical path on several nodes (Open MPI's han),
+        measured where the job spans nodes; named here for finding a rule's winner by name."""
+        return []
+
+    def known_variants(self, collective: str) -> list[Variant]:
+        """Every variant a rule may name: variants() and the hierarchy's, measured or not in this job."""
+        seen = {v.name for v in self.variants(collective)}
+        return self.variants(collective) + [v for v in self.hierarchy_variants(collective) if v.name not in seen]
+
+    def read_at_init(self, variable: str) -> str:
+        """Why a control variable that MPI_T says may be written changes nothing when written ("" when a
+        write takes effect): the library reads it only at MPI_Init."""
+        return ""
+
     def control_variable(self, env_name: str) -> str | None:
         """The MPI_T control variable that an environment variable of a variant sets (None: the library
         has no run-time equivalent: a launch per variant)."""

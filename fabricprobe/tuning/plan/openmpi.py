@@ -1,12 +1,14 @@
 """Open MPI: `ompi_info --parsable --param coll tuned --level 9` enumerates each coll/tuned algorithm
 parameter; forcing is `coll_tuned_use_dynamic_rules=1` + `coll_tuned_<coll>_algorithm=ID` (MCA
-parameters, read at MPI_Init by a launch, or written through MPI_T before a communicator is made)."""
+parameters, read at MPI_Init by a launch, or written through MPI_T before a communicator is made).
+Where han serves the job (several nodes), han's own variants join them (plan/openmpi_han.py)."""
 
 from __future__ import annotations
 
 import re
 
 from fabricprobe.errors import UsageError
+from fabricprobe.tuning.plan import openmpi_han
 from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, tool
 
 
@@ -15,13 +17,18 @@ class OpenMPI(Library):
     switches_at_run_time = True
     new_communicator = True  # measured: a write without a new communicator changes nothing
     launch_wide = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}  # read-only before 5.0.6 and 4.1.7
+    hierarchy_component = "han"
 
-    def __init__(self, ompi_info: str | None = None, text: str | None = None) -> None:
+    def __init__(self, ompi_info: str | None = None, text: str | None = None, han_text: str | None = None) -> None:
         if text is None:
             path = ompi_info or tool("ompi_info")
             if path is None:
                 raise UsageError("ompi_info not found next to mpiexec or on PATH: it lists Open MPI's algorithms")
             text = run_tool([path, "--parsable", "--param", "coll", "tuned", "--level", "9"])
+            if han_text is None:
+                han_text = run_tool([path, "--parsable", "--param", "coll", "han", "--level", "9"])
+        self.han_params = openmpi_han.parse_han_params(han_text or "")
+        self.hierarchy = False  # han's variants measured too: tune-sweep sets it where han serves the job
         self.enumerators = parse_ompi_info(text)
         self.chain_fanout = {
             m.group(1): int(m.group(2))
@@ -30,7 +37,7 @@ class OpenMPI(Library):
         if not self.enumerators:
             raise UsageError("ompi_info lists no coll/tuned algorithms (is coll/tuned built?)")
 
-    def variants(self, collective: str) -> list[Variant]:
+    def tuned_variants(self, collective: str) -> list[Variant]:
         name = names(collective).openmpi
         out = [self.default(collective)]
         for ident, alg in self.enumerators.get(name, []):
@@ -45,6 +52,20 @@ class OpenMPI(Library):
                 )
             )
         return out
+
+    def hierarchy_variants(self, collective: str) -> list[Variant]:
+        """han's variants of the collective (plan/openmpi_han.py); none where this Open MPI has no han."""
+        if not self.han_params:
+            return []
+        api = names(collective).openmpi
+        return openmpi_han.han_variants(collective, api, self.han_params, self.enumerators.get(api, []))
+
+    def variants(self, collective: str) -> list[Variant]:
+        out = self.tuned_variants(collective)
+        return out + self.hierarchy_variants(collective) if self.hierarchy else out
+
+    def read_at_init(self, variable: str) -> str:
+        return openmpi_han.read_at_init(variable)
 
     def control_variable(self, env_name: str) -> str | None:
         """OMPI_MCA_coll_tuned_X is the MCA parameter coll_tuned_X, which MPI_T names the same."""

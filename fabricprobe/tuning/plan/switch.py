@@ -37,13 +37,21 @@ class SwitchPlan:
     launch_env: dict[str, str]  # set for the whole one launch
     writes: dict[str, dict[str, dict[str, str]]]  # collective -> variant label -> {control variable: value}
     by_launch: list[tuple[Variant, str]] = field(default_factory=list)  # measured in launches, with why
+    # collective -> variant label -> the component it changes (Open MPI's han): measured only on the
+    # communicators that component serves; elsewhere the variant is the default, and not measured
+    served_by: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def switched(self, collective: str) -> list[str]:
         return list(self.writes.get(collective, {}))
 
     def as_job(self) -> dict:
         """What the ranks of the one launch need (tuning.measure.mpit_switch)."""
-        return {"method": self.method, "new_communicator": self.new_communicator, "writes": self.writes}
+        return {
+            "method": self.method,
+            "new_communicator": self.new_communicator,
+            "writes": self.writes,
+            "served_by": self.served_by,
+        }
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -85,6 +93,8 @@ def plan_switch(library: Library, variants: list[Variant], described: dict[str, 
     for v in variants:
         if v.name == DEFAULT:
             continue
+        if v.name in {h.name for h in library.hierarchy_variants(v.collective)}:
+            plan.served_by.setdefault(v.collective, {})[variant_label(v.name)] = library.hierarchy_component
         writes, why = {}, ""
         for env_name, value in v.env.items():
             variable = library.control_variable(env_name)
@@ -94,6 +104,8 @@ def plan_switch(library: Library, variants: list[Variant], described: dict[str, 
                 why = f"this {library.vendor} has no MPI_T control variable {variable}"
             elif variable in unusable:
                 why = unusable[variable]
+            elif library.read_at_init(variable):
+                why = library.read_at_init(variable)
             elif described[variable]["writable"]:
                 writes[variable] = value
                 continue

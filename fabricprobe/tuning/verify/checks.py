@@ -12,6 +12,7 @@ from fabricprobe.sizes import format_size
 from fabricprobe.tuning.choose.rules import Table
 from fabricprobe.tuning.emit.mpich import needs_builtin_op
 from fabricprobe.tuning.plan.library import DEFAULT, Library
+from fabricprobe.tuning.plan.openmpi_han import is_hierarchy, level_of
 from fabricprobe.tuning.verify.fingerprint import method_for, probe
 
 VERIFIED = "verified"  # the file's algorithm is the rule's, and it is told apart from the default
@@ -30,6 +31,7 @@ class Check:
     expected: str
     status: str
     detail: str = ""
+    level: str = ""  # the level of han's hierarchy the rule changes (several nodes); "" for a flat rule
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -38,7 +40,7 @@ class Check:
 def _expected_env(library: Library, collective: str, winner: str) -> dict[str, str] | None:
     if winner == DEFAULT:
         return {}
-    for v in library.variants(collective):
+    for v in library.known_variants(collective):
         if v.name.replace("-", "_") == winner:
             return v.env
     return None
@@ -83,7 +85,11 @@ def verify(
             continue  # nothing of this collective is in the file
         method = method_for(library.vendor, coll)
         for n, ranges in sorted(sections.items()):
-            why_not = elsewhere(coll, n)
+            # A section with han's own winners is steered through han (its rules file and settings):
+            # every range is proven, the default's too (han as it comes). Otherwise coll/tuned's rules
+            # are about a communicator that another component may serve.
+            hers = any(is_hierarchy(r.winner) for r in ranges)
+            why_not = "" if hers else elsewhere(coll, n)
             for r in ranges:
                 sizes = sorted({d.size for d in (r.decisions[0], r.decisions[-1]) if d.size > 0})
                 if why_not:
@@ -176,6 +182,9 @@ def verify(
                         )
                     else:
                         checks.append(Check(coll, n, size, r.winner, VERIFIED))
+    for c in checks:
+        if is_hierarchy(c.expected):
+            c.level = level_of(c.expected)
     return checks
 
 
