@@ -35,8 +35,16 @@ class ServedBy:
         self.vendor = vendor
         self.hosts = list((topo.physical or topo).hosts)
         apis = [a for a in (api_name(c, vendor) for c in SPECS) if a]
+        self.MPI, self.apis = MPI, apis
         self.settings = coll_path.read(MPI, vendor, apis)
         self._memo: dict[tuple[str, int], str] = {}
+
+    def refresh(self) -> None:
+        """Read the settings again (a switch inside the job wrote some: tune-sweep's one launch hands
+        a collective from han to tuned through them); the paths found so far are forgotten if any changed."""
+        now = coll_path.read(self.MPI, self.vendor, self.apis)
+        if now.values != self.settings.values:
+            self.settings, self._memo = now, {}
 
     def shape(self, nranks: int) -> coll_path.CommShape:
         """The sub-communicator of the first nranks ranks (engine.sweep._sub_communicators)."""

@@ -97,6 +97,8 @@ def execute(
                 watchdog.disarm()
                 if writer is not None:
                     if served is not None:
+                        if switch is not None:
+                            served.refresh()  # the point's own settings, as the switch left them
                         row = result.row
                         row["served_by"] = served.of(row["collective"], row["algorithm"], row["nranks"])
                     writer.append_point(result.row, result.samples)

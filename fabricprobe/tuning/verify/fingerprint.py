@@ -20,8 +20,12 @@ from fabricprobe.specs import SPECS
 _MONITOR = re.compile(r"^I\s+(\d+)\s+(\d+)\s+(\d+) bytes\s+(\d+) msgs sent", re.M)
 
 
-def method_for(vendor: str, collective: str) -> str | None:
-    if vendor == "Open MPI":
+def method_for(vendor: str, collective: str, hierarchical: bool = False) -> str | None:
+    """How to fingerprint a collective's algorithm. Open MPI: its pml monitoring (every internal
+    message), except for reductions under han (`hierarchical`: a section han serves), where the trace
+    is used: with han serving, the monitoring itself crashes the job (segmentation fault, lab 2 × 2,
+    Open MPI 5.0.11: allreduce and reduce at 64 KiB and 1 MiB, bcast at 64 KiB; with no tuning file)."""
+    if vendor == "Open MPI" and not (hierarchical and SPECS[collective].reduces):
         return "monitor"
     if SPECS[collective].reduces:  # the trace counts the reduction steps of a user-defined op
         return "trace"
