@@ -29,8 +29,11 @@ def add_parser(sub: Any) -> None:
         "cannot switch, or that fails or hangs there, gets a launch of its own. With --switch\n"
         "launch (Intel MPI's only way) each (collective, algorithm) is a launch of its own.\n"
         "fabricprobe's hand-written algorithms (--algorithms) run beside the default;\n"
-        "sparse_allreduce's at every --density. Run it directly, not under mpiexec.\n"
-        "Then: fabricprobe tune FILE.",
+        "sparse_allreduce's at every --density. Where Open MPI's han serves the job (several\n"
+        "nodes, asked first in a short job), han's own settings are measured too: the\n"
+        "collective handed to tuned with each of its algorithms (flat_*), han's inter-node and\n"
+        "node-local modules, its segment sizes (docs/tuning.md, On several nodes).\n"
+        "Run it directly, not under mpiexec. Then: fabricprobe tune FILE.",
     )
     s.add_argument(
         "-n",

@@ -61,8 +61,16 @@ def verify(
     def fp(coll: str, n: int, size: int, method: str, env: dict[str, str]) -> str:
         key = (coll, n, size, method, tuple(sorted(env.items())))
         if key not in cache:
-            cache[key] = probe(launcher, n, coll, size, method, env, scratch=scratch)
+            settle = method == "monitor" and several_nodes(coll, n)
+            cache[key] = probe(launcher, n, coll, size, method, env, scratch=scratch, settle=settle)
         return cache[key]
+
+    def several_nodes(coll: str, n: int) -> bool:
+        """Whether the job of n ranks spans nodes (the library's own view: the probe's path)."""
+        if library.vendor != "Open MPI":
+            return False
+        found = fp(coll, n, 0, "path", tuned_env)  # the same probe as elsewhere()'s
+        return not found.startswith("error") and not json.loads(found)["shape"].endswith(" of 1 node")
 
     def elsewhere(coll: str, n: int) -> str:
         """Why Open MPI's coll/tuned never reads this rule in these jobs ("" when tuned serves it)."""

@@ -41,18 +41,31 @@ def probe(
     env: dict[str, str],
     timeout: float = 120,
     scratch: str | None = None,
+    settle: bool = False,
 ) -> str:
-    """The fingerprint as a canonical string, or "error: ..." when the probe failed. Open MPI's pml
+    """The fingerprint as a canonical string, or "error: ..." when the probe failed.
+
+    `settle` (monitoring, several nodes): the messages of a second call only, as a job of two calls
+    less a job of one. On several nodes Open MPI's han sets itself up at a communicator's first call
+    with a few small calls served by tuned (an allreduce of one int: is any node holding more than one
+    rank?), even where it then passes every call to tuned (one rank a node), and a tuned rules file's
+    rule for those sizes changes them: in the lab (4 × 1) every allreduce size of a file whose rules
+    differed below 128 B read as a MISMATCH, the monitoring counting the job's messages from MPI_Init.
+
+    Open MPI's pml
     monitoring writes one file per rank (enable_output=3 with a filename) in a folder under `scratch`,
     which every node must see: printed to the launcher's output instead, Open MPI 4.1's long records
     from different ranks were glued into one line now and then (1 run in 20 lost a record, and the
     verification a spurious MISMATCH). Its parameters go in the environment, which mpiexec and srun
     both pass on (srun has no --mca)."""
+    if settle and method == "monitor":
+        two, one = (probe(launcher, nranks, collective, nbytes, f"monitor{k}", env, timeout, scratch) for k in (2, 1))
+        return two if two.startswith("error") else one if one.startswith("error") else second_call(two, one)
     argv = launcher + slurm_env.step_nodes(launcher, nranks) + ["-n", str(nranks)]
     argv += [sys.executable, "-m", "fabricprobe.tuning.verify.probe", collective, str(nbytes), method]
     full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
     folder = None
-    if method == "monitor":
+    if method.startswith("monitor"):
         folder = Path(tempfile.mkdtemp(prefix=".fabricprobe-monitor-", dir=scratch))
         full_env = monitoring_env(full_env, str(folder))
     try:
@@ -60,6 +73,19 @@ def probe(
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def second_call(two: str, one: str) -> str:
+    """The per-pair (bytes, messages) of a two-call job less those of a one-call job."""
+    first = {(s, d): (b, m) for s, d, b, m in json.loads(one)}
+    pairs = []
+    for s, d, b, m in json.loads(two):
+        b0, m0 = first.pop((s, d), (0, 0))
+        if (b - b0, m - m0) != (0, 0):
+            pairs.append((s, d, b - b0, m - m0))
+    if first or not pairs:
+        return "error: the second call's messages could not be told (a pair only in the one-call job, or none)"
+    return json.dumps(pairs)
 
 
 def monitoring_env(env: dict[str, str], folder: str) -> dict[str, str]:

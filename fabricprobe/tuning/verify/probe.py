@@ -5,8 +5,8 @@
 - trace: reductions only. A commutative user-defined sum records how many elements each local
   reduction step combines; after 12 untraced calls (MPICH hands some collectives to another path
   after a few calls) one traced call is made. Prints {"trace": [[steps of rank 0], ...]} on rank 0.
-- monitor: exactly one call, for Open MPI's pml monitoring (enabled by the caller through the
-  environment: fingerprint.monitoring_env), which records every internal
+- monitor: exactly one call (monitorK: K calls), for Open MPI's pml monitoring (enabled by the caller
+  through the environment: fingerprint.monitoring_env), which records every internal
   point-to-point message at MPI_Finalize.
 - smoke: 13 calls with the built-in sum and nothing recorded: does the library survive the file
   where the trace cannot look (MPICH leaves that only run with built-in ops)?
@@ -106,8 +106,9 @@ def main() -> int:
 
     collective, nbytes, method = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     comm = MPI.COMM_WORLD
-    if method == "monitor":
-        call(comm, collective, nbytes, MPI.SUM)
+    if method.startswith("monitor"):  # monitorK: K calls (fingerprint.second_call subtracts two jobs)
+        for _ in range(int(method[len("monitor") :] or 1)):
+            call(comm, collective, nbytes, MPI.SUM)
         return 0
     if method == "path":
         found = served_path(MPI, comm, collective)
