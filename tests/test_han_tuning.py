@@ -302,3 +302,14 @@ def test_hans_rules_file_is_read_by_the_library_we_have():
         ("4", "1048576", "tuned"),
         ("5", "0", "han"),
     }
+
+
+def test_the_second_calls_messages_are_a_two_call_job_less_a_one_call_job():
+    """On several nodes han's set-up messages (tuned's, at a communicator's first call) are taken out."""
+    from fabricprobe.tuning.verify.fingerprint import second_call
+
+    one = json.dumps([[0, 1, 516, 2], [1, 0, 516, 2], [2, 3, 4, 1]])  # the call and han's 4-byte set-up
+    two = json.dumps([[0, 1, 1028, 3], [1, 0, 1028, 3], [2, 3, 4, 1]])
+    assert json.loads(second_call(two, one)) == [[0, 1, 512, 1], [1, 0, 512, 1]]
+    assert second_call(two, json.dumps([[5, 6, 1, 1]])).startswith("error")  # a pair only in the one-call job
+    assert second_call(one, one).startswith("error")  # no messages left: no fingerprint
