@@ -212,6 +212,7 @@ def _verify(
         table, library, emitted.load_env, base, progress=lambda text: say.line(f"verifying {text}"), scratch=opts.output
     )
     dropped: list[str] = []
+    why_dropped = [c.as_dict() for c in checks if c.status in (MISMATCH, ERROR)]  # the first round's failures
     if not passed(checks):
         # Rules the library does not apply as measured (an algorithm that calls other collectives
         # which the file also retunes, a JSON leaf that takes another path) are given back to the
@@ -238,6 +239,7 @@ def _verify(
         "summary": summary(checks),
         "checks": [c.as_dict() for c in checks],
         "dropped_rules": dropped,
+        "dropped_because": why_dropped,
         "kept_without_proof": kept,
     }
     if ok and emitted.files.get("intel-adjust") is not None and emitted.files["intel-adjust"].exists():
