@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fabricprobe.tuning.choose.rules import Range, Table
 from fabricprobe.tuning.emit.openmpi_han import tuned_winner
+from fabricprobe.tuning.emit.rule_tokens import Tokens
 from fabricprobe.tuning.plan.library import DEFAULT, names
 from fabricprobe.tuning.plan.openmpi import OpenMPI
 from fabricprobe.version import __version__
@@ -98,15 +99,8 @@ def parse_classic_rules(text: str) -> dict[int, list[tuple[int, list[tuple[int, 
             if len(tok) > 1 and tok.startswith("0") and tok.isdigit():
                 raise ValueError(f"{tok!r} would be read as octal")
             tokens.append(int(tok))
-    pos = 0
-
-    def take() -> int:
-        nonlocal pos
-        if pos >= len(tokens):
-            raise ValueError("file ends early: a count does not match its rules")
-        pos += 1
-        return tokens[pos - 1]
-
+    reader = Tokens(tokens, "numbers")
+    take = reader.take
     out = {}
     for _ in range(take()):
         coll, sections = take(), []
@@ -119,8 +113,7 @@ def parse_classic_rules(text: str) -> dict[int, list[tuple[int, list[tuple[int, 
                 rules.append(rule)
             sections.append((comm_size, rules))
         out[coll] = sections
-    if pos != len(tokens):
-        raise ValueError("trailing numbers: a count does not match its rules")
+    reader.done()
     return out
 
 

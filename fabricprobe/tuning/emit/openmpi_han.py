@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.specs import SPECS
 from fabricprobe.tuning.choose.rules import Range, Table
+from fabricprobe.tuning.emit.rule_tokens import Tokens
 from fabricprobe.tuning.plan.library import DEFAULT, names
 from fabricprobe.tuning.plan.openmpi_han import FLAT, HAN, is_hierarchy
 from fabricprobe.version import __version__
-
-ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}
 
 
 def han_sections(table: Table) -> dict[str, dict[int, list[Range]]]:
@@ -45,7 +45,7 @@ def component(winner: str) -> str:
 
 def han_message_size(collective: str, nbytes: int, nranks: int, dtype: str) -> int:
     """fabricprobe's S as han's message size (count × datatype size of the call's vector)."""
-    itemsize = ITEMSIZE.get(dtype, 4)
+    itemsize = numpy_dtype(dtype).itemsize
     return SPECS[collective].layout(nbytes, itemsize, nranks).count * itemsize
 
 
@@ -95,15 +95,8 @@ def parse_rules_file(text: str) -> dict[str, list[tuple[str, list[tuple[int, lis
     Raises ValueError on what Open MPI would refuse (counts that do not add up, a first communicator size
     other than 1, a first message size above 1, an unknown component)."""
     tokens = [tok for line in text.splitlines() for tok in line.split("#", 1)[0].split()]
-    pos = 0
-
-    def take() -> str:
-        nonlocal pos
-        if pos >= len(tokens):
-            raise ValueError("file ends early: a count does not match its rules")
-        pos += 1
-        return tokens[pos - 1]
-
+    reader = Tokens(tokens, "tokens")
+    take = reader.take
     out = {}
     for _ in range(int(take())):
         coll, levels = take(), []
@@ -123,8 +116,7 @@ def parse_rules_file(text: str) -> dict[str, list[tuple[str, list[tuple[int, lis
                 configs.append((size, rules))
             levels.append((level, configs))
         out[coll] = levels
-    if pos != len(tokens):
-        raise ValueError("trailing tokens: a count does not match its rules")
+    reader.done()
     return out
 
 
