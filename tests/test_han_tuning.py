@@ -313,3 +313,17 @@ def test_the_second_calls_messages_are_a_two_call_job_less_a_one_call_job():
     assert json.loads(second_call(two, one)) == [[0, 1, 512, 1], [1, 0, 512, 1]]
     assert second_call(two, json.dumps([[5, 6, 1, 1]])).startswith("error")  # a pair only in the one-call job
     assert second_call(one, one).startswith("error")  # no messages left: no fingerprint
+
+
+def test_a_range_whose_default_crashes_the_monitoring():
+    """Under han Open MPI's pml monitoring crashes the job (lab 2 × 2, bcast at 64 KiB): a range the files
+    hand to tuned is still proven by its own fingerprint; a range where han runs only has to run."""
+    from fabricprobe.tuning.verify.checks import ERROR, MISMATCH, UNVERIFIABLE, VERIFIED, _under_failed_monitoring
+
+    crash = "error: Signal: Segmentation fault (11)"
+    check = _under_failed_monitoring
+    assert check("bcast", 4, 65536, "flat_knomial", "[[0, 1, 9, 1]]", "[[0, 1, 9, 1]]", crash, "").status == VERIFIED
+    assert check("bcast", 4, 65536, "flat_knomial", "[[0, 1, 9, 1]]", "[[0, 2, 9, 1]]", crash, "").status == MISMATCH
+    assert check("bcast", 4, 65536, "flat_knomial", crash, "[[0, 2, 9, 1]]", crash, "").status == ERROR
+    assert check("bcast", 4, 65536, DEFAULT, crash, crash, crash, "ok").status == UNVERIFIABLE
+    assert check("bcast", 4, 65536, "han_seg_16k", crash, crash, crash, "error: died").status == ERROR
