@@ -12,7 +12,8 @@ import sys
 
 import pytest
 from mpirun import launcher, mpi_env, run_local
-from test_lab import _down, _up, _wrapper, needs_lab
+from test_coll_path import _lab_openmpi, lab  # noqa: F401 - the lab fixture (brings the lab down)
+from test_lab import _up, _wrapper, needs_lab
 from test_tuning import OMPI_INFO
 
 from fabricprobe.store import Run, load_runs
@@ -175,18 +176,6 @@ def test_the_files_and_the_lines_that_load_them(tmp_path):
 # ---- in the fabric lab ----
 
 
-@pytest.fixture
-def lab():
-    yield
-    _down()
-
-
-def _lab_openmpi() -> None:
-    found = launcher()
-    if found is None or found.vendor != "Open MPI":
-        pytest.skip("han is Open MPI's")
-
-
 def _trace(env: dict[str, str], nbytes: int = 65536) -> list[list[int]]:
     from fabricprobe.tuning.verify.fingerprint import probe
 
@@ -194,7 +183,8 @@ def _trace(env: dict[str, str], nbytes: int = 65536) -> list[list[int]]:
 
 
 @needs_lab
-def test_a_planted_han_rules_file_changes_the_inter_node_step(lab, tmp_path):
+@pytest.mark.usefixtures("lab")
+def test_a_planted_han_rules_file_changes_the_inter_node_step(tmp_path):
     """han's simple allreduce runs a node-local reduce, an allreduce of the node leaders and a node-local
     bcast, each on a sub-communicator whose component the rules file names per level. A file naming
     basic for the inter-node level, against one naming tuned (han's own default there): the leaders'
@@ -222,7 +212,8 @@ def test_a_planted_han_rules_file_changes_the_inter_node_step(lab, tmp_path):
 
 
 @needs_lab
-def test_tune_sweep_then_tune_verify_on_two_hosts(lab, tmp_path):
+@pytest.mark.usefixtures("lab")
+def test_tune_sweep_then_tune_verify_on_two_hosts(tmp_path):
     """tune-sweep -n 4 across 2 × 2 measures han's variants (flat_* in the one launch, the module settings
     in launches of their own, none on the 2 ranks of one node); tune --verify writes han's rules file
     and proves every rule it keeps, naming the level."""

@@ -54,7 +54,8 @@ def _drops_one(comm, sendbuf, recvbuf, op="sum", root=0):
 
 def adds_onto_result(comm, sendbuf, recvbuf, op="sum", root=0):
     """Every rank's pairs gathered and summed into the result's dense storage, which it forgets to zero:
-    right on a fresh result, wrong on the one a trainer hands it again (tests/drivers/mutants.py too)."""
+    right on a fresh result, wrong on the one a trainer hands it again (tests/drivers/mutants.py plants
+    it in the sweep too)."""
     full = recvbuf.dense_buffer()  # holds what the last call left
     for idx, val in comm.allgather((sendbuf.idx, sendbuf.val)):
         np.add.at(full, idx, val)

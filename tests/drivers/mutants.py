@@ -17,6 +17,10 @@ import mpi4py
 mpi4py.rc.thread_level = "single"
 import numpy as np  # noqa: E402
 
+# the same planted sparse bug the sparse checker's --plant-fault adds-onto-result uses (this folder is
+# on the path when a driver runs)
+from check_sparse import adds_onto_result  # noqa: E402
+
 from fabricprobe import collectives  # noqa: E402
 from fabricprobe.collectives import Algorithm  # noqa: E402
 from fabricprobe.collectives.allgather_ring import allgather_ring  # noqa: E402
@@ -167,14 +171,6 @@ def nonroot_input(comm, sendbuf, recvbuf, op, root=0):
     else:
         buf = recvbuf if sendbuf is None else sendbuf
     binomial_reduce(comm, buf, op, root)
-
-
-def adds_onto_result(comm, sendbuf, recvbuf, op="sum", root=0):
-    """Sparse allreduce that sums every rank's pairs into the result's dense storage without zeroing it:
-    right on a fresh result object, wrong on the reused one a trainer hands it every step."""
-    full = recvbuf.dense_buffer()  # holds what the last call left
-    for idx, val in comm.allgather((sendbuf.idx, sendbuf.val)):
-        np.add.at(full, idx, val)
 
 
 MUTANTS = (
