@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from functools import partial
 
 import mpi4py
@@ -152,6 +153,14 @@ def check(
     return None
 
 
+def abort_naming(comm, text: str) -> None:
+    """Print what failed, give the launcher time to forward it, then end the whole job. Without the
+    pause MPICH's launcher lost the line now and then (seen once in CI: empty stderr after MPI_Abort)."""
+    print(text, file=sys.stderr, flush=True)
+    time.sleep(1.0)
+    comm.Abort(3)
+
+
 def _off_by_one(comm, sendbuf, recvbuf, op, root=0):
     collectives.get("allreduce", "ring").run(comm, sendbuf, recvbuf, op, root)
     if comm.rank == comm.size - 1 and recvbuf.size:
@@ -259,13 +268,11 @@ def main() -> int:
                 try:
                     error = check(comm, coll, name, DTYPES[dtname], op, count, in_place, root, seed=i)
                 except Exception as exc:  # the other ranks wait in the collective: name the case, end the job
-                    print(
+                    abort_naming(
+                        comm,
                         f"check_algorithms: rank {comm.rank} raised in {coll}/{name} {dtname} {op} count={count} "
                         f"{'in-place' if in_place else 'out-of-place'} root={root}: {type(exc).__name__}: {exc}",
-                        file=sys.stderr,
-                        flush=True,
                     )
-                    comm.Abort(3)
                 checked += 1
                 if error:  # gathered once at the end: a gather per case would dominate the run time
                     failures.append(

@@ -21,6 +21,7 @@ import mpi4py
 
 mpi4py.rc.thread_level = "single"
 import numpy as np  # noqa: E402
+from check_algorithms import abort_naming  # noqa: E402 - this folder is on the path when a driver runs
 from mpi4py import MPI  # noqa: E402
 
 from fabricprobe import collectives  # noqa: E402
@@ -107,12 +108,7 @@ def main() -> int:
                         try:
                             algorithm.run(comm, send, result, "sum", 0)
                         except Exception as exc:  # the other ranks wait in the call: name the case, end the job
-                            print(
-                                f"check_sparse: rank {r} raised in {case}: {type(exc).__name__}: {exc}",
-                                file=sys.stderr,
-                                flush=True,
-                            )
-                            comm.Abort(3)
+                            abort_naming(comm, f"check_sparse: rank {r} raised in {case}: {type(exc).__name__}: {exc}")
                         error = None
                         got = result.to_dense()
                         want = sparse_reference.expected(algorithm.semantics, p, n, dtype, k, inputs)
