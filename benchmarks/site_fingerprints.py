@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.mpienv.library import library_of_this_python
-from fabricprobe.tuning.measure.launch import launcher
 from fabricprobe.tuning.plan import libraries
 from fabricprobe.tuning.verify.fingerprint import method_for, probe
 

@@ -15,8 +15,8 @@ import time
 import pytest
 from mpirun import fabricprobe_argv, kill_session, launcher, mpi_env, need_ranks, run_local
 
+from fabricprobe.mpienv.launcher import launcher as launch_line
 from fabricprobe.store import load_runs
-from fabricprobe.tuning.measure.launch import launcher as launch_line
 from fabricprobe.tuning.measure.mpit_switch import PROOF_BYTES, SWITCHED
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.variants import variant_label

@@ -76,13 +76,13 @@ def test_tune_sweep_launches_steps_inside_an_allocation(clean_env, tmp_path):
     srun = _fake(tmp_path, "srun", "slurm 22.05.8")
     clean_env.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     _set(clean_env, BATCH)
-    base = measure.launcher(None, "", 4, "Open MPI")
+    base = launcher_env.launcher(None, "", 4, "Open MPI")
     assert base == [srun, "--mpi=pmix", "-n", "4"]
     assert measure.with_ranks(base, 2) == [srun, "--mpi=pmix", "-n", "2"]  # the per-size relaunch
     # outside an allocation, the library's own mpiexec; --mpiexec srun is honoured too
     for k in BATCH:
         clean_env.delenv(k)
-    assert measure.launcher(srun, "--cpu-bind=cores", 2, "MPICH") == [
+    assert launcher_env.launcher(srun, "--cpu-bind=cores", 2, "MPICH") == [
         srun,
         "--mpi=pmi2",
         "--cpu-bind=cores",

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
+from pathlib import Path
+
+from fabricprobe.errors import UsageError
 
 _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
@@ -215,3 +220,30 @@ def failure_message(stderr: str, lines: int = 2) -> str:
             return raised[-1]
     meaningful = [line.strip() for line in text if not _NOISE.search(line)]
     return " / ".join(meaningful[:lines]) if meaningful else " / ".join(text[-lines:])
+
+
+def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
+    """The argv prefix that starts an n-rank job: `--mpiexec` when given; inside a Slurm allocation
+    (salloc, sbatch) srun, each job a step of the allocation, with the PMI the library speaks
+    (slurm.mpi_flag); else the library's own mpiexec (beside this Python, or on PATH by its vendor's
+    name: find_launcher)."""
+    from fabricprobe.mpienv import slurm_env
+
+    args = shlex.split(extra)
+    if mpiexec is None and slurm_env.in_allocation():
+        path = shutil.which("srun")
+        if path is None:
+            raise UsageError("inside a Slurm allocation but srun is not on PATH; give --mpiexec")
+        return [path, *slurm_env.srun_flags(vendor, args), *args, "-n", str(n)]
+    path = mpiexec or find_launcher(vendor)
+    if path is None:
+        raise UsageError(
+            f"no {vendor} mpiexec beside this Python or on PATH (mpiexec, or the vendor's mpiexec.NAME): give --mpiexec"
+        )
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise UsageError(f"--mpiexec {path}: no such executable")
+    if Path(path).name == "srun":
+        return [path, *slurm_env.srun_flags(vendor, args), *args, "-n", str(n)]
+    if vendor == "Open MPI" and "--oversubscribe" not in args and n > (os.cpu_count() or 1):
+        args.append("--oversubscribe")
+    return [path, *args, "-n", str(n)]

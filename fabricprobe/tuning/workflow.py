@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
+from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.sizes import format_size
 from fabricprobe.store import load_runs
 from fabricprobe.tuning.choose.rules import Table, choose
@@ -20,7 +21,7 @@ from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.emit import selection as emit_selection
 from fabricprobe.tuning.measure.before_after import before_after, speedups
-from fabricprobe.tuning.measure.launch import launcher, library_in_use
+from fabricprobe.tuning.measure.launch import library_in_use
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.library import DEFAULT, Library, names
 from fabricprobe.tuning.plan.openmpi_han import is_hierarchy

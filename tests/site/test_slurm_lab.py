@@ -184,7 +184,7 @@ from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.choose.rules import Decision, Range, Table
 from fabricprobe.tuning.plan.libraries import for_vendor
-from fabricprobe.tuning.measure.launch import launcher
+from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.tuning.verify.checks import verify
 
 out, planted = Path(sys.argv[1]), json.loads(sys.argv[2])
@@ -205,6 +205,7 @@ result = {"launcher": base, "files": sorted(p.name for p in out.iterdir())}
 for label, env in (("with", emitted.load_env), ("without", {})):
     checks = verify(table, library, env, base, scratch=str(out))
     result[label] = {f"{c.collective} {c.comm_size} {c.size}": c.status for c in checks}
+    result[label + " details"] = {f"{c.collective} {c.comm_size} {c.size}": c.detail for c in checks if c.detail}
 print(json.dumps(result))
 """
 
@@ -226,10 +227,11 @@ def test_a_planted_rule_is_verified_with_its_files_and_caught_without_them(clust
     result = json.loads(run.stdout.splitlines()[-1])
     assert Path(result["launcher"][0]).name == "srun", result["launcher"]
     ok = {"verified", "indistinguishable", "unverifiable"}  # unverifiable: no fingerprint, ran with the file
-    assert set(result["with"].values()) <= ok, result
+    said = json.dumps(result, indent=1)  # whole: pytest cuts a dict's repr to its first line
+    assert set(result["with"].values()) <= ok, said
     ((n, _),) = planted["allreduce"].items()
-    assert result["with"][f"allreduce {n} 1048576"] == "verified", result  # told apart from the default
-    assert result["without"][f"allreduce {n} 1048576"] == "MISMATCH", result
+    assert result["with"][f"allreduce {n} 1048576"] == "verified", said  # told apart from the default
+    assert result["without"][f"allreduce {n} 1048576"] == "MISMATCH", said
     if library.vendor == "MPICH":  # 4.0's JSON tree and its CVAR, written for the library installed
         assert any(n.endswith(".json") for n in result["files"]), result["files"]
     else:

@@ -14,13 +14,14 @@ from dataclasses import replace
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import EXIT_USAGE, UsageError
+from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.store import check_output_path
 from fabricprobe.tuning.choose.rules import MIN_GAIN
 from fabricprobe.tuning.economy import search as economy
 from fabricprobe.tuning.economy.replay import observations
 from fabricprobe.tuning.economy.rounds import round_line, screening
 from fabricprobe.tuning.economy.search import Grid, Key, Observation, State
-from fabricprobe.tuning.measure.launch import job_config, launcher, library_in_use, run_job
+from fabricprobe.tuning.measure.launch import job_config, library_in_use, run_job
 from fabricprobe.tuning.measure.onelaunch import (
     STATE_SUFFIX,
     Fallback,

@@ -13,19 +13,15 @@ library algorithm: one job measures its candidates at every density.
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
-from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import slurm_env
-from fabricprobe.mpienv.launcher import failure_message, find_launcher, run_launch, stream_launch
+from fabricprobe.mpienv.launcher import failure_message, run_launch, stream_launch
 from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.tuning.plan.library import DEFAULT, Variant
 from fabricprobe.tuning.plan.own import SPARSE
@@ -53,31 +49,6 @@ class Launch:
     returncode: int
     stderr_tail: str
     comm_sizes: tuple[int, ...] = ()
-
-
-def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
-    """The argv prefix that starts an n-rank job: `--mpiexec` when given; inside a Slurm allocation
-    (salloc, sbatch) srun, each job a step of the allocation, with the PMI the library speaks
-    (slurm.mpi_flag); else the library's own mpiexec (beside this Python, or on PATH by its vendor's
-    name: launcher.find_launcher)."""
-    args = shlex.split(extra)
-    if mpiexec is None and slurm_env.in_allocation():
-        path = shutil.which("srun")
-        if path is None:
-            raise UsageError("inside a Slurm allocation but srun is not on PATH; give --mpiexec")
-        return [path, *slurm_env.srun_flags(vendor, args), *args, "-n", str(n)]
-    path = mpiexec or find_launcher(vendor)
-    if path is None:
-        raise UsageError(
-            f"no {vendor} mpiexec beside this Python or on PATH (mpiexec, or the vendor's mpiexec.NAME): give --mpiexec"
-        )
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise UsageError(f"--mpiexec {path}: no such executable")
-    if Path(path).name == "srun":
-        return [path, *slurm_env.srun_flags(vendor, args), *args, "-n", str(n)]
-    if vendor == "Open MPI" and "--oversubscribe" not in args and n > (os.cpu_count() or 1):
-        args.append("--oversubscribe")
-    return [path, *args, "-n", str(n)]
 
 
 def with_ranks(base: list[str], n: int) -> list[str]:

@@ -113,7 +113,7 @@ def measure_one_launch(
     own: dict[str, list[str]] | None = None,
     progress=None,
 ) -> TuneSweep:
-    """`base` starts the job's n ranks (launch.launcher); `prior`: the runs a --resume continues
+    """`base` starts the job's n ranks (mpienv.launcher.launcher); `prior`: the runs a --resume continues
     (prior_runs). `timeout` is per variant (the one launch gets it times the variants it measures);
     progress(text) is told each launch."""
     own = own or {}

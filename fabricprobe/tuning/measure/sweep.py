@@ -10,7 +10,8 @@ import json
 
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import UsageError
-from fabricprobe.tuning.measure.launch import completed_launches, job_config, launcher, library_in_use, run_job
+from fabricprobe.mpienv.launcher import launcher
+from fabricprobe.tuning.measure.launch import completed_launches, job_config, library_in_use, run_job
 from fabricprobe.tuning.measure.onelaunch import TuneSweep, finish, measure_one_launch, prior_runs, runs_of
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.library import Library, Variant
