@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass, replace
 
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
-from fabricprobe.mpienv import slurm_env
-from fabricprobe.mpienv.launcher import failure_message, run_launch, stream_launch
+from fabricprobe.engine.jobs import job_file, run_fabricprobe
+from fabricprobe.mpienv.launcher import failure_message
 from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.tuning.plan.library import DEFAULT, Variant
 from fabricprobe.tuning.plan.own import SPARSE
@@ -75,28 +73,6 @@ def job_error(stderr: str) -> str:
     """What a failed job said: fabricprobe's own error line when there is one (the launcher's banner
     that follows it says only that a rank exited), else the library's own message."""
     return failure_message(stderr, 3)
-
-
-def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeout: float, on_line=None):
-    """Launch `fabricprobe ARGS` on the ranks `base` ("... -n N": launcher()) starts, with `env` added to
-    this environment; under srun the step fills the allocation's first nodes. Returns the finished
-    process (output captured; each stderr line also to on_line as it comes, when given) or raises
-    subprocess.TimeoutExpired."""
-    argv = [*base[:-2], *slurm_env.step_nodes(base[:-2], int(base[-1])), *base[-2:]]
-    argv += [sys.executable, "-m", "fabricprobe", *args]
-    full = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
-    if on_line is not None:
-        return stream_launch(argv, on_line, env=full, timeout=timeout)
-    return run_launch(argv, env=full, timeout=timeout)
-
-
-def job_file(output: str, content: str) -> str:
-    """A job's file, written beside the results file, not in /tmp: under Slurm every node may have a
-    /tmp of its own (the lab's do), and the ranks on other nodes must read it."""
-    folder = os.path.dirname(os.path.abspath(output))
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=".fabricprobe-job-", dir=folder, delete=False) as f:
-        f.write(content)
-    return f.name
 
 
 def run_variant(base: list[str], output: str, variant: Variant, config: SweepConfig, timeout: float) -> Launch:

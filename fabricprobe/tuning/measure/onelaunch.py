@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass, field, replace
 
 from fabricprobe.engine.config import SweepConfig
+from fabricprobe.engine.jobs import job_file, run_fabricprobe
 from fabricprobe.engine.switching import variant_of
 from fabricprobe.errors import EXIT_USAGE, UsageError
 from fabricprobe.store import ResultsWriter, check_output_path, load_runs
@@ -32,8 +33,6 @@ from fabricprobe.tuning.measure.launch import (
     completed_launches,
     job_config,
     job_error,
-    job_file,
-    run_fabricprobe,
     run_job,
     with_ranks,
 )
