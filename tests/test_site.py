@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fabricprobe.engine import jobs
 from fabricprobe.lab import launch, slurm
 from fabricprobe.lab.config import LabConfig
 from fabricprobe.mpienv import launcher as launcher_env
@@ -124,7 +125,7 @@ def test_a_smaller_step_fills_the_first_nodes_as_mpiexec_fills_slots(clean_env, 
     monkeypatch.setattr(fingerprint, "run_launch", lambda argv, **kw: seen.append(argv) or _Done())
     fingerprint.probe([srun, "--mpi=pmix"], 2, "allreduce", 8, "smoke", {})
     assert seen[-1][:6] == [srun, "--mpi=pmix", "-N", "1", "-n", "2"]
-    monkeypatch.setattr(measure, "run_launch", lambda argv, **kw: seen.append(argv) or _Done())
+    monkeypatch.setattr(jobs, "run_launch", lambda argv, **kw: seen.append(argv) or _Done())
     from fabricprobe.engine.config import SweepConfig
     from fabricprobe.tuning.plan.library import Variant
 
