@@ -231,6 +231,35 @@ def test_monitoring_joins_a_pml_include_list():
     assert "OMPI_MCA_pml" not in fingerprint.monitoring_env({}, "/x")
 
 
+CRASH = "error: [h:1] *** Process received signal *** / [h:1] Signal: Segmentation fault (11)"
+
+
+@pytest.mark.parametrize(
+    "answers, expected, launches",
+    [
+        ([CRASH, CRASH, "[[0, 1, 8, 1]]"], "[[0, 1, 8, 1]]", 3),  # the monitoring crashed twice, then ran
+        ([CRASH] * 5, CRASH, 3),  # a crash that repeats is the verdict
+        (["error: MPI_ERR_ARG", "[[0, 1, 8, 1]]"], "error: MPI_ERR_ARG", 1),  # any other failure stands at once
+    ],
+)
+def test_a_crashed_monitoring_probe_is_launched_again(monkeypatch, tmp_path, answers, expected, launches):
+    """Open MPI 4.1's pml monitoring now and then segfaults a job that does not crash again (the CI at
+    af00386 failed on one): a crashed probe is repeated, each time with a fresh folder."""
+    seen = []
+
+    def fake(argv, env, timeout, method, folder):
+        seen.append(folder)
+        return answers[len(seen) - 1]
+
+    monkeypatch.setattr(fingerprint, "_probe", fake)
+    assert fingerprint.probe(["mpiexec"], 2, "allreduce", 8, "monitor", {}, scratch=str(tmp_path)) == expected
+    assert len(seen) == launches and len(set(seen)) == launches
+    assert list(tmp_path.iterdir()) == []  # every attempt's folder removed
+    seen.clear()
+    assert fingerprint.probe(["mpiexec"], 2, "allreduce", 8, "trace", {}) == answers[0]  # the trace: no repeat
+    assert len(seen) == 1
+
+
 def test_mpi4py_built_for_another_library_is_named():
     prov = {"mpi_vendor": "MPICH", "mpi_version": "4.0.2", "mpi4py_built_for": "Open MPI 4.1.4"}
     assert "built for Open MPI 4.1.4 but loaded MPICH 4.0.2" in provenance.build_mismatch(prov)

@@ -64,15 +64,32 @@ def probe(
     argv = launcher + slurm_env.step_nodes(launcher, nranks) + ["-n", str(nranks)]
     argv += [sys.executable, "-m", "fabricprobe.tuning.verify.probe", collective, str(nbytes), method]
     full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
-    folder = None
-    if method.startswith("monitor"):
+    if not method.startswith("monitor"):
+        return _probe(argv, full_env, timeout, method, None)
+    for _ in range(MONITOR_ATTEMPTS):
         folder = Path(tempfile.mkdtemp(prefix=".fabricprobe-monitor-", dir=scratch))
-        full_env = monitoring_env(full_env, str(folder))
-    try:
-        return _probe(argv, full_env, timeout, method, folder)
-    finally:
-        if folder is not None:
+        try:
+            found = _probe(argv, monitoring_env(full_env, str(folder)), timeout, method, folder)
+        finally:
             shutil.rmtree(folder, ignore_errors=True)
+        if not crashed(found):
+            break
+    return found
+
+
+# Open MPI 4.1.4's pml monitoring now and then ends a job with a segmentation fault that the same job
+# does not repeat: in the lab under Slurm (2 × 2), 3 of 10 runs of the site test's planted-rule check
+# had one crashed probe among their dozen (once at 8 B, twice at 64 KiB, with the rules file), and 0 of
+# 200 probes crashed when run alone in a loop; the CI at af00386 failed on one. A crash says nothing of
+# the rule (the instrument failed), so a crashed monitoring probe is launched again, and only a crash
+# that repeats MONITOR_ATTEMPTS times is the verdict (han's own runs under monitoring crash every time:
+# method_for, _under_failed_monitoring).
+MONITOR_ATTEMPTS = 3
+
+
+def crashed(found: str) -> bool:
+    """Whether a probe's job died from a signal (the library's own "Process received signal" report)."""
+    return found.startswith("error") and ("received signal" in found or "Segmentation fault" in found)
 
 
 def second_call(two: str, one: str) -> str:
