@@ -23,11 +23,19 @@ def add_parser(sub: Any) -> None:
         "  fabricprobe compare ethernet.h5 omnipath.h5\n"
         "  fabricprobe compare r.h5:1 r.h5:2\n"
         "  fabricprobe compare r.h5@library r.h5@ring          # library vs hand-written\n"
-        "  fabricprobe compare t.h5@library:baseline t.h5@library:tuned",
+        "  fabricprobe compare t.h5@library:baseline t.h5@library:tuned\n\n"
+        "A run made by sweep --launches K stands for its group: each point's median over the\n"
+        "launches, held against the between-launch 95% interval (--one-launch: the run alone).",
     )
     p.add_argument("a", metavar="A", help="FILE[:RUN][@ALGORITHM] (RUN: id or -1 for the last)")
     p.add_argument("b", metavar="B", help="FILE[:RUN][@ALGORITHM]")
     p.add_argument("--collectives", metavar="LIST", help="only these collectives")
+    p.add_argument(
+        "--one-launch",
+        action="store_true",
+        help="a run of a launch group (sweep --launches) stands for itself, not for its group's median "
+        "over launches and between-launch interval",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(handler=run)
 
@@ -42,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from fabricprobe.sizes import format_size
 
     wanted = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives is not None else None
-    comp = compare(parse_side(args.a), parse_side(args.b), wanted)
+    comp = compare(parse_side(args.a, args.one_launch), parse_side(args.b, args.one_launch), wanted)
     lines = verdicts(comp)
     if args.format == "json":
         doc = {

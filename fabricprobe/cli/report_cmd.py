@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return _summary(args, runs, colls)
     if args.format == "table":
         from fabricprobe.console import make_console
+        from fabricprobe.report.launches import groups, render_launches
         from fabricprobe.report.tables import render_run
 
         if args.output:
@@ -89,6 +90,11 @@ def run(args: argparse.Namespace) -> int:
         console = make_console()
         for run in runs:
             render_run(run, console, colls)
+        every = load_runs(args.file)
+        shown = {r.id for r in runs}
+        for group in groups(every):  # a group any shown run belongs to, compared launch with launch
+            if shown & {r.id for r in group}:
+                render_launches(group, console)
         return 0
     if args.format == "nccl-tests":
         return _nccl_tests(args, runs, colls)

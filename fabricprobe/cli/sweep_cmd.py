@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -10,7 +11,7 @@ from fabricprobe import collectives
 from fabricprobe.choices import choice_list, list_items
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.console import warn_line
-from fabricprobe.engine.config import FULL, GROUPS, KNOWN, PAIRS, QUICK, SweepConfig
+from fabricprobe.engine.config import FULL, GROUPS, KNOWN, MAX_LAUNCHES, ORDERS, PAIRS, QUICK, SEED_MAX, SweepConfig
 from fabricprobe.engine.gpudirect import GPUDIRECT
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
 from fabricprobe.inputs import MAX_ITERATIONS, MAX_RANKS, MAX_SECONDS, real, real_type, whole_list, whole_type
@@ -174,12 +175,41 @@ def add_parser(sub: Any) -> None:
         "pages, as OMB and a plain C malloc get)",
     )
     t.add_argument(
+        "--order",
+        choices=ORDERS,
+        help="the points' order: fixed (communicator sizes outermost, sizes rising, algorithms innermost) "
+        "or random (each size's block of algorithms shuffled, from --seed); default fixed, random with --launches",
+    )
+    t.add_argument(
+        "--seed",
+        type=whole_type("--seed", 0, SEED_MAX),
+        default=-1,
+        metavar="N",
+        help="seed of the random order (default: drawn at the start and recorded with the run)",
+    )
+    t.add_argument(
         "--point-timeout",
         type=real_type("--point-timeout", 0, MAX_SECONDS),
         default=120.0,
         metavar="SECONDS",
         help="watchdog: abort the job when one point runs longer (0 = off)",
     )
+
+    k = p.add_argument_group("several launches (run this outside mpiexec: it launches the jobs; docs/methodology.md)")
+    k.add_argument(
+        "--launches",
+        type=whole_type("--launches", 1, MAX_LAUNCHES),
+        metavar="K",
+        help="launch the sweep K times, each launch a run in the file with its points in a random order; the "
+        "report shows the spread between launches beside the spread within one",
+    )
+    k.add_argument("-n", "--ranks", type=whole_type("-n", 1, MAX_RANKS), metavar="N", help="ranks per launch")
+    k.add_argument(
+        "--mpiexec",
+        metavar="PATH",
+        help="launcher (default: srun inside a Slurm allocation, else the library's mpiexec, beside Python or on PATH)",
+    )
+    k.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
 
     d = p.add_argument_group("device buffers (docs/gpu.md)")
     d.add_argument(
@@ -313,6 +343,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         stage_chunk=parse_size(args.stage_chunk),
         assume_cuda_aware=args.assume_cuda_aware,
         quick=args.quick,
+        order=args.order or ("random" if args.launches else "fixed"),
+        seed=args.seed,
     ).check()
 
 
@@ -322,6 +354,12 @@ def run(args: argparse.Namespace) -> int:
     from fabricprobe.report.tables import render_run
     from fabricprobe.store import load_runs, select_run
 
+    if args.launches is not None:
+        return _launches(args)
+    launch_options = (("-n", args.ranks), ("--mpiexec", args.mpiexec), ("--mpiexec-args", args.mpiexec_args))
+    given = [option for option, value in launch_options if value]
+    if given:
+        raise UsageError(f"{', '.join(given)} go with --launches K (this sweep runs under its own launcher)")
     if args.resume and args.output:
         raise UsageError("--resume continues a run in its own file; do not combine it with -o/--output")
     if args.run and not args.resume:
@@ -340,4 +378,41 @@ def run(args: argparse.Namespace) -> int:
         if outcome.failed:
             warn_line(f"{outcome.failed} point(s) failed validation or raised errors; exit status 1")
         print(f"fabricprobe: results in {outcome.path} (run {outcome.run_id})", file=sys.stderr, flush=True)
+    return outcome.exit_code
+
+
+def _launches(args: argparse.Namespace) -> int:
+    """sweep --launches K: launch the sweep K times from here (engine/launches.py), then report the
+    spread between launches."""
+    from fabricprobe.console import make_console
+    from fabricprobe.engine.launches import run_launches
+    from fabricprobe.mpienv.launcher import launched_by_mpiexec, launcher
+    from fabricprobe.mpienv.library import library_of_this_python
+    from fabricprobe.report.launches import group_of, render_launches
+    from fabricprobe.store import check_output_path, load_runs
+
+    if launched_by_mpiexec():
+        raise UsageError("--launches K launches the sweep K times itself: run it outside mpiexec/srun, with -n N")
+    if args.resume:
+        raise UsageError("--launches makes new runs; finish an interrupted one with --resume alone")
+    if args.ranks is None:
+        raise UsageError("--launches K needs -n N, the ranks of each launch")
+    config = build_config(args)
+    path = args.output or DEFAULT_OUTPUT
+    check_output_path(path)
+    base = launcher(args.mpiexec, args.mpiexec_args, args.ranks, library_of_this_python().vendor)
+    outcome = run_launches(config, path, args.launches, base)
+    for x in outcome.launches:
+        if x.error:
+            warn_line(f"launch {x.index + 1} (seed {x.seed}) ended with status {x.returncode}: {x.error}")
+    runs = load_runs(path) if os.path.exists(path) else []
+    mine = [r for r in runs if r.config.get("launch_group") == outcome.group]
+    if mine and not args.quiet:
+        render_launches(group_of(runs, mine[0]), make_console())
+    print(
+        f"fabricprobe: {len(mine)} launch(es) of group {outcome.group} in {path} "
+        f"(runs {', '.join(r.id for r in mine) or 'none'})",
+        file=sys.stderr,
+        flush=True,
+    )
     return outcome.exit_code

@@ -33,6 +33,9 @@ GROUPS = {
 }
 KNOWN = tuple(SPECS)
 PAIRS = ("intra", "inter", "all")
+ORDERS = ("fixed", "random")
+SEED_MAX = 2**32 - 1
+MAX_LAUNCHES = 1000
 
 # OMB's defaults: 1000 iterations / 100 warm-up up to 8 KiB, 100 / 10 above.
 VARIANT_MAX = 56  # "library:" + the name must fit the schema's 64-byte algorithm field
@@ -97,6 +100,14 @@ class SweepConfig:
     stage_chunk: int = 1 << 20  # bytes per chunk of the pipelined staging
     assume_cuda_aware: bool = False  # claim direct points although the library does not say it is CUDA-aware
     quick: bool = False
+    # The points' order: "fixed" (the plan's: communicator sizes outermost, algorithms innermost) or
+    # "random" (blocks of points shuffled with `seed`; -1: rank 0 draws one at the start, recorded)
+    order: str = "fixed"
+    seed: int = -1
+    # sweep --launches K: the K runs of one group (its name), and this run's place among them
+    launch_group: str = ""
+    launch_index: int = 0
+    launches: int = 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -140,6 +151,7 @@ class SweepConfig:
             ("--gpudirect", self.gpudirect, GPUDIRECT),
             ("--timer", self.timer, TIMERS),
             ("--thread-level", self.thread_level, THREAD_LEVELS),
+            ("--order", self.order, ORDERS),
         ):
             if value not in choices:
                 raise UsageError(f"invalid {option} {value!r}: choose from {', '.join(choices)}")
@@ -192,6 +204,11 @@ class SweepConfig:
             check_choices(list(self.library_variants), KNOWN, "collective")
             if self.library_variant:
                 raise UsageError("a run forces one library algorithm at launch or switches several, not both")
+        if self.launch_group and not (_variant_name(self.launch_group) and self.launch_index < self.launches):
+            raise UsageError(
+                f"invalid launch {self.launch_group!r} {self.launch_index} of {self.launches}: "
+                "a name of letters, digits, _ - . and an index below the count"
+            )
         if self.buffer != "host" and self.timer == "native":
             raise UsageError(
                 "--timer native cannot time device buffers: their copies and stream synchronisations "
@@ -264,6 +281,11 @@ _SCALARS = {
     "stage_chunk": int,
     "assume_cuda_aware": bool,
     "quick": bool,
+    "order": str,
+    "seed": int,
+    "launch_group": str,
+    "launch_index": int,
+    "launches": int,
 }
 _LISTS = {
     "collectives": str,
@@ -291,6 +313,9 @@ _COUNTS = (  # the largest values anyone means (10**12 iterations asked numpy fo
     ("root", 0, MAX_RANKS),
     ("point_timeout", 0, MAX_SECONDS),
     ("max_time", 0, MAX_SECONDS),
+    ("seed", -1, SEED_MAX),
+    ("launch_index", 0, MAX_LAUNCHES - 1),
+    ("launches", 1, MAX_LAUNCHES),
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field, replace
 
 from fabricprobe import collectives
@@ -135,7 +136,40 @@ def make_plan(config: SweepConfig, topo: Topology, timers: list[str]) -> tuple[l
             continue
         more, _ = _plan_for(config, topo, [], size, sub=size, first_index=len(points))
         points.extend(more)
+    if config.order == "random":
+        points = shuffled(points, config.seed)
     return points, notes
+
+
+def blocks(points: list[PlannedPoint]) -> list[list[PlannedPoint]]:
+    """The plan cut where the measured case changes: a block holds the points measured back to back on
+    purpose (every algorithm and transfer at one size; a reduction kernel and the copy it is read
+    against), which a random order keeps together so that their ratios still come from one machine
+    phase. A block's points share collective (or interleaved pair), communicator, datatype, mode, pair,
+    density and size."""
+    read_against = {s.name: s.interleave_with for s in SPECS.values() if s.interleave_with}
+    out: list[list[PlannedPoint]] = []
+    last = None
+    for p in points:
+        coll = read_against.get(p.collective, p.collective)
+        case = (coll, p.nranks, p.dtype, p.mode, p.pair, p.density, p.requested_bytes)
+        if case != last or p.collective == EMPTY:
+            out.append([])
+            last = case
+        out[-1].append(p)
+    return out
+
+
+def shuffled(points: list[PlannedPoint], seed: int) -> list[PlannedPoint]:
+    """The plan's blocks in a random order drawn from `seed` (the timer floor first, as always): two
+    sweeps with one seed measure in one order. Hunold & Carpen-Amarie (TPDS 2016) found the order of
+    measurement biases results (a size measured after a large one inherits its cache and network
+    state), so `--order random` with several launches spreads that bias over the launches instead of
+    building it into every one. Points keep their plan index (their identity in the run)."""
+    floor = [p for p in points if p.collective == EMPTY]
+    rest = blocks([p for p in points if p.collective != EMPTY])
+    random.Random(seed).shuffle(rest)
+    return floor + [p for block in rest for p in block]
 
 
 def _plan_for(

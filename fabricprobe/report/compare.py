@@ -9,6 +9,7 @@ from typing import Any
 
 from fabricprobe.errors import UsageError
 from fabricprobe.report.labels import speedup
+from fabricprobe.report.launches import aggregated_points, group_of
 from fabricprobe.stats import point_noise
 from fabricprobe.store import Run, load_runs, select_run
 from fabricprobe.store.schema import EMPTY, identity
@@ -19,11 +20,15 @@ class Side:
     label: str
     run: Run
     algorithm: str | None  # restrict to one algorithm (then algorithms are not matched)
+    # the run's launch group (sweep --launches) when it has several launches: the side is then the
+    # group, each point its median over launches with the between-launch interval (report/launches.py)
+    group: list[Run] = field(default_factory=list)
 
     def points(self, collectives: list[str] | None = None) -> list[dict[str, Any]]:
+        found = aggregated_points(self.group) if len(self.group) >= 2 else self.run.points
         return [
             p
-            for p in self.run.points
+            for p in found
             if p["status"] == "ok"
             and p["collective"] != EMPTY
             and (self.algorithm is None or p["algorithm"] == self.algorithm)
@@ -31,8 +36,9 @@ class Side:
         ]
 
 
-def parse_side(text: str) -> Side:
-    """FILE[:RUN][@ALGORITHM] — RUN an id or -1 (last); ALGORITHM e.g. library, ring, library:tuned."""
+def parse_side(text: str, one_launch: bool = False) -> Side:
+    """FILE[:RUN][@ALGORITHM] — RUN an id or -1 (last); ALGORITHM e.g. library, ring, library:tuned. A run
+    of a launch group with several launches in the file stands for its group unless `one_launch`."""
     path, _, algorithm = text.partition("@")
     run_id = None
     head, sep, tail = path.rpartition(":")
@@ -40,6 +46,9 @@ def parse_side(text: str) -> Side:
         path, run_id = head, tail
     runs = load_runs(path)
     run = select_run(runs, run_id, path)
+    group = [] if one_launch else group_of(runs, run)
+    if len(group) >= 2:
+        return Side(f"{text} ({len(group)} launches)", run, algorithm or None, group)
     return Side(text, run, algorithm or None)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.labels import OUTLIER_RATIO, run_window, title
+from fabricprobe.report.launches import group_json, groups
 from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
@@ -54,6 +55,9 @@ def to_json(runs: list[Run], collectives: list[str] | None = None) -> str:
             for run in runs
         ],
     }
+    found = groups(runs)
+    if found:
+        doc["launch_groups"] = [group_json(g, collectives) for g in found]
     return json.dumps(json_safe(doc), indent=1, sort_keys=False) + "\n"
 
 
