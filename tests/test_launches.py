@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from mpirun import error_lines, launcher, mpi_env, run_local
+from mpirun import error_lines, launcher, mpi_env, run_local, run_mpi
 from test_compare_plot import point as make_point
 
 from fabricprobe.engine.config import SweepConfig
@@ -185,6 +185,22 @@ def test_sweep_launches_k_runs_with_their_seeds_and_reports_the_group(tmp_path):
     assert all(math.isfinite(p["between_rel"]) for p in group["points"])
     compared = run_local(["compare", f"{out}:1", f"{out}:2", "--one-launch"])
     assert compared.returncode == 0 and "(2 launches)" not in compared.stdout
+
+
+@needs_mpi
+def test_a_random_order_without_a_seed_draws_one_on_rank_0_and_records_it(tmp_path):
+    """Every rank must measure the same order: rank 0 draws the seed, the run stores it, and the
+    measured order is the one the stored seed gives back."""
+    out = tmp_path / "r.h5"
+    args = ["sweep", "--order", "random", "-o", str(out), "--collectives", "allreduce,bcast"]
+    done = run_mpi(2, args + ["--sizes", "8,64,1K,8K", "--iters", "20", "--max-time", "0.05", "--quiet"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = load_runs(str(out))
+    config = SweepConfig.from_dict(run.config).check()
+    assert config.order == "random" and 0 <= config.seed < 2**32 and not config.launch_group
+    planned, _ = make_plan(config, _topo([2]), [])
+    measured = sorted((p for p in run.points if p["collective"] != "empty"), key=lambda p: p["started_unix"])
+    assert [p["key"] for p in measured] == [p.key for p in planned if p.collective != "empty"]
 
 
 @pytest.mark.parametrize(

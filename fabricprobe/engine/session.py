@@ -149,10 +149,10 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
             raise UsageError(f"the run used --thread-level {stored.thread_level}; resume it with the same level")
         config = stored
         warn(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
-    if config.order == "random" and config.seed < 0:  # rank 0's draw, stored with the run: reproducible
-        config = replace(config, seed=comm.bcast(secrets.randbits(32) if comm.rank == 0 else None, root=0))
     else:
         _root_decides(comm, lambda: (check_output_path(path), job.open_writer()))
+    if config.order == "random" and config.seed < 0:  # rank 0's draw, stored with the run: reproducible
+        config = replace(config, seed=comm.bcast(secrets.randbits(32) if comm.rank == 0 else None, root=0))
     if config.library_variants and job.switch is None:
         raise UsageError(
             "this run switches the library's algorithms at run time (tune-sweep's one launch): "
