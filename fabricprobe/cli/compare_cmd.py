@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -44,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from fabricprobe.console import make_console
+    from fabricprobe.report.bound import bound_of, fabric_of
     from fabricprobe.report.compare import compare, parse_side, verdicts
+    from fabricprobe.report.export import json_safe
     from fabricprobe.report.labels import run_window, title
     from fabricprobe.report.units import gbps, usec
     from fabricprobe.sizes import format_size
@@ -52,6 +55,13 @@ def run(args: argparse.Namespace) -> int:
     wanted = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives is not None else None
     comp = compare(parse_side(args.a, args.one_launch), parse_side(args.b, args.one_launch), wanted)
     lines = verdicts(comp)
+    fabrics = {"a": fabric_of(comp.a.run), "b": fabric_of(comp.b.run)}
+
+    def of_bound(side: str, point: dict) -> float:
+        """The point's % of its own run's bound (report/bound.py), NaN where it has none."""
+        found = bound_of(point, fabrics[side])
+        return found.percent_of(point["median_s"]) if found else math.nan
+
     if args.format == "json":
         doc = {
             "a": args.a,
@@ -69,11 +79,13 @@ def run(args: argparse.Namespace) -> int:
                     a_busbw_gbps=r.a["busbw_gbps"],
                     b_busbw_gbps=r.b["busbw_gbps"],
                     significant=r.significant,
+                    a_percent_of_bound=of_bound("a", r.a),
+                    b_percent_of_bound=of_bound("b", r.b),
                 )
                 for r in comp.rows
             ],
         }
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        sys.stdout.write(json.dumps(json_safe(doc), indent=1) + "\n")
         return 0
     console = make_console()
     for side, name in ((comp.a, "A"), (comp.b, "B")):
@@ -94,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         timers = [p["timer"] for r in rows for p in (r.a, r.b)]
         heading = title(f"[bold]{k['collective']}[/]", k, timers, run_window(comp.a.run.config))
         t = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
-        for col in ("size", "A median µs", "B median µs", "B's speedup (A / B)", "A busbw", "B busbw", "beyond noise"):
+        columns = ("size", "A median µs", "B median µs", "B's speedup (A / B)", "A busbw", "B busbw")
+        for col in (*columns, "A % bound", "B % bound", "beyond noise"):
             t.add_column(col, justify="right")
         for r in rows:
             colour = "" if not r.significant else ("green" if r.speedup > 1 else "red")
@@ -106,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
                 ratio,
                 gbps(r.a["busbw_gbps"]),
                 gbps(r.b["busbw_gbps"]),
+                *(_pct(of_bound(side, p)) for side, p in (("a", r.a), ("b", r.b))),
                 "yes" if r.significant else "no",
             )
         console.print(t)
@@ -115,3 +129,7 @@ def run(args: argparse.Namespace) -> int:
     if comp.only_a or comp.only_b:
         console.print(f"unmatched points: {len(comp.only_a)} only in A, {len(comp.only_b)} only in B")
     return 0
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0f}%" if math.isfinite(value) else "-"

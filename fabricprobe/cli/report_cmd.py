@@ -139,8 +139,10 @@ def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> i
     if args.format == "json":
         import json
 
+        from fabricprobe.report.bound import furthest
         from fabricprobe.report.export import json_safe
         from fabricprobe.report.summary import summarize
+        from fabricprobe.store.schema import identity
 
         doc = {
             "runs": [
@@ -151,6 +153,10 @@ def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> i
                     "cases": [
                         s.as_dict()
                         for s in summarize([p for p in r.points if colls is None or p["collective"] in colls])
+                    ],
+                    "furthest_from_bound": [
+                        {**identity(p)._asdict(), "median_s": p["median_s"], "percent_of_bound": pct}
+                        for p, pct in furthest(r, colls)
                     ],
                 }
                 for r in runs

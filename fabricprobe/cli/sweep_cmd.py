@@ -188,6 +188,12 @@ def add_parser(sub: Any) -> None:
         help="seed of the random order (default: drawn at the start and recorded with the run)",
     )
     t.add_argument(
+        "--no-bound-probe",
+        action="store_true",
+        help="skip the short point-to-point probe (latency 8 B, bw 1 MiB; about a second) that gives each "
+        "collective row its %% of bound when the sweep measures no point-to-point test",
+    )
+    t.add_argument(
         "--point-timeout",
         type=real_type("--point-timeout", 0, MAX_SECONDS),
         default=120.0,
@@ -344,6 +350,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         assume_cuda_aware=args.assume_cuda_aware,
         quick=args.quick,
         order=args.order or ("random" if args.launches else "fixed"),
+        bound_probe=not args.no_bound_probe,
         seed=args.seed,
     ).check()
 

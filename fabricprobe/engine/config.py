@@ -108,6 +108,9 @@ class SweepConfig:
     launch_group: str = ""
     launch_index: int = 0
     launches: int = 1
+    # the short point-to-point probe for the bound of each collective row (engine/bound_probe.py), made
+    # when the run measures no point-to-point test of its own; the sweep command turns it on
+    bound_probe: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -286,6 +289,7 @@ _SCALARS = {
     "launch_group": str,
     "launch_index": int,
     "launches": int,
+    "bound_probe": bool,
 }
 _LISTS = {
     "collectives": str,

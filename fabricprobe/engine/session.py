@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from fabricprobe.console import error_line, set_rank, warn_line
-from fabricprobe.engine import faults
+from fabricprobe.engine import bound_probe, faults
 from fabricprobe.engine.config import SweepConfig, differing_fields
 from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.gpudirect import direct_reason
@@ -230,6 +230,14 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     outcome = execute(
         config, MPI, comm, topo, writer, set(done) | job.skip, progress, device, job.switch, reports, served
     )
+    probe = {}
+    if outcome.exit_code != EXIT_INTERRUPTED and bound_probe.wanted(config, comm.size):
+        watch = Watchdog(config.point_timeout, comm.rank)
+        watch.arm("the bound probe (point-to-point latency and bandwidth)")
+        try:
+            probe = bound_probe.measure(config, MPI, comm, topo)
+        finally:
+            watch.stop()
     rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
     if writer is not None:
         writer.update_run(
@@ -239,6 +247,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
                 "notes": outcome.notes,
                 "rank0_peak_rss_mib": round(rss[0], 1),
                 "peak_rss_mib": round(max(rss), 1),
+                **({"bound_probe": probe} if probe else {}),
                 **({"runtime_switch": job.switch.record()} if job.switch is not None else {}),
             }
         )

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from fabricprobe.mpienv.datatypes import numpy_dtype
+from fabricprobe.report.bound import bound_of, fabric_of
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.labels import OUTLIER_RATIO, run_window, title
 from fabricprobe.report.launches import group_json, groups
@@ -38,6 +39,26 @@ def filtered(run: Run, collectives: list[str] | None) -> list[dict[str, Any]]:
     return [p for p in run.points if collectives is None or p["collective"] in collectives]
 
 
+BOUND_FIELDS = ("bound_s", "percent_of_bound")
+
+
+def with_bounds(run: Run, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The points with the lower bound of each collective row and its % (report/bound.py; NaN where
+    the row has none): computed from the run's own measures, not stored."""
+    fabric = fabric_of(run)
+    out = []
+    for p in points:
+        found = bound_of(p, fabric) if p["status"] == "ok" else None
+        out.append(
+            {
+                **p,
+                "bound_s": found.seconds if found else math.nan,
+                "percent_of_bound": found.percent_of(p["median_s"]) if found else math.nan,
+            }
+        )
+    return out
+
+
 def to_json(runs: list[Run], collectives: list[str] | None = None) -> str:
     doc = {
         "format": FORMAT,
@@ -50,7 +71,7 @@ def to_json(runs: list[Run], collectives: list[str] | None = None) -> str:
                 "status": run.status,
                 "config": run.config,
                 "provenance": {k: v for k, v in run.attrs.items() if k != _CONFIG_KEY},
-                "points": filtered(run, collectives),
+                "points": with_bounds(run, filtered(run, collectives)),
             }
             for run in runs
         ],
@@ -63,11 +84,11 @@ def to_json(runs: list[Run], collectives: list[str] | None = None) -> str:
 
 def to_csv(runs: list[Run], collectives: list[str] | None = None) -> str:
     out = io.StringIO()
-    fields = ["run"] + list(POINT_DTYPE.names)
+    fields = ["run"] + list(POINT_DTYPE.names) + list(BOUND_FIELDS)
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for run in runs:
-        for point in filtered(run, collectives):
+        for point in with_bounds(run, filtered(run, collectives)):
             writer.writerow({"run": run.id, **point})
     return out.getvalue()
 

@@ -106,7 +106,8 @@ def spreads(group: list[Run]) -> list[Spread]:
             continue
         noise = [point_noise(p) for p in found]
         out.append(Spread(first, [p["median_s"] for p in found], float(np.median(noise))))
-    return out
+    # the plan's order, whatever order the first launch measured in
+    return sorted(out, key=lambda s: tuple(str(v) for v in identity(s.point, ("bytes",))) + (s.point["bytes"],))
 
 
 def aggregated_points(group: list[Run]) -> list[dict[str, Any]]:
@@ -180,6 +181,11 @@ def _label(p: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def _ratio(ratio: float) -> str:
+    """Between over within; "> 100" where one launch's interval is below the timer's resolution."""
+    return "> 100" if ratio > 100 else f"{ratio:.1f}"
+
+
 def render_launches(group: list[Run], console: Console) -> None:
     """The between-launch table of one group, and its summary line."""
     found = spreads(group)
@@ -213,7 +219,7 @@ def render_launches(group: list[Run], console: Console) -> None:
             f"{usec(lo)}–{usec(hi)}",
             f"{100 * s.between:.1f}%",
             f"{100 * s.within:.1f}%",
-            f"{flag}{ratio:.1f}" + ("[/]" if flag else ""),
+            f"{flag}{_ratio(ratio)}" + ("[/]" if flag else ""),
         )
     console.print(t)
     wider = sum(1 for s in found if s.spread_ratio > 1)

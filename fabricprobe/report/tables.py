@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
+from fabricprobe.report.bound import describe, fabric_of, furthest, percents
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.kernels import kernel_tables
@@ -85,7 +86,14 @@ def _cost(a: dict[str, Any]) -> str:
     return "   ".join(parts)
 
 
-def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int, window: int = DEFAULT_WINDOW) -> Table:
+def series_table(
+    key: tuple,
+    rows: list[dict[str, Any]],
+    nranks: int,
+    window: int = DEFAULT_WINDOW,
+    of_bound: dict[int, float] | None = None,
+) -> Table:
+    """One series' table; `of_bound`: point index -> % of bound (report/bound.py), a column where any row has one."""
     collective = key[0]
     spec = SPECS.get(collective)
     heading = title(f"[bold]{collective}[/]", key._asdict(), (p["timer"] for p in rows), window)
@@ -100,6 +108,9 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int, window: in
     if sized:
         table.add_column("algbw GB/s", justify="right")
         table.add_column("busbw GB/s", justify="right")
+    bounded = of_bound is not None and any(p["index"] in of_bound for p in rows)
+    if bounded:
+        table.add_column("% bound", justify="right")
     table.add_column("#wrong", justify="right")
     table.add_column("iters", justify="right")
     outliers = False
@@ -117,6 +128,8 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int, window: in
             cells.append(percent(point_noise(p)))
         if sized:
             cells += [gbps(p["algbw_gbps"]), gbps(p["busbw_gbps"])]
+        if bounded:
+            cells.append(f"{of_bound[p['index']]:.0f}%" if p["index"] in of_bound else "")
         wrong = p["wrong"]
         cells.append("n/a" if wrong < 0 else (f"[bold red]{wrong}[/]" if wrong else "0"))
         stop = "" if p["stop_reason"] in ("converged", "fixed") else "*"
@@ -127,6 +140,7 @@ def series_table(key: tuple, rows: list[dict[str, Any]], nranks: int, window: in
         table.caption = (
             f"busbw = algbw × {spec.busbw_formula} = algbw × {factor:.3g} (n={nranks}); "
             "algbw = size / median; iteration time = slowest rank; * = time cap before CI target"
+            + ("\n% bound = the fabric's lower bound for the row / its median (100% = at the bound)" if bounded else "")
         )
         table.caption_justify = "left"
     if outliers:
@@ -155,9 +169,19 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     for case, by_algorithm in comparison_groups(points).items():
         console.print(comparison_table(case, by_algorithm, window))
         console.print()
+    of_bound = percents(run)
     for key, rows in group_series(points).items():
-        console.print(series_table(key, rows, key.nranks, window))
+        console.print(series_table(key, rows, key.nranks, window, of_bound))
         console.print()
+    far = furthest(run, collectives)
+    if far:
+        console.print(f"[bold]bound[/] ({describe(fabric_of(run))}; docs/methodology.md)")
+        console.print("furthest from their bound: " + "; ".join(f"{_row_name(p)} at {pct:.0f}%" for p, pct in far))
+
+
+def _row_name(p: dict[str, Any]) -> str:
+    name = p["collective"] + ("" if p["algorithm"] == "library" else f"/{p['algorithm']}")
+    return f"{name} {format_size(p['bytes'])} on {p['nranks']}" + (f" ({p['mode']})" if p["mode"] != "barrier" else "")
 
 
 def _case_title(case: dict[str, Any], window: int) -> str:
@@ -225,10 +249,17 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
             )
             or ("-" if len(s.algorithms) > 1 else "(one algorithm)"),
         )
+    far = furthest(run, collectives)
+    bound_line = (
+        "\nfurthest from their bound (lower bound / median): "
+        + "; ".join(f"{_row_name(p)} at {pct:.0f}%" for p, pct in far)
+        if far
+        else ""
+    )
     table.caption = (
         "latency: the baseline (the library's own) at the smallest size; n½: smallest size reaching half "
         "the peak busbw.\nA range goes to another algorithm only where its median's 95% CI lies wholly "
-        "below the baseline's (× = speedup over the baseline); crossovers likewise ignore noise."
+        "below the baseline's (× = speedup over the baseline); crossovers likewise ignore noise." + bound_line
     )
     table.caption_justify = "left"
     return table

@@ -195,6 +195,7 @@ JSON_ATTRS = (
     "runtime_switch",
     "tune_sweep",
     "watchdog",
+    "bound_probe",
 )
 
 

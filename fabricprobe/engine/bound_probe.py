@@ -1,0 +1,72 @@
+"""The short probe a sweep makes for the bound of its collective rows (report/bound.py) when it measured
+no point-to-point test of its own: OMB's latency at 8 B and bw at 1 MiB, on each pair kind the topology
+has (two ranks of one node; the first ranks of two nodes), and
+the reduction kernel's time per byte on rank 0 (numpy's add of two float32 vectors into a third, the
+work a node-local reduction step does).
+
+These are ordinary points, measured by the same engine as every other (engine/point.py), with a time
+budget of at most 0.3 s each; they are stored in the run's `bound_probe` attribute, not as its points,
+so a run's points stay the ones asked for. Measured here (Open MPI wheel, 2 ranks, 2 cores): about 1 s."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from fabricprobe.collectives.algorithm import LIBRARY
+from fabricprobe.engine.config import SweepConfig
+from fabricprobe.engine.plan import make_plan
+from fabricprobe.engine.point import run_point
+from fabricprobe.mpienv.topology import Topology
+from fabricprobe.specs import SPECS
+
+SIZES = [8, 1 << 20]
+KEPT = ("collective", "pair", "bytes", "median_s", "algbw_gbps", "status", "nranks")
+
+
+def wanted(config: SweepConfig, nranks: int) -> bool:
+    """Whether the run needs the probe: it measures collectives on 2 or more ranks and no
+    point-to-point test (tune-sweep's jobs, which set no bound_probe, never do)."""
+    if not config.bound_probe or nranks < 2:
+        return False
+    kinds = [SPECS[c] for c in config.collectives]
+    return any(not (s.pt2pt or s.local or s.sparse) for s in kinds) and not any(s.pt2pt for s in kinds)
+
+
+def measure(config: SweepConfig, MPI: Any, comm: Any, topo: Topology) -> dict[str, Any]:
+    """Every rank calls it; rank 0's answer: {"points": [...], "reduce_s_per_byte": γ}."""
+    probe = replace(
+        config,
+        collectives=["latency", "bw"],
+        algorithms=[LIBRARY],
+        sizes=SIZES,
+        comm_sizes=None,
+        points=None,
+        library_variant="",
+        library_variants=None,
+        order="fixed",
+        buffer="host",
+        max_time=min(config.max_time, 0.3),
+    )
+    planned, _ = make_plan(probe, topo, [])
+    rows = []
+    for point in planned:
+        row = run_point(point, probe, comm, MPI, topo).row  # None on ranks other than 0
+        if row is not None:
+            rows.append({k: row[k] for k in KEPT if k in row})
+    return {"points": rows, "reduce_s_per_byte": _reduce_time(SIZES[-1]) if comm.rank == 0 else 0.0}
+
+
+def _reduce_time(nbytes: int) -> float:
+    """Seconds per byte of out = a + b on float32 vectors of `nbytes` (the best of 5 calls)."""
+    count = max(nbytes // 4, 1024)
+    a, b, out = (np.ones(count, np.float32) for _ in range(3))
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        np.add(a, b, out=out)
+        best = min(best, time.perf_counter() - start)
+    return best / (count * 4)

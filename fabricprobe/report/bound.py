@@ -1,0 +1,209 @@
+"""How far a collective row is from what the fabric allows: a lower bound on its time from the same
+run's own measurements, and the row's "% of bound" (bound / measured median: 100% is at the bound).
+
+The bound of a collective on p ranks and S bytes (S as the row reports it: nccl-tests' size):
+
+    T ≥ ⌈lg N⌉·α_inter + (⌈lg p⌉ − ⌈lg N⌉)·α_intra            (latency)
+        + max(F(p)·S·β_intra, F(N)·S·β_inter)                   (bandwidth)
+        + (p−1)/p·S·γ                                           (reductions only)
+
+- Latency: what one rank knows can at most double in a round of messages, so every collective needs
+  ⌈lg p⌉ rounds (Thakur, Rabenseifner & Gropp 2005; Chan et al. 2007); with N nodes at least ⌈lg N⌉ of
+  them cross between nodes. A barrier is its latency term alone.
+- Bandwidth: F is the collective's nccl-tests bus-bandwidth factor (its spec's busbw_factor), which is
+  exactly the share of S that must pass through the busiest rank's link: 2(p−1)/p for allreduce (the
+  bound of Thakur et al. and Chan et al.), (p−1)/p for allgather, reduce_scatter and alltoall (each rank
+  must receive, or send, all but its own block), 1 for bcast and reduce (every non-root receives, or
+  the root takes in, all S). Across nodes the same holds with nodes for ranks: each node's link carries
+  F(N)·S. The larger of the two is the bound: they may overlap, so they are not added.
+- Computation: a reduction of p vectors combines (p−1)·S bytes, at best spread over the p ranks.
+
+α and β come from the run itself: its point-to-point points (the least latency for α, the best of OMB's
+windowed bandwidth for β), per pair kind (intra: two ranks of one node; inter: the
+first ranks of two nodes), or, where the sweep measured none, the short probe the sweep makes for this
+(engine/bound_probe.py, the same two tests). In the fabric lab the link's own rate caps β_inter (the
+bound is then the link: a lower bound takes the faster of the two). γ is the reduction kernel's time
+per byte: the run's reduce_local points, or the probe's. A term whose parameter the run lacks is left
+out, which keeps the bound a lower bound, and the row's formula says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from fabricprobe.specs import SPECS
+from fabricprobe.store import Run
+from fabricprobe.store.schema import EMPTY
+
+
+@dataclass(frozen=True)
+class Link:
+    latency_s: float  # α: half a round trip at the smallest size
+    seconds_per_byte: float  # β: 1 / bandwidth at the largest size
+    source: str  # where the two numbers come from, for the report
+
+
+@dataclass(frozen=True)
+class Fabric:
+    intra: Link | None
+    inter: Link | None
+    reduce_s_per_byte: float  # γ; 0 when the run has no measure of it
+    node_sizes: tuple[int, ...]  # ranks per node, in rank order (the world's)
+
+    def nodes_of(self, nranks: int) -> int:
+        """Nodes the first `nranks` ranks span (sub-communicators are prefixes of the world)."""
+        count, filled = 0, 0
+        for size in self.node_sizes:
+            if filled >= nranks:
+                break
+            count, filled = count + 1, filled + size
+        return max(count, 1)
+
+
+def lg(p: int) -> int:
+    return max(p - 1, 0).bit_length()  # ⌈log₂ p⌉, 0 at p = 1
+
+
+def _links(points: list[dict[str, Any]], source: str) -> dict[str, Link]:
+    """Per pair kind: α the least latency (its smallest size), β from the best bandwidth of the bw points
+    (else from the latency points' largest size): the fastest the run saw, so the bound stays below."""
+    out = {}
+    for pair in ("intra", "inter"):
+        lat = [p for p in points if p["collective"] == "latency" and p["pair"] == pair and p["median_s"] > 0]
+        bw = [p for p in points if p["collective"] == "bw" and p["pair"] == pair and p["algbw_gbps"] > 0]
+        if not lat:
+            continue
+        small = min(lat, key=lambda p: (p["median_s"], p["bytes"]))
+        alpha = small["median_s"]
+        if bw:
+            best = max(bw, key=lambda p: p["algbw_gbps"])
+            beta, how = 1.0 / (best["algbw_gbps"] * 1e9), f"bw {best['algbw_gbps']:.3g} GB/s at {best['bytes']} B"
+        else:
+            big = max(lat, key=lambda p: p["bytes"])
+            if big["bytes"] <= small["bytes"]:
+                continue
+            beta, how = max(big["median_s"] - alpha, 0.0) / big["bytes"], f"latency at {big['bytes']} B"
+        out[pair] = Link(alpha, beta, f"{source}: α {alpha * 1e6:.3g} µs at {small['bytes']} B, {how}")
+    return out
+
+
+def _gamma(points: list[dict[str, Any]], probe: dict[str, Any]) -> float:
+    kernels = [p for p in points if p["collective"] == "reduce_local" and p["median_s"] > 0 and p["bytes"] > 0]
+    if kernels:
+        big = max(kernels, key=lambda p: p["bytes"])
+        return big["median_s"] / big["bytes"]
+    return float(probe.get("reduce_s_per_byte") or 0.0)
+
+
+def fabric_of(run: Run) -> Fabric:
+    """The run's own α, β (intra, inter) and γ, and its placement."""
+    ok = [p for p in run.points if p["status"] == "ok" and p["collective"] != EMPTY]
+    probe = run.attrs.get("bound_probe") or {}
+    links = _links(ok, "this run's points")
+    for pair, link in _links(probe.get("points") or [], "the sweep's bound probe").items():
+        links.setdefault(pair, link)
+    rate = _lab_rate(run)
+    if rate and "inter" in links and 8.0 / rate < links["inter"].seconds_per_byte:
+        old = links["inter"]
+        links["inter"] = Link(old.latency_s, 8.0 / rate, old.source + f"; β the lab's link, {rate / 1e9:g} Gbit/s")
+    nodes = run.attrs.get("topology_ranks_per_node") or run.attrs.get("ranks_per_node") or []
+    if not nodes:
+        nodes = [int(run.attrs.get("nranks") or 1)]
+    return Fabric(links.get("intra"), links.get("inter"), _gamma(ok, probe), tuple(int(n) for n in nodes))
+
+
+def _lab_rate(run: Run) -> float:
+    """The lab's per-host link rate in bit/s (0: no lab, or unlimited)."""
+    spec = run.attrs.get("lab_spec") or ""
+    try:
+        return float(json.loads(spec).get("rate_bits") or 0) if spec else 0.0
+    except (ValueError, AttributeError):
+        return 0.0
+
+
+@dataclass(frozen=True)
+class Bound:
+    seconds: float
+    formula: str  # the terms used, with their values
+
+    def percent_of(self, median_s: float) -> float:
+        """The row's time as a share of what the fabric allows: bound / measured (100 = at the bound)."""
+        return 100.0 * self.seconds / median_s if median_s > 0 else math.nan
+
+
+def bound_of(point: dict[str, Any], fabric: Fabric) -> Bound | None:
+    """The lower bound of a collective row, None for rows that have none (point-to-point, kernels, sparse,
+    one rank) or whose links the run did not measure."""
+    spec = SPECS.get(point["collective"])
+    if spec is None or spec.pt2pt or spec.local or spec.sparse:
+        return None
+    p = int(point["nranks"])
+    if p < 2:
+        return None
+    nodes = fabric.nodes_of(p)
+    if nodes > 1 and fabric.inter is None:
+        return None  # across nodes without an inter-node measure nothing bounds the slow step
+    if nodes == 1 and fabric.intra is None:
+        return None
+    size = float(point["bytes"])
+    rounds, inter_rounds = lg(p), lg(nodes)
+    terms, seconds = [], 0.0
+    if fabric.inter is not None and inter_rounds:
+        seconds += inter_rounds * fabric.inter.latency_s
+        terms.append(f"{inter_rounds}·α_inter")
+    if fabric.intra is not None and rounds > inter_rounds:
+        seconds += (rounds - inter_rounds) * fabric.intra.latency_s
+        terms.append(f"{rounds - inter_rounds}·α_intra")
+    moved = []
+    if fabric.intra is not None:
+        moved.append((spec.busbw_factor(p) * size * fabric.intra.seconds_per_byte, "F(p)·S·β_intra"))
+    if nodes > 1:
+        moved.append((spec.busbw_factor(nodes) * size * fabric.inter.seconds_per_byte, "F(N)·S·β_inter"))
+    if size and moved:
+        most = max(moved)
+        seconds += most[0]
+        terms.append(most[1])
+    if spec.reduces and size and fabric.reduce_s_per_byte > 0:
+        seconds += (p - 1) / p * size * fabric.reduce_s_per_byte
+        terms.append("(p−1)/p·S·γ")
+    if seconds <= 0:
+        return None
+    return Bound(seconds, " + ".join(terms))
+
+
+def percents(run: Run) -> dict[int, float]:
+    """point index -> % of bound for every ok row of `run` that has a bound."""
+    fabric = fabric_of(run)
+    out = {}
+    for p in run.points:
+        if p["status"] != "ok":
+            continue
+        found = bound_of(p, fabric)
+        if found is not None:
+            out[p["index"]] = found.percent_of(p["median_s"])
+    return out
+
+
+def furthest(run: Run, collectives: list[str] | None = None, count: int = 3) -> list[tuple[dict[str, Any], float]]:
+    """The `count` ok rows furthest from their bound (lowest % of bound), with their %."""
+    found = percents(run)
+    rows = [
+        (p, found[p["index"]])
+        for p in run.points
+        if p["index"] in found and (collectives is None or p["collective"] in collectives)
+    ]
+    return sorted(rows, key=lambda row: row[1])[:count]
+
+
+def describe(fabric: Fabric) -> str:
+    """One line: the parameters the bounds use and where they come from."""
+    parts = []
+    for name, link in (("intra-node", fabric.intra), ("inter-node", fabric.inter)):
+        if link is not None:
+            parts.append(f"{name} α {link.latency_s * 1e6:.3g} µs, β 1/{1e-9 / link.seconds_per_byte:.3g} GB/s")
+    if fabric.reduce_s_per_byte > 0:
+        parts.append(f"γ 1/{1e-9 / fabric.reduce_s_per_byte:.3g} GB/s")
+    return "; ".join(parts) if parts else "no point-to-point measure in this run (no bound)"

@@ -1,0 +1,172 @@
+"""Each collective row against the fabric's lower bound (issue 36, point 1): the bound computed from
+planted latencies, bandwidths and reduction speed matches a hand calculation, on one node and across
+nodes, with the lab's link rate; rows without a bound have none; the report, the exports, the summary
+and compare carry it; a sweep without point-to-point tests makes its short probe."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from mpirun import launcher, run_local, run_mpi
+from test_compare_plot import point as make_point
+
+from fabricprobe.report.bound import Fabric, Link, bound_of, fabric_of, furthest, lg
+from fabricprobe.store import ResultsWriter, load_runs
+
+S = 1 << 20
+US = 1e-6
+
+
+def pt2pt(collective: str, pair: str, size: int, median: float, bw_gbps: float = 0.0, index: int = 100) -> dict:
+    p = make_point(index, size, median, collective=collective)
+    return {**p, "pair": pair, "algbw_gbps": bw_gbps or size / median / 1e9, "busbw_gbps": bw_gbps, "op": "none"}
+
+
+# intra: α 1 µs, best bandwidth 10 GB/s; inter: α 5 µs, 1 GB/s; the reduction kernel 20 GB/s
+PLANTED = [
+    pt2pt("latency", "intra", 8, 1 * US, index=100),
+    pt2pt("latency", "intra", S, 200 * US, index=101),
+    pt2pt("bw", "intra", 8, 8 * US, bw_gbps=0.5, index=102),
+    pt2pt("bw", "intra", S, 100 * US, bw_gbps=10.0, index=103),
+    pt2pt("latency", "inter", 8, 5 * US, index=104),
+    pt2pt("bw", "inter", S, 1000 * US, bw_gbps=1.0, index=105),
+    {**make_point(106, S, S / 20e9, collective="reduce_local"), "op": "sum"},
+]
+
+
+def _run(tmp_path, points: list[dict], attrs: dict | None = None):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "r.h5"
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 4, "mpi_vendor": "Open MPI", "topology": "2 × 2", "topology_ranks_per_node": [2, 2]})
+    for p in points:
+        w.append_point(p, None)
+    w.update_run({"status": "complete", **(attrs or {})})
+    w.close()
+    (run,) = load_runs(str(path))
+    return run
+
+
+def row(collective: str, nranks: int, size: int = S, median: float = 2000 * US) -> dict:
+    p = make_point(0, size, median, collective=collective, nranks=nranks)
+    return {**p, "op": "sum" if collective in ("allreduce", "reduce", "reduce_scatter") else "none"}
+
+
+def test_lg_is_the_ceiling_of_log2():
+    assert [lg(p) for p in (1, 2, 3, 4, 5, 8, 9)] == [0, 1, 2, 2, 3, 3, 4]
+
+
+def test_the_bound_matches_a_hand_calculation_on_one_node_and_across_two(tmp_path):
+    fabric = fabric_of(_run(tmp_path, PLANTED))
+    assert fabric.intra.latency_s == 1 * US and fabric.intra.seconds_per_byte == pytest.approx(1e-10)  # best bw
+    assert fabric.inter.latency_s == 5 * US and fabric.inter.seconds_per_byte == pytest.approx(1e-9)
+    assert fabric.reduce_s_per_byte == pytest.approx(1 / 20e9)
+    gamma = 1 / 20e9
+    # allreduce on 4 ranks of 2 nodes: 1 inter round, 1 intra round; the node link carries F(2)·S =
+    # S at 1 GB/s, more than each rank's 2·3/4·S at 10 GB/s; 3/4·S reduced
+    by_hand = 5 * US + 1 * US + max(1.5 * S * 1e-10, 1.0 * S * 1e-9) + 0.75 * S * gamma
+    found = bound_of(row("allreduce", 4), fabric)
+    assert found.seconds == pytest.approx(by_hand)
+    assert found.formula == "1·α_inter + 1·α_intra + F(N)·S·β_inter + (p−1)/p·S·γ"
+    assert found.percent_of(2000 * US) == pytest.approx(100 * by_hand / (2000 * US))
+    # the same on the first node's 2 ranks (a sub-communicator): intra only
+    two = bound_of(row("allreduce", 2), fabric)
+    assert two.seconds == pytest.approx(1 * US + 1.0 * S * 1e-10 + 0.5 * S * gamma)
+    assert bound_of(row("bcast", 4), fabric).seconds == pytest.approx(6 * US + S * 1e-9)
+    assert bound_of(row("allgather", 4), fabric).seconds == pytest.approx(6 * US + 0.5 * S * 1e-9)
+    assert bound_of(row("alltoall", 2), fabric).seconds == pytest.approx(1 * US + 0.5 * S * 1e-10)
+    barrier = bound_of({**row("barrier", 4, size=0), "bytes": 0}, fabric)
+    assert barrier.seconds == pytest.approx(6 * US) and barrier.formula == "1·α_inter + 1·α_intra"
+
+
+def test_a_link_rate_slower_than_the_measure_leaves_the_measure(tmp_path):
+    slow = fabric_of(_run(tmp_path, PLANTED, {"lab_spec": json.dumps({"rate_bits": 1e9})}))
+    assert slow.inter.seconds_per_byte == pytest.approx(1e-9)  # 1 Gbit/s is 0.125 GB/s: the measure is faster
+    assert "lab" not in slow.inter.source
+
+
+def test_a_link_rate_faster_than_the_measure_is_the_bound(tmp_path):
+    run = _run(tmp_path, PLANTED, {"lab_spec": json.dumps({"rate_bits": 16e9})})  # 2 GB/s
+    fabric = fabric_of(run)
+    assert fabric.inter.seconds_per_byte == pytest.approx(0.5e-9) and "the lab's link" in fabric.inter.source
+    assert bound_of(row("bcast", 4), fabric).seconds == pytest.approx(6 * US + S * 0.5e-9)
+
+
+def test_rows_without_a_bound(tmp_path):
+    fabric = fabric_of(_run(tmp_path, PLANTED))
+    for p in (pt2pt("latency", "intra", 8, US), row("allreduce", 1), {**row("sparse_allreduce", 4)}):
+        assert bound_of(p, fabric) is None
+    one_node = Fabric(Link(US, 1e-10, "x"), None, 0.0, (2, 2))
+    assert bound_of(row("allreduce", 4), one_node) is None  # across nodes with no inter-node measure
+    assert bound_of(row("allreduce", 2), one_node).seconds == pytest.approx(US + S * 1e-10)  # no γ: left out
+    nothing = fabric_of(_run(tmp_path / "n", [row("allreduce", 4)]))
+    assert nothing.intra is None and bound_of(row("allreduce", 4), nothing) is None
+
+
+def test_the_probe_stands_in_for_missing_point_to_point_points(tmp_path):
+    probe = {"points": [p for p in PLANTED if p["collective"] != "reduce_local"], "reduce_s_per_byte": 1 / 20e9}
+    with_probe = fabric_of(_run(tmp_path, [row("allreduce", 4, median=3000 * US)], {"bound_probe": probe}))
+    planted = fabric_of(_run(tmp_path / "p", PLANTED))
+    assert with_probe == Fabric(
+        Link(planted.intra.latency_s, planted.intra.seconds_per_byte, with_probe.intra.source),
+        Link(planted.inter.latency_s, planted.inter.seconds_per_byte, with_probe.inter.source),
+        planted.reduce_s_per_byte,
+        (2, 2),
+    )
+    assert "bound probe" in with_probe.intra.source
+
+
+def test_report_exports_summary_and_compare_carry_the_bound(tmp_path):
+    slow = row("allreduce", 4, median=4000 * US)
+    fast = {**row("allreduce", 4, size=S // 2, median=700 * US), "index": 1, "key": "half"}
+    run = _run(tmp_path / "d", [slow, fast] + PLANTED)
+    (far, pct), _ = furthest(run, ["allreduce"], count=2)
+    assert far["bytes"] == S and pct == pytest.approx(100 * bound_of(slow, fabric_of(run)).seconds / (4000 * US))
+    path = run.path
+    table = run_local(["report", path])
+    assert table.returncode == 0 and "% bound" in table.stdout and "furthest from their bound" in table.stdout
+    doc = json.loads(run_local(["report", path, "--format", "json"]).stdout)
+    got = {p["bytes"]: p["percent_of_bound"] for p in doc["runs"][0]["points"] if p["collective"] == "allreduce"}
+    assert got[S] == pytest.approx(pct)
+    assert all(p["percent_of_bound"] is None for p in doc["runs"][0]["points"] if p["collective"] == "latency")
+    rows = list(csv.DictReader(io.StringIO(run_local(["report", path, "--format", "csv"]).stdout)))
+    assert float(
+        next(r for r in rows if r["collective"] == "allreduce" and r["bytes"] == str(S))["percent_of_bound"]
+    ) == (pytest.approx(pct))
+    summary = json.loads(run_local(["report", path, "--summary", "--format", "json"]).stdout)
+    assert summary["runs"][0]["furthest_from_bound"][0]["bytes"] == S
+    compared = json.loads(run_local(["compare", path, path, "--format", "json"]).stdout)
+    assert next(r for r in compared["rows"] if r["bytes"] == S)["a_percent_of_bound"] == pytest.approx(pct)
+
+
+LAUNCHER = launcher()
+
+
+@pytest.mark.skipif(LAUNCHER is None, reason="needs an MPI wheel's mpiexec")
+def test_a_sweep_without_point_to_point_tests_probes_for_the_bound(tmp_path):
+    base = ["sweep", "--collectives", "allreduce", "--sizes", "8,64K", "--iters", "20", "--max-time", "0.05"]
+    done = run_mpi(2, [*base, "-o", str(tmp_path / "a.h5"), "--quiet"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = load_runs(str(tmp_path / "a.h5"))
+    probe = run.attrs["bound_probe"]
+    assert {(p["collective"], p["pair"], p["bytes"]) for p in probe["points"]} == {
+        ("latency", "intra", 8),
+        ("latency", "intra", 1 << 20),
+        ("bw", "intra", 8),
+        ("bw", "intra", 1 << 20),
+    }
+    assert probe["reduce_s_per_byte"] > 0 and all(p["status"] == "ok" for p in probe["points"])
+    assert {p["collective"] for p in run.points} == {"empty", "allreduce"}  # the run's points stay the ones asked
+    fabric = fabric_of(run)
+    assert all(bound_of(p, fabric) is not None for p in run.points if p["collective"] == "allreduce")
+    off = run_mpi(2, [*base, "-o", str(tmp_path / "b.h5"), "--quiet", "--no-bound-probe"])
+    assert off.returncode == 0 and "bound_probe" not in load_runs(str(tmp_path / "b.h5"))[0].attrs
+    own = run_mpi(
+        2,
+        ["sweep", "--collectives", "allreduce,latency", "--sizes", "8", "--iters", "20", "--quiet"]
+        + ["--max-time", "0.05", "-o", str(tmp_path / "c.h5")],
+    )
+    assert own.returncode == 0 and "bound_probe" not in load_runs(str(tmp_path / "c.h5"))[0].attrs
