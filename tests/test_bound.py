@@ -82,17 +82,19 @@ def test_the_bound_matches_a_hand_calculation_on_one_node_and_across_two(tmp_pat
     assert barrier.seconds == pytest.approx(6 * US) and barrier.formula == "1·α_inter + 1·α_intra"
 
 
-def test_a_link_rate_slower_than_the_measure_leaves_the_measure(tmp_path):
-    slow = fabric_of(_run(tmp_path, PLANTED, {"lab_spec": json.dumps({"rate_bits": 1e9})}))
-    assert slow.inter.seconds_per_byte == pytest.approx(1e-9)  # 1 Gbit/s is 0.125 GB/s: the measure is faster
-    assert "lab" not in slow.inter.source
-
-
-def test_a_link_rate_faster_than_the_measure_is_the_bound(tmp_path):
-    run = _run(tmp_path, PLANTED, {"lab_spec": json.dumps({"rate_bits": 16e9})})  # 2 GB/s
+def test_in_the_lab_the_link_rate_less_its_token_bucket_is_the_bound(tmp_path):
+    """The lab's links are tc token buckets: β_inter is the rate, and the bucket's burst (2 ms at the
+    rate, at least 32 KiB) passes at memory speed, so it is taken off the bytes that cross."""
+    run = _run(tmp_path, PLANTED, {"lab_spec": json.dumps({"rate_bits": 1e9})})
     fabric = fabric_of(run)
-    assert fabric.inter.seconds_per_byte == pytest.approx(0.5e-9) and "the lab's link" in fabric.inter.source
-    assert bound_of(row("bcast", 4), fabric).seconds == pytest.approx(6 * US + S * 0.5e-9)
+    assert fabric.inter.seconds_per_byte == pytest.approx(8e-9) and "token bucket" in fabric.inter.source
+    assert fabric.inter_burst_bytes == 250_000
+    by_hand = 6 * US + max(S * 1e-10, (S - 250_000) * 8e-9)
+    assert bound_of(row("bcast", 4), fabric).seconds == pytest.approx(by_hand)
+    small = bound_of(row("bcast", 4, size=65536), fabric)  # all of it inside the bucket: intra only
+    assert small.seconds == pytest.approx(6 * US + 65536 * 1e-10) and "β_intra" in small.formula
+    fast = fabric_of(_run(tmp_path / "f", PLANTED, {"lab_spec": json.dumps({"rate_bits": 0})}))  # unlimited
+    assert fast.inter.seconds_per_byte == pytest.approx(1e-9) and fast.inter_burst_bytes == 0
 
 
 def test_rows_without_a_bound(tmp_path):

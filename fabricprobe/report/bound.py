@@ -4,7 +4,7 @@ run's own measurements, and the row's "% of bound" (bound / measured median: 100
 The bound of a collective on p ranks and S bytes (S as the row reports it: nccl-tests' size):
 
     T ≥ ⌈lg N⌉·α_inter + (⌈lg p⌉ − ⌈lg N⌉)·α_intra            (latency)
-        + max(F(p)·S·β_intra, F(N)·S·β_inter)                   (bandwidth)
+        + max(F(p)·S·β_intra, (F(N)·S − burst)·β_inter)         (bandwidth; burst: the lab's token bucket)
         + (p−1)/p·S·γ                                           (reductions only)
 
 - Latency: what one rank knows can at most double in a round of messages, so every collective needs
@@ -21,8 +21,11 @@ The bound of a collective on p ranks and S bytes (S as the row reports it: nccl-
 α and β come from the run itself: its point-to-point points (the least latency for α, the best of OMB's
 windowed bandwidth for β), per pair kind (intra: two ranks of one node; inter: the
 first ranks of two nodes), or, where the sweep measured none, the short probe the sweep makes for this
-(engine/bound_probe.py, the same two tests). In the fabric lab the link's own rate caps β_inter (the
-bound is then the link: a lower bound takes the faster of the two). γ is the reduction kernel's time
+(engine/bound_probe.py, the same two tests). In the fabric lab, whose links are token buckets (tc
+tbf), β_inter is the link's rate and the bucket's burst (lab.network.tbf_burst: 250 kB at 1 Gbit/s) is
+taken off the bytes: a call that finds the bucket full passes that much at memory speed. Measured in the
+lab (2 × 2 at 1 Gbit/s) before this was taken into account: allreduce at 8–32 KiB ran at 104–112% of a
+bound that charged every byte at the rate. γ is the reduction kernel's time
 per byte: the run's reduce_local points, or the probe's. A term whose parameter the run lacks is left
 out, which keeps the bound a lower bound, and the row's formula says so.
 """
@@ -34,6 +37,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from fabricprobe.lab.network import tbf_burst
 from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
 from fabricprobe.store.schema import EMPTY
@@ -52,6 +56,7 @@ class Fabric:
     inter: Link | None
     reduce_s_per_byte: float  # γ; 0 when the run has no measure of it
     node_sizes: tuple[int, ...]  # ranks per node, in rank order (the world's)
+    inter_burst_bytes: int = 0  # the fabric lab's token bucket: bytes a link may pass above its rate
 
     def nodes_of(self, nranks: int) -> int:
         """Nodes the first `nranks` ranks span (sub-communicators are prefixes of the world)."""
@@ -105,14 +110,16 @@ def fabric_of(run: Run) -> Fabric:
     links = _links(ok, "this run's points")
     for pair, link in _links(probe.get("points") or [], "the sweep's bound probe").items():
         links.setdefault(pair, link)
-    rate = _lab_rate(run)
-    if rate and "inter" in links and 8.0 / rate < links["inter"].seconds_per_byte:
+    rate, burst = _lab_rate(run), 0
+    if rate and "inter" in links:
         old = links["inter"]
-        links["inter"] = Link(old.latency_s, 8.0 / rate, old.source + f"; β the lab's link, {rate / 1e9:g} Gbit/s")
+        burst = tbf_burst(rate)
+        note = f"; β the lab's link, {rate / 1e9:g} Gbit/s less its {burst} B token bucket"
+        links["inter"] = Link(old.latency_s, 8.0 / rate, old.source + note)
     nodes = run.attrs.get("topology_ranks_per_node") or run.attrs.get("ranks_per_node") or []
     if not nodes:
         nodes = [int(run.attrs.get("nranks") or 1)]
-    return Fabric(links.get("intra"), links.get("inter"), _gamma(ok, probe), tuple(int(n) for n in nodes))
+    return Fabric(links.get("intra"), links.get("inter"), _gamma(ok, probe), tuple(int(n) for n in nodes), burst)
 
 
 def _lab_rate(run: Run) -> float:
@@ -161,7 +168,9 @@ def bound_of(point: dict[str, Any], fabric: Fabric) -> Bound | None:
     if fabric.intra is not None:
         moved.append((spec.busbw_factor(p) * size * fabric.intra.seconds_per_byte, "F(p)·S·β_intra"))
     if nodes > 1:
-        moved.append((spec.busbw_factor(nodes) * size * fabric.inter.seconds_per_byte, "F(N)·S·β_inter"))
+        beyond = max(spec.busbw_factor(nodes) * size - fabric.inter_burst_bytes, 0.0)
+        name = "(F(N)·S − burst)·β_inter" if fabric.inter_burst_bytes else "F(N)·S·β_inter"
+        moved.append((beyond * fabric.inter.seconds_per_byte, name))
     if size and moved:
         most = max(moved)
         seconds += most[0]
