@@ -112,7 +112,8 @@ def add_parser(sub: Any) -> None:
         default="barrier",
         metavar="LIST",
         help="barrier: untimed barrier between calls (OMB/IMB comparable); loop: back-to-back calls "
-        "(nccl-tests comparable); or barrier,loop",
+        "(nccl-tests comparable); window: call i starts at t0 + i·w on every rank's synchronized clock "
+        "(ReproMPI; the latest rank's end minus the window's start); or a list, e.g. barrier,window,loop",
     )
     t.add_argument(
         "--iters",

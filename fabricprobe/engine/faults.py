@@ -10,6 +10,8 @@
                                                  error before its calls, as a library refusing it does
     FABRICPROBE_FAULT_READONLY=<variable>,...    tune-sweep takes these MPI_T control variables for
                                                  read-only (tuning.plan.switch)
+    FABRICPROBE_FAULT_LATE=<rank>:<k>            window mode: rank reaches every k-th window late (its
+                                                 start moved a second back: it finds it passed)
 
 They are read from the environment, so every run that uses them records them in its
 provenance (environment variables with the FABRICPROBE_ prefix are stored).
@@ -64,3 +66,13 @@ def hang_holding_the_interpreter_if_asked(phase: str, rank: int) -> None:
         libc = ctypes.PyDLL(None)
         while True:
             libc.sleep(3600)
+
+
+def late_windows(rank: int, starts: np.ndarray) -> np.ndarray:
+    """`starts` with every k-th window a second in the past on the planted rank (FABRICPROBE_FAULT_LATE)."""
+    target = _target("FABRICPROBE_FAULT_LATE")
+    if target is None or not target[0].isdigit() or int(target[0]) != rank or target[1] < 1:
+        return starts
+    out = starts.copy()
+    out[:: target[1]] -= 1.0
+    return out

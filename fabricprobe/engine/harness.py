@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from fabricprobe.engine import faults
 from fabricprobe.stats import median_ci_rel, per_iteration
+from fabricprobe.timing import loops, windows
 from fabricprobe.timing.batch import Batch
 
 STOP_CONVERGED = "converged"  # the median's CI became narrower than the target
@@ -46,6 +48,8 @@ class Measurement:
     stop_reason: str
     batches: int
     iterations: int
+    window_s: float = 0.0  # window mode: the last batch's window width
+    windows_missed: int = 0  # window mode: windows some rank reached late (left untimed on every rank)
 
 
 def _first_batch(budget: Budget, per_call: float) -> int:
@@ -61,12 +65,18 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
     from mpi4py import MPI
 
     wtime = MPI.Wtime
+    windowed = mode == loops.WINDOW
     t0 = wtime()
-    if budget.warmup > 0:
-        batch(np.empty(budget.warmup), mode)
+    if budget.warmup > 0 or windowed:  # window mode sizes its windows from the warm-up: at least one call
+        batch(np.empty(max(budget.warmup, 1)), loops.BARRIER if windowed else mode)
     per_call = (wtime() - t0) / max(budget.warmup, 1)
     # Every rank must size the batches the same way: agree on the slowest estimate.
-    per_call = comm.allreduce(per_call if budget.warmup > 0 else 0.0, op=MPI.MAX)
+    per_call = comm.allreduce(per_call if budget.warmup > 0 or windowed else 0.0, op=MPI.MAX)
+    clock = windows.clock() if windowed else None
+    if windowed and clock is None:
+        raise RuntimeError("window mode needs the sweep's synchronized clocks (timing.windows.set_clock)")
+    width = max(windows.WIDTH_FACTOR * per_call, windows.MIN_WIDTH)
+    missed = 0
 
     cap = iteration_cap(budget, comm.size)
     n = min(_first_batch(budget, per_call), cap)
@@ -78,19 +88,33 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
     reason = STOP_FIXED
     while n > 0:
         local = np.full(n, np.nan)  # a slot a loop does not write reads as "not timed", never as stale memory
+        if windowed:  # every rank's clock reading for the same global moments
+            windows.refresh(comm, clock)
+            first = comm.bcast(clock.now() + max(windows.LEAD, width) if root else None, root=0)
+            local = faults.late_windows(comm.rank, clock.starts(first, width, n))
         batch(local, mode)
         gathered = np.empty((comm.size, n)) if root else None
         comm.Gather(local, gathered, root=0)
         total += n
         batches += 1
         next_n = 0
+        if root and windowed:
+            late = np.isnan(gathered).any(axis=0)  # a window some rank reached late: untimed on every rank
+            gathered[:, late] = np.nan
+            missed += int(late.sum())
+            if late.mean() > windows.MISSED_MAX:
+                width *= 2
+        if windowed:
+            width = comm.bcast(width, root=0)
         if root:
             chunks.append(gathered.T)
             times.append(per_iteration(gathered.T))  # decide on these, never re-reducing all samples
             next_n, reason = _decide(np.concatenate(times), budget, total, wtime() - started, cap)
         n, reason = comm.bcast((next_n, reason), root=0)
     samples = np.ascontiguousarray(np.concatenate(chunks)) if root else None
-    return Measurement(samples=samples, stop_reason=reason, batches=batches, iterations=total)
+    if windowed:
+        missed = comm.bcast(missed, root=0)
+    return Measurement(samples, reason, batches, total, width if windowed else 0.0, missed)
 
 
 def _decide(times: np.ndarray, budget: Budget, total: int, elapsed: float, cap: int) -> tuple[int, str]:

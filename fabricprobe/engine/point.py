@@ -304,6 +304,8 @@ def run_point(
             iterations=measurement.iterations,
             batches=measurement.batches,
             stop_reason=measurement.stop_reason,
+            window_s=measurement.window_s,
+            windows_missed=measurement.windows_missed,
             algbw_gbps=algbw,
             busbw_gbps=busbw,
             status=POINT_WRONG if totals[0] > 0 else POINT_OK,

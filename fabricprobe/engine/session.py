@@ -31,6 +31,7 @@ from fabricprobe.mpienv.init import init_mpi
 from fabricprobe.mpienv.launcher import env_rank, env_size, launched_by_mpiexec
 from fabricprobe.store import ResultsWriter, check_output_path, check_results_file, load_runs, select_run
 from fabricprobe.store.schema import STATUS_ABORTED, STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_RUNNING
+from fabricprobe.timing import windows
 
 
 @dataclass
@@ -224,12 +225,15 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         device = DeviceContext(memory, reason, config.stage_chunk)
         if writer is not None and reason and config.gpudirect != "off":
             warn(f"GPUDirect points will be recorded as not runnable: {reason}")
+    sync = _synchronize_clocks(config, MPI, comm) if "window" in config.modes else None
     job.setup_done()  # the points have their own watchdog
     reports = f"{path}.watchdog-{provenance.utc_now().replace(':', '')}"  # where each rank reports a hang
     reports = comm.bcast(reports, root=0)
     outcome = execute(
         config, MPI, comm, topo, writer, set(done) | job.skip, progress, device, job.switch, reports, served
     )
+    if sync is not None:
+        sync.update(_residual_at_end(MPI, comm, sync))
     probe = {}
     if outcome.exit_code != EXIT_INTERRUPTED and bound_probe.wanted(config, comm.size):
         watch = Watchdog(config.point_timeout, comm.rank)
@@ -248,10 +252,42 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
                 "rank0_peak_rss_mib": round(rss[0], 1),
                 "peak_rss_mib": round(max(rss), 1),
                 **({"bound_probe": probe} if probe else {}),
+                **({"clock_sync": sync} if sync is not None else {}),
                 **({"runtime_switch": job.switch.record()} if job.switch is not None else {}),
             }
         )
     return SessionOutcome(outcome.exit_code, path, run_id, outcome.failed, comm.rank == 0)
+
+
+def _synchronize_clocks(config: SweepConfig, MPI: Any, comm: Any) -> dict:
+    """Window mode: every rank's clock mapped onto rank 0's (timing/windows.py), and what that left:
+    the residual offset per rank right after it. Rank 0's record (other ranks': {})."""
+    started = MPI.Wtime()
+    model, history = windows.synchronize(comm, MPI.Wtime)
+    clock = windows.WindowClock(MPI.Wtime, model, history=history)
+    clock.fitted_at = clock.now()
+    windows.set_clock(clock)
+    after = windows.residuals(comm, MPI.Wtime, model)
+    drifts = comm.gather(model.b * 1e6, root=0)
+    if comm.rank != 0:
+        return {}
+    return {
+        "method": "Jones & Koenig linear model against rank 0: 8 fitpoints of 20 ping-pongs over 0.5 s, "
+        "then one of 10 before each batch of windows (the line through the last 64)",
+        "seconds": MPI.Wtime() - started,
+        "drift_ppm": drifts,
+        "residual_after_sync_s": after,
+    }
+
+
+def _residual_at_end(MPI: Any, comm: Any, sync: dict) -> dict:
+    """The residual offsets again after the sweep, and how long after the synchronization."""
+    clock = windows.clock()
+    after = MPI.Wtime() - clock.model.to_local(clock.fitted_at)
+    found = windows.residuals(comm, MPI.Wtime, clock.model)
+    drifts = comm.gather(clock.model.b * 1e6, root=0)
+    windows.set_clock(None)
+    return {"residual_at_end_s": found, "end_after_s": after, "drift_ppm_at_end": drifts} if comm.rank == 0 else {}
 
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -56,6 +56,14 @@ def run_header(run: Run) -> Panel:
     if cost:
         lines.append(cost)
     lines += served_lines(run)
+    sync = a.get("clock_sync") or {}
+    if sync:
+        worst = lambda key: max((abs(x) for x in sync.get(key) or [0.0]), default=0.0) * 1e6  # noqa: E731
+        lines.append(
+            f"clock sync (window mode): residual {worst('residual_after_sync_s'):.3g} µs after it, "
+            f"{worst('residual_at_end_s'):.3g} µs at the end ({sync.get('end_after_s', 0):.0f} s later); "
+            f"drift up to {max((abs(d) for d in sync.get('drift_ppm') or [0.0]), default=0.0):.3g} ppm"
+        )
     floors = [p for p in run.points if p["collective"] == EMPTY and p["status"] == "ok"]
     if floors:
         text = ", ".join(
@@ -147,6 +155,15 @@ def series_table(
         table.caption = (
             table.caption + "\n" if table.caption else ""
         ) + f"† mean above {OUTLIER_RATIO} × median: outliers dominate the mean (and OMB's Avg, a mean)"
+        table.caption_justify = "left"
+    windowed = [p for p in rows if p.get("window_s", 0) > 0]
+    if windowed:
+        widths = [p["window_s"] * 1e6 for p in windowed]
+        missed = sum(p["windows_missed"] for p in windowed)
+        table.caption = (table.caption + "\n" if table.caption else "") + (
+            f"window mode: call i starts at t0 + i·w on every rank's synchronized clock, w {min(widths):.3g}–"
+            f"{max(widths):.3g} µs; {missed} window(s) some rank reached late, left untimed"
+        )
         table.caption_justify = "left"
     reasons = sorted({p["note"] for p in rows if p["status"] == "not_runnable"})
     if reasons:

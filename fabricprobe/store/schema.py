@@ -149,6 +149,17 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
     ("warmup", "i4", "untimed warm-up iterations"),
     ("batches", "i4", "timed batches (adaptive repetition)"),
     ("stop_reason", "S16", "converged, time_cap, iteration_cap or fixed"),
+    (
+        "window_s",
+        "f8",
+        "window mode: the width w of the windows (call i starts at t0 + i·w on every rank); 0 otherwise",
+    ),
+    (
+        "windows_missed",
+        "i8",
+        "window mode: windows some rank reached after their start, left untimed on every rank (counted in "
+        "iterations, not in the statistics); 0 otherwise",
+    ),
     ("min_s", "f8", "fastest iteration (iteration time = max over ranks)"),
     ("median_s", "f8", "median iteration"),
     ("mean_s", "f8", "mean iteration"),
@@ -196,6 +207,7 @@ JSON_ATTRS = (
     "tune_sweep",
     "watchdog",
     "bound_probe",
+    "clock_sync",
 )
 
 

@@ -3,7 +3,12 @@
 Every loop fills `out` with one duration per iteration on this rank, in seconds:
 - BARRIER mode: untimed MPI_Barrier, then one timed call (OMB/IMB comparable);
 - LOOP mode: one barrier, then back-to-back calls, each iteration timed from the previous
-  one's end (nccl-tests / OMB-Py comparable).
+  one's end (nccl-tests / OMB-Py comparable);
+- WINDOW mode (ReproMPI's windows, timing/windows.py): `out[i]` holds, on entry, the moment on this
+  rank's clock at which call i starts on every rank (the same global time, through the clock model);
+  the rank waits for it, calls, and writes the time from that moment to its end. A rank that reaches
+  the moment late still calls (every rank makes every call) and writes NaN: the window is missed, and
+  the harness leaves it untimed on every rank.
 Native loops return 0 or the first non-zero MPI error code; the Python ones raise.
 """
 
@@ -16,7 +21,8 @@ from numba import njit
 
 BARRIER = 0
 LOOP = 1
-MODES = {"barrier": BARRIER, "loop": LOOP}
+WINDOW = 2
+MODES = {"barrier": BARRIER, "loop": LOOP, "window": WINDOW}
 
 _TAG_DATA = 17
 _TAG_ACK = 18
@@ -34,6 +40,16 @@ def native_timed_calls(wtime, barrier, comm, call, args, mode, out):  # pragma: 
             t0 = wtime()
             rc = call(*args)
             out[i] = wtime() - t0
+            if rc != 0:
+                return rc
+    elif mode == WINDOW:
+        for i in range(n):
+            start = out[i]
+            late = wtime() > start
+            while wtime() < start:
+                pass
+            rc = call(*args)
+            out[i] = np.nan if late else wtime() - start
             if rc != 0:
                 return rc
     else:
@@ -59,6 +75,13 @@ def native_empty(wtime, barrier, comm, mode, out):  # pragma: no cover - compile
     for i in range(out.size):
         if mode == BARRIER:
             barrier(comm)
+        if mode == WINDOW:
+            start = out[i]
+            late = wtime() > start
+            while wtime() < start:
+                pass
+            out[i] = np.nan if late else wtime() - start
+            continue
         t0 = wtime()
         out[i] = wtime() - t0
     return 0
@@ -156,6 +179,14 @@ def python_timed_calls(
             t0 = wtime()
             call()
             out[i] = wtime() - t0
+    elif mode == WINDOW:
+        for i in range(n):
+            start = out[i]
+            late = wtime() > start
+            while wtime() < start:
+                pass
+            call()
+            out[i] = np.nan if late else wtime() - start
     else:
         barrier()
         prev = wtime()
