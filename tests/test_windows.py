@@ -98,3 +98,18 @@ def test_a_sweep_in_window_mode_counts_the_windows_a_rank_missed(tmp_path):
         # and any other a rank reached late by itself (2 ranks and mpiexec on 2 cores: a few per batch)
         assert p["windows_missed"] == int(untimed.sum()) >= 10
         assert p["window_s"] > 0
+
+
+@needs_mpi
+def test_a_point_whose_every_window_was_missed_is_not_runnable(tmp_path):
+    """Nothing timed is no measurement: a rank late for every window (FABRICPROBE_FAULT_LATE=1:1, as 4
+    ranks on 2 cores nearly are) makes the point not runnable, with why, not a row of NaN called ok."""
+    out = tmp_path / "w.h5"
+    args = ["sweep", "--mode", "window", "--collectives", "allreduce", "--sizes", "8", "--quiet", "-o", str(out)]
+    done = run_mpi(
+        2, args + ["--iters", "20", "--ci-target", "0", "--no-bound-probe"], env={"FABRICPROBE_FAULT_LATE": "1:1"}
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (point,) = [p for p in load_runs(str(out))[0].points if p["collective"] == "allreduce"]
+    assert point["status"] == "not_runnable" and point["windows_missed"] == 20
+    assert "every one of the 20 windows late" in point["note"]

@@ -311,5 +311,13 @@ def run_point(
             status=POINT_WRONG if totals[0] > 0 else POINT_OK,
             note=note,
         )
+        if measurement.windows_missed >= measurement.iterations > 0 and row["status"] == POINT_OK:
+            # no window was kept on every rank: nothing timed (ranks that share cores are descheduled
+            # for longer than a window: 4 or 8 ranks on 2 cores missed every window here)
+            row.update(
+                status=POINT_NOT_RUNNABLE,
+                note=f"window mode: some rank reached every one of the {measurement.iterations} windows late "
+                f"(w up to {measurement.window_s * 1e6:.3g} µs); nothing was timed",
+            )
     row["duration_s"] = time.time() - started
     return PointResult(row, samples, any_failed)

@@ -210,6 +210,12 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
             else:  # the fabric lab: emulated nodes share one machine's cores
                 where = f"{comm.size} ranks on this machine's {os.cpu_count()} cores (emulated nodes)"
             warn(f"oversubscribed: {where}; times will include scheduler waits")
+            if "window" in config.modes:
+                warn(
+                    "window mode needs a core per rank: ranks that share cores are descheduled for longer "
+                    "than a window (4 ranks on 2 cores missed 73-100% of their windows); missed windows "
+                    "are not timed"
+                )
         if "disagrees" in prov["placement_check"]:
             warn(f"the launcher's placement and the shared-memory nodes differ: {prov['placement_check']}")
         if provenance.build_mismatch(prov):
