@@ -185,6 +185,8 @@ def test_sweep_launches_k_runs_with_their_seeds_and_reports_the_group(tmp_path):
     assert all(math.isfinite(p["between_rel"]) for p in group["points"])
     compared = run_local(["compare", f"{out}:1", f"{out}:2", "--one-launch"])
     assert compared.returncode == 0 and "(2 launches)" not in compared.stdout
+    grouped = json.loads(run_local(["compare", f"{out}:1", f"{out}:2", "--format", "json"]).stdout)
+    assert (grouped["a_launches"], grouped["b_launches"]) == (2, 2)
 
 
 @needs_mpi

@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         doc = {
             "a": args.a,
             "b": args.b,
+            "a_launches": max(len(comp.a.group), 1),  # several: each row's median over the launches
+            "b_launches": max(len(comp.b.group), 1),
             "mismatches": comp.mismatches,
             "verdicts": lines,
             "only_a": len(comp.only_a),
