@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fabricprobe.mpienv.datatypes import BYTE, NO_OP
+from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import OMB_WINDOW
 from fabricprobe.store.schema import PAIR_LABELS
@@ -78,3 +79,18 @@ def describe(what: Mapping[str, Any], timers: Iterable[str] = (), window: int = 
 def title(head: str, what: Mapping[str, Any], timers: Iterable[str] = (), window: int = DEFAULT_WINDOW) -> str:
     """ "HEAD · algorithm · … · N ranks": every table's title, so that none leaves out what it measured."""
     return " · ".join([head, *describe(what, timers, window)])
+
+
+def row_name(p: Mapping[str, Any]) -> str:
+    """One stored point in a line of text, for lists of rows (the bound's furthest rows, launch groups):
+    collective/algorithm, size where it has one, pair kind, ranks, and a mode other than barrier."""
+    parts = [p["collective"] + ("" if p["algorithm"] == "library" else f"/{p['algorithm']}")]
+    spec = SPECS.get(p["collective"])
+    if spec is None or spec.sized:
+        parts.append(format_size(p["bytes"]))
+    if p.get("pair"):
+        parts.append(p["pair"])
+    parts.append(f"on {p['nranks']}")
+    if p["mode"] != "barrier":
+        parts.append(f"({p['mode']})")
+    return " ".join(parts)

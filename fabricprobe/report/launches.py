@@ -24,9 +24,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from fabricprobe.report.labels import row_name
 from fabricprobe.report.units import usec
-from fabricprobe.sizes import format_size
-from fabricprobe.specs import SPECS
 from fabricprobe.stats import median_ci_exact, point_noise, rel_halfwidth
 from fabricprobe.store import Run
 from fabricprobe.store.schema import EMPTY, identity
@@ -168,19 +167,6 @@ def missing(group: list[Run]) -> int:
     return len(set().union(*keys) - set.intersection(*keys)) if keys else 0
 
 
-def _label(p: dict[str, Any]) -> str:
-    parts = [p["collective"]]
-    if p["algorithm"] != "library":
-        parts[0] += f"/{p['algorithm']}"
-    if SPECS[p["collective"]].sized:
-        parts.append(format_size(p["bytes"]))
-    if p["pair"]:
-        parts.append(p["pair"])
-    if p["mode"] != "barrier":
-        parts.append(f"({p['mode']})")
-    return " ".join(parts)
-
-
 def _ratio(ratio: float) -> str:
     """Between over within; "> 100" where one launch's interval is below the timer's resolution."""
     return "> 100" if ratio > 100 else f"{ratio:.1f}"
@@ -214,7 +200,7 @@ def render_launches(group: list[Run], console: Console) -> None:
         ratio = s.spread_ratio
         flag = "[yellow]" if ratio > 1 else ""
         t.add_row(
-            _label(s.point) + (f" on {s.point['nranks']}" if s.point["nranks"] else ""),
+            row_name(s.point),
             usec(s.median),
             f"{usec(lo)}–{usec(hi)}",
             f"{100 * s.between:.1f}%",

@@ -15,7 +15,7 @@ from fabricprobe.report.bound import describe, fabric_of, furthest, percents
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.kernels import kernel_tables
-from fabricprobe.report.labels import DEFAULT_WINDOW, OUTLIER_RATIO, run_window, timer_label, title
+from fabricprobe.report.labels import DEFAULT_WINDOW, OUTLIER_RATIO, row_name, run_window, timer_label, title
 from fabricprobe.report.served import served_lines
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
@@ -193,12 +193,7 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     far = furthest(run, collectives)
     if far:
         console.print(f"[bold]bound[/] ({describe(fabric_of(run))}; docs/methodology.md)")
-        console.print("furthest from their bound: " + "; ".join(f"{_row_name(p)} at {pct:.0f}%" for p, pct in far))
-
-
-def _row_name(p: dict[str, Any]) -> str:
-    name = p["collective"] + ("" if p["algorithm"] == "library" else f"/{p['algorithm']}")
-    return f"{name} {format_size(p['bytes'])} on {p['nranks']}" + (f" ({p['mode']})" if p["mode"] != "barrier" else "")
+        console.print("furthest from their bound: " + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in far))
 
 
 def _case_title(case: dict[str, Any], window: int) -> str:
@@ -269,7 +264,7 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
     far = furthest(run, collectives)
     bound_line = (
         "\nfurthest from their bound (lower bound / median): "
-        + "; ".join(f"{_row_name(p)} at {pct:.0f}%" for p, pct in far)
+        + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in far)
         if far
         else ""
     )
