@@ -80,7 +80,7 @@ def probe(
 # Open MPI 4.1.4's pml monitoring now and then ends a job with a segmentation fault that the same job
 # does not repeat: in the lab under Slurm (2 × 2), 3 of 10 runs of the site test's planted-rule check
 # had one crashed probe among their dozen (once at 8 B, twice at 64 KiB, with the rules file), and 0 of
-# 200 probes crashed when run alone in a loop; the CI at af00386 failed on one. A crash says nothing of
+# 160 probes crashed when run alone in a loop; the CI at af00386 failed on one. A crash says nothing of
 # the rule (the instrument failed), so a crashed monitoring probe is launched again, and only a crash
 # that repeats MONITOR_ATTEMPTS times is the verdict (han's own runs under monitoring crash every time:
 # method_for, _under_failed_monitoring).
