@@ -13,7 +13,8 @@ import pytest
 from mpirun import launcher, run_local, run_mpi
 from test_compare_plot import point as make_point
 
-from fabricprobe.report.bound import Fabric, Link, bound_of, fabric_of, furthest, lg
+from fabricprobe.collectives.cost import lg
+from fabricprobe.report.bound import Fabric, Link, bound_of, fabric_of, furthest
 from fabricprobe.store import ResultsWriter, load_runs
 
 S = 1 << 20

@@ -37,7 +37,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from fabricprobe.collectives.cost import lg
 from fabricprobe.lab.network import tbf_burst
+from fabricprobe.mpienv.topology import prefix_sizes
 from fabricprobe.specs import SPECS
 from fabricprobe.store import Run
 from fabricprobe.store.schema import EMPTY
@@ -45,8 +47,8 @@ from fabricprobe.store.schema import EMPTY
 
 @dataclass(frozen=True)
 class Link:
-    latency_s: float  # α: half a round trip at the smallest size
-    seconds_per_byte: float  # β: 1 / bandwidth at the largest size
+    latency_s: float  # α: the least latency (half a round trip) the run measured
+    seconds_per_byte: float  # β: 1 / the best bandwidth it measured
     source: str  # where the two numbers come from, for the report
 
 
@@ -60,16 +62,7 @@ class Fabric:
 
     def nodes_of(self, nranks: int) -> int:
         """Nodes the first `nranks` ranks span (sub-communicators are prefixes of the world)."""
-        count, filled = 0, 0
-        for size in self.node_sizes:
-            if filled >= nranks:
-                break
-            count, filled = count + 1, filled + size
-        return max(count, 1)
-
-
-def lg(p: int) -> int:
-    return max(p - 1, 0).bit_length()  # ⌈log₂ p⌉, 0 at p = 1
+        return max(len(prefix_sizes(list(self.node_sizes), nranks)), 1)
 
 
 def _links(points: list[dict[str, Any]], source: str) -> dict[str, Link]:
@@ -183,9 +176,10 @@ def bound_of(point: dict[str, Any], fabric: Fabric) -> Bound | None:
     return Bound(seconds, " + ".join(terms))
 
 
-def percents(run: Run) -> dict[int, float]:
-    """point index -> % of bound for every ok row of `run` that has a bound."""
-    fabric = fabric_of(run)
+def percents(run: Run, fabric: Fabric | None = None) -> dict[int, float]:
+    """point index -> % of bound for every ok row of `run` that has a bound (`fabric`: the run's, when
+    the caller has it already)."""
+    fabric = fabric if fabric is not None else fabric_of(run)
     out = {}
     for p in run.points:
         if p["status"] != "ok":
@@ -196,9 +190,12 @@ def percents(run: Run) -> dict[int, float]:
     return out
 
 
-def furthest(run: Run, collectives: list[str] | None = None, count: int = 3) -> list[tuple[dict[str, Any], float]]:
-    """The `count` ok rows furthest from their bound (lowest % of bound), with their %."""
-    found = percents(run)
+def furthest(
+    run: Run, collectives: list[str] | None = None, count: int = 3, found: dict[int, float] | None = None
+) -> list[tuple[dict[str, Any], float]]:
+    """The `count` ok rows furthest from their bound (lowest % of bound), with their % (`found`: the
+    run's percents(), when the caller has them already)."""
+    found = found if found is not None else percents(run)
     rows = [
         (p, found[p["index"]])
         for p in run.points

@@ -186,13 +186,14 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     for case, by_algorithm in comparison_groups(points).items():
         console.print(comparison_table(case, by_algorithm, window))
         console.print()
-    of_bound = percents(run)
+    fabric = fabric_of(run)
+    of_bound = percents(run, fabric)
     for key, rows in group_series(points).items():
         console.print(series_table(key, rows, key.nranks, window, of_bound))
         console.print()
-    far = furthest(run, collectives)
+    far = furthest(run, collectives, found=of_bound)
     if far:
-        console.print(f"[bold]bound[/] ({describe(fabric_of(run))}; docs/methodology.md)")
+        console.print(f"[bold]bound[/] ({describe(fabric)}; docs/methodology.md)")
         console.print("furthest from their bound: " + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in far))
 
 
