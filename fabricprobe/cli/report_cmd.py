@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_file_output(args.output, "export")  # refused before any work
 
-    runs = load_runs(args.file)
+    runs = every = load_runs(args.file)  # every run: a launch group's table needs its other launches
     if args.run is not None:
         runs = [select_run(runs, args.run, args.file)]
     elif not runs:
@@ -90,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
         console = make_console()
         for run in runs:
             render_run(run, console, colls)
-        every = load_runs(args.file)
         shown = {r.id for r in runs}
         for group in groups(every):  # a group any shown run belongs to, compared launch with launch
             if shown & {r.id for r in group}:

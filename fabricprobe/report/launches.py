@@ -93,9 +93,14 @@ class Spread:
         return self.between / self.within if self.within > 0 else math.inf
 
 
+def _measured_ok(run: Run) -> dict[tuple, dict[str, Any]]:
+    """A launch's points measured ok (the timer floor apart), by identity."""
+    return {identity(p): p for p in run.points if p["status"] == "ok" and p["collective"] != EMPTY}
+
+
 def spreads(group: list[Run]) -> list[Spread]:
     """One Spread per point that every launch of the group measured ok (the others are left out)."""
-    by_launch = [{identity(p): p for p in r.points if p["status"] == "ok" and p["collective"] != EMPTY} for r in group]
+    by_launch = [_measured_ok(r) for r in group]
     if not by_launch:
         return []
     out = []
@@ -163,7 +168,7 @@ def group_json(group: list[Run], collectives: list[str] | None = None) -> dict[s
 
 def missing(group: list[Run]) -> int:
     """Points measured ok in some launches of the group but not in all (left out of the spreads)."""
-    keys = [{identity(p) for p in r.points if p["status"] == "ok" and p["collective"] != EMPTY} for r in group]
+    keys = [set(_measured_ok(r)) for r in group]
     return len(set().union(*keys) - set.intersection(*keys)) if keys else 0
 
 
@@ -209,8 +214,9 @@ def render_launches(group: list[Run], console: Console) -> None:
         )
     console.print(t)
     wider = sum(1 for s in found if s.spread_ratio > 1)
+    left_out = missing(group)
     console.print(
         f"between launches the medians spread more than one launch's own 95% interval at {wider} of "
         f"{len(found)} points"
-        + (f"; {missing(group)} point(s) were not ok in every launch and are left out" if missing(group) else "")
+        + (f"; {left_out} point(s) were not ok in every launch and are left out" if left_out else "")
     )
