@@ -239,7 +239,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         config, MPI, comm, topo, writer, set(done) | job.skip, progress, device, job.switch, reports, served
     )
     if sync is not None:
-        sync.update(_residual_at_end(MPI, comm, sync))
+        sync.update(_residual_at_end(MPI, comm))
     probe = {}
     if outcome.exit_code != EXIT_INTERRUPTED and bound_probe.wanted(config, comm.size):
         watch = Watchdog(config.point_timeout, comm.rank)
@@ -286,7 +286,7 @@ def _synchronize_clocks(config: SweepConfig, MPI: Any, comm: Any) -> dict:
     }
 
 
-def _residual_at_end(MPI: Any, comm: Any, sync: dict) -> dict:
+def _residual_at_end(MPI: Any, comm: Any) -> dict:
     """The residual offsets again after the sweep, and how long after the synchronization."""
     clock = windows.clock()
     after = MPI.Wtime() - clock.model.to_local(clock.fitted_at)

@@ -93,12 +93,18 @@ def synchronize(
             time.sleep(pause)
         if rank == 0:
             history[peer] = points
-            found = fit(*map(np.array, zip(*points)))
-            comm.send((found.a, found.b), dest=peer, tag=_TAG + 1)
-        else:
-            model = ClockModel(*comm.recv(source=0, tag=_TAG + 1))
+        model = _fitted(comm, peer, points) or model
     comm.Barrier()
     return model, history
+
+
+def _fitted(comm: Any, peer: int, points: list[tuple[float, float]]) -> ClockModel | None:
+    """Rank 0 fits `peer`'s line through `points` and sends it (returns None); `peer` receives it."""
+    if comm.rank == 0:
+        found = fit(*map(np.array, zip(*points)))
+        comm.send((found.a, found.b), dest=peer, tag=_TAG + 1)
+        return None
+    return ClockModel(*comm.recv(source=0, tag=_TAG + 1))
 
 
 def refresh(comm: Any, clock: "WindowClock", exchanges: int = 10, keep: int = 64) -> None:
@@ -112,14 +118,10 @@ def refresh(comm: Any, clock: "WindowClock", exchanges: int = 10, keep: int = 64
         if rank not in (0, peer):
             continue
         point = _offset_with(comm, peer, exchanges, clock.wtime, rank == 0)
-        if rank == 0:
-            points = clock.history.setdefault(peer, [])
-            points.append(point)
-            del points[:-keep]
-            found = fit(*map(np.array, zip(*points)))
-            comm.send((found.a, found.b), dest=peer, tag=_TAG + 1)
-        else:
-            clock.model = ClockModel(*comm.recv(source=0, tag=_TAG + 1))
+        points = clock.history.setdefault(peer, []) if rank == 0 else []
+        points.append(point)
+        del points[:-keep]
+        clock.model = _fitted(comm, peer, points) or clock.model
 
 
 def residuals(comm: Any, wtime: Callable[[], float], model: ClockModel, exchanges: int = 20) -> list[float] | None:
