@@ -12,25 +12,17 @@ Extra sweep options go after `--` (e.g. `-- --mpiexec-args --oversubscribe`). Pr
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 
+from fabricprobe.report.launches import group_json, groups
+from fabricprobe.store import load_runs
+
 
 def table(path: str) -> str:
-    doc = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "fabricprobe", "report", path, "--format", "json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
     lines = []
-    for group in doc.get("launch_groups", []):
-        runs = {r["id"]: r for r in doc["runs"]}
-        first = runs[group["runs"][0]]
-        prov = first["provenance"]
+    for runs in groups(load_runs(path)):
+        group, prov = group_json(runs), runs[0].attrs
         lines += [
             f"{prov.get('mpi_vendor')} {prov.get('mpi_version')}, {prov.get('nranks')} ranks on "
             f"{prov.get('topology')}, {len(group['runs'])} launches (group {group['group']}, seeds "

@@ -13,26 +13,20 @@ MPICH oversubscribed: set MPIR_CVAR_POLLS_BEFORE_YIELD=1 MPIR_CVAR_POSIX_POLL_FR
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import statistics
 import subprocess
 import sys
+
+from fabricprobe.store import load_runs
 
 SIZES = "8,64,512,4K,32K,256K,1M,4M"
 
 
 def table(path: str) -> str:
-    doc = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "fabricprobe", "report", path, "--format", "json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
-    runs = doc["runs"]
-    prov = runs[0]["provenance"]
-    sync = [r["provenance"].get("clock_sync") or {} for r in runs]
+    runs = load_runs(path)
+    prov = runs[0].attrs
+    sync = [r.attrs.get("clock_sync") or {} for r in runs]
     worst = max(abs(x) for s in sync for x in (s.get("residual_at_end_s") or [0.0]))
     lines = [
         f"{prov['mpi_vendor']} {prov['mpi_version']}, {prov['nranks']} ranks, {len(runs)} launches; clock-sync "
@@ -43,7 +37,7 @@ def table(path: str) -> str:
     ]
     by = {}
     for k, run in enumerate(runs):
-        for p in run["points"]:
+        for p in run.points:
             if p["collective"] == "allreduce" and p["status"] in ("ok", "not_runnable"):
                 by[(p["bytes"], p["mode"], k)] = p
     sizes = sorted({b for b, _, _ in by})
@@ -65,7 +59,7 @@ def table(path: str) -> str:
                 if (size, mode, k) in by
                 and (size, "barrier", k) in by
                 and by[(size, mode, k)]["status"] == by[(size, "barrier", k)]["status"] == "ok"
-                and by[(size, mode, k)]["median_s"] is not None
+                and math.isfinite(by[(size, mode, k)]["median_s"])
             ]
             for mode in ("window", "loop")
         }
