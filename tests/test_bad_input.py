@@ -28,6 +28,14 @@ BAD_SWEEPS = [
     (["--comm-sizes", "2,,4"], "an item is empty"),
     (["--point-timeout", "nan"], "invalid --point-timeout 'nan': it must be finite"),
     (["--max-time", "inf"], "invalid --max-time 'inf': it must be finite"),
+    # sweep --launches and the random order (issue 36)
+    (["--launches", "0", "-n", "2"], "--launches"),
+    (["--launches", "2"], "needs -n"),
+    (["-n", "2"], "go with --launches"),
+    (["--mpiexec", "/bin/true"], "go with --launches"),
+    (["--seed", "-3"], "--seed"),
+    (["--order", "shuffled"], "--order"),
+    (["--launches", "2", "-n", "2", "--resume", "x.h5"], "--resume"),
 ]
 
 
