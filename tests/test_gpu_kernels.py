@@ -16,6 +16,19 @@ from fabricprobe import kernels
 from fabricprobe.kernels.gpu_xp import make_backend
 
 XP = make_backend(np)  # what cupy arrays get, with numpy as the array module
+DRIVER = Path(__file__).parent / "drivers" / "check_gpu_kernels.py"
+
+
+def _driver_env(simulated: bool) -> dict[str, str]:
+    """The driver's environment: the checkout on its path (a lent GPU machine runs the tests from a
+    checkout that is not installed: the first run there failed on the import), and the simulator on
+    or off."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
+    if simulated:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    return env
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
@@ -65,12 +78,11 @@ def test_xp_merge_and_scatter_add():
 
 
 def test_numba_cuda_kernels_under_the_simulator():
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).parent / "drivers" / "check_gpu_kernels.py")],
+        [sys.executable, str(DRIVER)],
         capture_output=True,
         text=True,
-        env=env,
+        env=_driver_env(simulated=True),
         timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -104,7 +116,7 @@ def _cupy_gpu():
 
 
 def test_numba_cuda_kernels_on_a_gpu():
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env = _driver_env(simulated=False)
     probe = subprocess.run(
         [sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"],
         capture_output=True,
@@ -115,7 +127,7 @@ def test_numba_cuda_kernels_on_a_gpu():
     if probe.stdout.strip() != "True":
         pytest.skip("needs a CUDA GPU")
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).parent / "drivers" / "check_gpu_kernels.py")],
+        [sys.executable, str(DRIVER)],
         capture_output=True,
         text=True,
         env=env,

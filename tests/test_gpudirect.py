@@ -5,6 +5,7 @@ there once --assume-cuda-aware claims it), the plan, the not-runnable rules, the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -158,6 +159,31 @@ def test_missing_gpu_packages_give_one_clear_reason():
         memory_for("fpga")
 
 
+def test_a_numba_cuda_that_cannot_compile_stops_the_sweep_in_one_line(tmp_path):
+    """The lent H100's image (numba-cuda 0.30.4 with numpy 2.5.2) died compiling its first kernel,
+    mid-sweep, with a traceback. Planted here: numba.cuda.jit raises the same error."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import numba.cuda\n"
+        "def jit(*a, **k):\n"
+        "    raise AttributeError(\"module 'numpy' has no attribute 'row_stack'\")\n"
+        "numba.cuda.jit = jit\n"
+    )
+    env = mpi_env({**SIM, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])})
+    out = subprocess.run(
+        [sys.executable, "-m", "fabricprobe", "sweep", "-o", str(tmp_path / "r.h5"), "--buffer", "numba"]
+        + ["--collectives", "allreduce", "--sizes", "8"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert "Numba-CUDA cannot compile a kernel here" in out.stderr and "row_stack" in out.stderr
+    errors = [line for line in out.stderr.splitlines() if "error" in line]
+    assert "Traceback" not in out.stderr and len(errors) == 1, out.stderr
+    assert not (tmp_path / "r.h5").exists()
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [
@@ -254,6 +280,8 @@ def test_device_sweep_validates_every_transfer(tmp_path, n):
         (p["key"], p["status"], p["note"]) for p in points if p["status"] != "ok" or p["wrong"]
     ]
     assert {p["timer"] for p in points} == {"python"}
+    copies = [p for p in points if p["collective"] == "copy_local"]
+    assert copies and {p["busbw_factor"] for p in copies} == {2.0}  # a GPU writes whole sectors unread
     piped = {(p["collective"], p["bytes"]) for p in points if p["transfer"] == "pipelined"}
     assert piped and {c for c, _ in piped} <= {"allreduce", "reduce", "bcast"} and {b for _, b in piped} == {8200}
     assert run.config["assume_cuda_aware"] is True

@@ -193,6 +193,9 @@ def test_kernel_against_copy_from_adjacent_points(sweep_file):
     assert cells[0] == ["8 B", "64 KiB"]
     assert float(cells[-1][1]) == pytest.approx(copy["median_s"] / kernel["median_s"], abs=0.006)
     assert "reduction kernel against a copy" in run_local(["report", str(sweep_file)]).stdout
+    assert "both move 3 × S" in table.caption
+    (device,) = kernel_tables([{**p, "buffer": "cupy"} for p in run.points])
+    assert "the copy 2 × S" in device.caption and "both move" not in device.caption
 
 
 def test_every_ratio_is_a_speedup_above_one_when_faster(sweep_file):

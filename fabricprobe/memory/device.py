@@ -101,6 +101,29 @@ class CupyMemory:
         self.cp.cuda.get_current_stream().synchronize()
 
 
+def _compiles_a_kernel(cuda: Any) -> None:
+    """Compile and run one tiny kernel, so a Numba-CUDA that cannot compile here stops the sweep in one
+    line before it measures. The lent H100's image paired numba-cuda 0.30.4 with numpy 2.5.2, and the
+    first kernel compiled died on `np.row_stack` (gone from numpy 2.5) with a traceback, mid-sweep."""
+
+    def _add_one(a):  # pragma: no cover - device code
+        a[0] += 1
+
+    try:
+        a = cuda.to_device(np.zeros(1, np.float32))
+        cuda.jit(_add_one)[1, 1](a)
+        ok = a.copy_to_host()[0] == 1
+    except Exception as exc:  # noqa: BLE001 - any failure of the toolchain is the same answer
+        import numba
+
+        raise BufferUnavailable(
+            f"--buffer numba: Numba-CUDA cannot compile a kernel here ({type(exc).__name__}: {exc}; "
+            f"numba {numba.__version__}, numpy {np.__version__})"
+        ) from exc
+    if not ok:
+        raise BufferUnavailable("--buffer numba: a test kernel ran but did not write its result")
+
+
 class NumbaMemory:
     """Numba-CUDA device arrays (real, or host memory under NUMBA_ENABLE_CUDASIM=1)."""
 
@@ -113,6 +136,7 @@ class NumbaMemory:
             raise BufferUnavailable(f"--buffer numba needs numba.cuda: {exc}") from exc
         if not cuda.is_available():
             raise BufferUnavailable("--buffer numba: Numba sees no CUDA GPU (NUMBA_ENABLE_CUDASIM=1 simulates one)")
+        _compiles_a_kernel(cuda)
         self.cuda = cuda
         self.simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 

@@ -98,7 +98,8 @@ def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -
         lat.set_title(f"{coll}: time (band: fastest to 90th percentile)")
         spec = SPECS[coll]
         bw.set_ylabel("busbw (GB/s)")
-        bw.set_title(f"{coll}: busbw = algbw × {spec.busbw_formula}")
+        device = any(p.get("buffer", "host") != "host" for pts in series[coll].values() for p in pts)
+        bw.set_title(f"{coll}: busbw = algbw × {spec.busbw_formula_for(device)}")
         lat.legend(fontsize=7)
     fig.tight_layout()
     try:

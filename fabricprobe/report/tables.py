@@ -144,9 +144,10 @@ def series_table(
         cells.append(f"{p['iterations']}{stop}")
         table.add_row(*cells)
     if spec is not None and sized:
-        factor = spec.busbw_factor(nranks)
+        device = any(p.get("buffer", "host") != "host" for p in rows)
+        factor = spec.device_busbw_factor(nranks) if device else spec.busbw_factor(nranks)
         table.caption = (
-            f"busbw = algbw × {spec.busbw_formula} = algbw × {factor:.3g} (n={nranks}); "
+            f"busbw = algbw × {spec.busbw_formula_for(device)} = algbw × {factor:.3g} (n={nranks}); "
             "algbw = size / median; iteration time = slowest rank; * = time cap before CI target"
             + ("\n% bound = the fabric's lower bound for the row / its median (100% = at the bound)" if bounded else "")
         )

@@ -159,6 +159,15 @@ class CollectiveSpec:
     def busbw_factor(self, nranks: int) -> float:
         return 1.0
 
+    def device_busbw_factor(self, nranks: int) -> float:
+        """busbw's factor on device buffers (--buffer cupy|numba): the same as on the host unless the
+        memory moves the bytes differently there (copy_local)."""
+        return self.busbw_factor(nranks)
+
+    def busbw_formula_for(self, device: bool) -> str:
+        """The human-readable F for a table's caption, on the host or on device buffers."""
+        return self.busbw_formula
+
     def timed_region(self, mode: str, window: int) -> str:
         """What one timed iteration is, for table titles: the sweep's mode for collectives (barrier:
         an untimed barrier before each call; loop: back-to-back calls)."""
