@@ -4,6 +4,9 @@
 # A lent machine gives a session 15 device-minutes in all, start included, so every phase is cut off
 # at its own cap (seconds: PHASE_CAPS below, or CAP_<phase>=N); the journaled store keeps every point
 # measured before a cut, and the report reads what is there. Results accumulate in OUTDIR/gpu.h5.
+# MPS=1 runs the phases under NVIDIA's Multi-Process Service: without it, ranks sharing one GPU
+# time-slice it, and a staged 8 B allreduce at n = 2 took 304-309 µs on the lent H100 against 29-30 µs
+# under MPS (docs/gpu.md).
 # MPIEXEC=/path/to/mpiexec picks the launcher, PYTHON=/path/to/python the interpreter. For Intel MPI
 # (impi-rt) as the "on" candidate, also export I_MPI_OFFLOAD=1 I_MPI_OFFLOAD_MODE=cuda: Intel's own
 # switch, which fabricprobe records and checks.
@@ -20,6 +23,14 @@ sweep() {  # n, then sweep options; SIGTERM at the phase's cap, SIGKILL 15 s lat
   timeout -k 15 "${cap[$phase]}" "$mpiexec" $over -n "$n" "$py" -m fabricprobe sweep -o "$f" --progress plain \
     --quiet "$@" 2>&1 | tail -5
 }
+if [ "${MPS:-0}" = 1 ]; then  # the daemon's pipe and log in OUTDIR-free temporary folders; stopped at exit
+  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/fabricprobe-mps}
+  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/fabricprobe-mps-log}
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || { echo "MPS=1 but nvidia-cuda-mps-control -d failed"; exit 2; }
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  echo "== MPS daemon started"
+fi
 for phase in $phases; do
   echo "== $phase $(date -u +%FT%TZ) (cap ${cap[$phase]:-?} s)"
   case $phase in
