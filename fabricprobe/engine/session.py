@@ -29,6 +29,7 @@ from fabricprobe.errors import EXIT_INTERRUPTED, StorageError, UsageError
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import init_mpi
 from fabricprobe.mpienv.launcher import env_rank, env_size, launched_by_mpiexec
+from fabricprobe.mpienv.spinning import spin_warning
 from fabricprobe.store import ResultsWriter, check_output_path, check_results_file, load_runs, select_run
 from fabricprobe.store.schema import STATUS_ABORTED, STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_RUNNING
 from fabricprobe.timing import windows
@@ -210,6 +211,9 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
             else:  # the fabric lab: emulated nodes share one machine's cores
                 where = f"{comm.size} ranks on this machine's {os.cpu_count()} cores (emulated nodes)"
             warn(f"oversubscribed: {where}; times will include scheduler waits")
+            spinning = spin_warning(prov)
+            if spinning:
+                warn(spinning)
             if "window" in config.modes:
                 warn(
                     "window mode needs a core per rank: ranks that share cores are descheduled for longer "

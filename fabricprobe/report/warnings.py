@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from fabricprobe.mpienv.spinning import spin_warning
 from fabricprobe.store import Run
 from fabricprobe.store.schema import EMPTY
 
@@ -26,6 +27,9 @@ def run_warnings(run: Run) -> list[str]:
             "Ranks share cores, so times include scheduler waits: compare them with each other, "
             "not with other machines."
         )
+    spinning = spin_warning(attrs)
+    if spinning:
+        out.append(spinning + ".")
     requested, provided = attrs.get("thread_level_requested"), attrs.get("thread_level_provided")
     if requested and provided and requested != provided:
         out.append(f"thread level {requested} was requested but the library provided {provided}.")
