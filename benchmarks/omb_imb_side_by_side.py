@@ -18,6 +18,10 @@ same statistic from its own samples) and its median, IMB's t_avg (allreduce) and
 round trip). The table gives, per size, each tool's speedup over OMB within a repetition (OMB time /
 this time; 1 is agreement), as the median and range over the repetitions; never one ratio from
 different moments.
+
+`--aa` adds a second OMB run to every repetition (an A/A test: OMB against itself, by the same
+protocol), so the table shows how far two launches of one unchanged program land apart. A ratio
+between tools means something only where it lies outside that column.
 """
 
 from __future__ import annotations
@@ -26,16 +30,19 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from fabricprobe.mpienv.launcher import run_launch
 
 SIZES = [8, 1024, 65536, 1 << 20, 4 << 20]
 
 
 def run(argv: list[str], env: dict[str, str]) -> str:
-    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    """A launch, made again only when mpiexec failed before any rank ran (run_launch: Open MPI's PMIx
+    listener now and then fails to start; it cost one A/A set three repetitions)."""
+    out = run_launch(argv, env=env, timeout=600)
     if out.returncode != 0:
         sys.exit(f"failed ({out.returncode}): {' '.join(argv)}\n{out.stderr[-2000:]}")
     return out.stdout
@@ -103,6 +110,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--iters", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--aa", action="store_true", help="also run OMB a second time per repetition (A/A)")
     args = parser.parse_args()
     for path in (args.omb / "collective" / "osu_allreduce", args.omb / "pt2pt" / "osu_latency", args.imb):
         if not os.access(path, os.X_OK):
@@ -115,12 +123,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         msglen = os.path.join(workdir, "msglen")
         Path(msglen).write_text("\n".join(map(str, SIZES)) + "\n")
-        tools = ["omb", "imb", "fabricprobe"]
+        tools = ["omb", "imb", "fabricprobe"] + (["omb again"] if args.aa else [])
         for rep in range(args.reps):
             got: dict[str, dict] = {}
-            for tool in tools[rep % 3 :] + tools[: rep % 3]:
-                if tool == "omb":
-                    got["omb"] = {
+            k = rep % len(tools)
+            for tool in tools[k:] + tools[:k]:
+                if tool.startswith("omb"):
+                    got[tool] = {
                         b: omb(args, launch, env, b, args.iters, args.warmup) for b in ("allreduce", "latency")
                     }
                 elif tool == "imb":
@@ -138,16 +147,17 @@ def main() -> None:
                         ratios.setdefault((bench, size, "fabricprobe median"), []).append(ref / fp[1])
                     if got["imb"][bench].get(size):
                         ratios.setdefault((bench, size, "IMB"), []).append(ref / got["imb"][bench][size])
+                    if args.aa and got["omb again"][bench].get(size):
+                        ratios.setdefault((bench, size, "OMB again"), []).append(ref / got["omb again"][bench][size])
             print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
     print(f"{version}, {args.n} ranks, {args.reps} interleaved repetitions, {args.iters} iterations")
     print()
-    print("| test | size | fabricprobe Avg vs OMB | fabricprobe median vs OMB | IMB vs OMB |")
-    print("|---|---|---|---|---|")
+    columns = ["fabricprobe Avg", "fabricprobe median", "IMB"] + (["OMB again"] if args.aa else [])
+    print("| test | size | " + " | ".join(f"{c} vs OMB" for c in columns) + " |")
+    print("|---" * (len(columns) + 2) + "|")
     for bench, label in (("allreduce", "allreduce float sum"), ("latency", "latency (half round trip)")):
         for size in SIZES:
-            cells = [
-                summary(ratios.get((bench, size, k), [])) for k in ("fabricprobe Avg", "fabricprobe median", "IMB")
-            ]
+            cells = [summary(ratios.get((bench, size, k), [])) for k in columns]
             print(f"| {label} | {size} | " + " | ".join(cells) + " |")
 
 

@@ -66,6 +66,7 @@ FOREIGN_OPTIONS = {
     "--check": "ruff format",
     "--omb": "benchmarks/omb_imb_side_by_side.py",
     "--imb": "benchmarks/omb_imb_side_by_side.py",
+    "--aa": "benchmarks/omb_imb_side_by_side.py",
     "--transfer": "tests/drivers/check_algorithms.py",
     "--plant-fault": "tests/drivers/check_algorithms.py",
     "--ntasks-per-node": "srun (Slurm)",
