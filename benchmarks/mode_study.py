@@ -7,7 +7,9 @@ window/barrier and loop/barrier ratios, as the median and range over the launche
     python benchmarks/mode_study.py --table /tmp/modes2.h5
 
 Run it with the Python of the wheel to measure (its mpiexec is found as sweep --launches finds it).
-MPICH oversubscribed: set MPIR_CVAR_POLLS_BEFORE_YIELD=1 MPIR_CVAR_POSIX_POLL_FREQUENCY=1 first.
+MPICH oversubscribed: set MPIR_CVAR_COLL_SHM_LIMIT_PER_NODE=0 first (its shared-memory collectives spin
+otherwise: 8.0 ms a call at 4 ranks on 2 cores; fabricprobe/mpienv/spinning.py), with
+MPIR_CVAR_POLLS_BEFORE_YIELD=1 MPIR_CVAR_POSIX_POLL_FREQUENCY=1 as docs/data/mode_study.md records.
 """
 
 from __future__ import annotations
