@@ -192,7 +192,7 @@ def run_point(
                     case.role = spec.roles(first)
             _allocate_everywhere(spec, case, comm, MPI)
             spec.prepare(case)  # inputs exist before the algorithm is bound to them
-            factor = spec.device_busbw_factor(comm.size) if on_device else spec.busbw_factor(comm.size)
+            factor = spec.busbw_factor_on(comm.size, on_device)
             if on_device:
                 dev = device_point.twin(case, device.memory)
                 unrunnable = device_point.unrunnable(point, algorithm, dev, device)

@@ -20,6 +20,11 @@ OUTLIER_RATIO = 1.25
 DEFAULT_WINDOW = OMB_WINDOW  # for results files that predate the window's record
 
 
+def on_device_buffers(points: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any of these points was measured on device buffers (--buffer cupy|numba)."""
+    return any(p.get("buffer", "host") != "host" for p in points)
+
+
 def speedup(reference_s: float, time_s: float) -> float:
     """How many times faster than the reference (the one ratio convention of every report)."""
     return reference_s / time_s if time_s > 0 else float("nan")

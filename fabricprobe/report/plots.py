@@ -9,6 +9,7 @@ from typing import Any
 
 from fabricprobe.errors import UsageError
 from fabricprobe.report.compare import Side
+from fabricprobe.report.labels import on_device_buffers
 from fabricprobe.specs import SPECS
 from fabricprobe.store.outputs import check_file_output, write_file
 
@@ -98,7 +99,7 @@ def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -
         lat.set_title(f"{coll}: time (band: fastest to 90th percentile)")
         spec = SPECS[coll]
         bw.set_ylabel("busbw (GB/s)")
-        device = any(p.get("buffer", "host") != "host" for pts in series[coll].values() for p in pts)
+        device = on_device_buffers(p for pts in series[coll].values() for p in pts)
         bw.set_title(f"{coll}: busbw = algbw × {spec.busbw_formula_for(device)}")
         lat.legend(fontsize=7)
     fig.tight_layout()

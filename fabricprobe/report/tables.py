@@ -15,7 +15,15 @@ from fabricprobe.report.bound import describe, fabric_of, furthest, percents
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.kernels import kernel_tables
-from fabricprobe.report.labels import DEFAULT_WINDOW, OUTLIER_RATIO, row_name, run_window, timer_label, title
+from fabricprobe.report.labels import (
+    DEFAULT_WINDOW,
+    OUTLIER_RATIO,
+    on_device_buffers,
+    row_name,
+    run_window,
+    timer_label,
+    title,
+)
 from fabricprobe.report.served import served_lines
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
@@ -144,8 +152,8 @@ def series_table(
         cells.append(f"{p['iterations']}{stop}")
         table.add_row(*cells)
     if spec is not None and sized:
-        device = any(p.get("buffer", "host") != "host" for p in rows)
-        factor = spec.device_busbw_factor(nranks) if device else spec.busbw_factor(nranks)
+        device = on_device_buffers(rows)
+        factor = spec.busbw_factor_on(nranks, device)
         table.caption = (
             f"busbw = algbw × {spec.busbw_formula_for(device)} = algbw × {factor:.3g} (n={nranks}); "
             "algbw = size / median; iteration time = slowest rank; * = time cap before CI target"

@@ -159,8 +159,8 @@ class CollectiveSpec:
     def busbw_factor(self, nranks: int) -> float:
         return 1.0
 
-    def device_busbw_factor(self, nranks: int) -> float:
-        """busbw's factor on device buffers (--buffer cupy|numba): the same as on the host unless the
+    def busbw_factor_on(self, nranks: int, device: bool) -> float:
+        """busbw's factor on host or device buffers (--buffer cupy|numba): the same on both unless the
         memory moves the bytes differently there (copy_local)."""
         return self.busbw_factor(nranks)
 

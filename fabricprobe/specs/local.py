@@ -56,8 +56,8 @@ class CopyLocal(LocalSpec):
     def busbw_factor(self, nranks: int) -> float:
         return 3.0
 
-    def device_busbw_factor(self, nranks: int) -> float:
-        return 2.0
+    def busbw_factor_on(self, nranks: int, device: bool) -> float:
+        return 2.0 if device else self.busbw_factor(nranks)
 
     def busbw_formula_for(self, device: bool) -> str:
         return self.device_busbw_formula if device else self.busbw_formula
