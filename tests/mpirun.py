@@ -55,6 +55,11 @@ def mpi_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def python_path(*folders: str | Path) -> str:
+    """PYTHONPATH with these folders first, then whatever this process was given."""
+    return os.pathsep.join([*map(str, folders), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def need_ranks(n: int) -> Launcher:
     """The launcher, or skip the test when this MPI cannot run n ranks here."""
     found = launcher()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mpirun import python_path
 
 from fabricprobe import kernels
 from fabricprobe.kernels.gpu_xp import make_backend
@@ -24,8 +25,7 @@ def _driver_env(simulated: bool) -> dict[str, str]:
     checkout that is not installed: the first run there failed on the import), and the simulator on
     or off."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
+    env["PYTHONPATH"] = python_path(Path(__file__).resolve().parents[1])
     if simulated:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     return env

@@ -5,7 +5,6 @@ there once --assume-cuda-aware claims it), the plan, the not-runnable rules, the
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from mpirun import mpi_env, run_mpi
+from mpirun import mpi_env, python_path, run_mpi
 
 from fabricprobe import collectives
 from fabricprobe.engine import gpudirect
@@ -168,7 +167,7 @@ def test_a_numba_cuda_that_cannot_compile_stops_the_sweep_in_one_line(tmp_path):
         "    raise AttributeError(\"module 'numpy' has no attribute 'row_stack'\")\n"
         "numba.cuda.jit = jit\n"
     )
-    env = mpi_env({**SIM, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])})
+    env = mpi_env({**SIM, "PYTHONPATH": python_path(tmp_path)})
     out = subprocess.run(
         [sys.executable, "-m", "fabricprobe", "sweep", "-o", str(tmp_path / "r.h5"), "--buffer", "numba"]
         + ["--collectives", "allreduce", "--sizes", "8"],
