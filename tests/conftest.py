@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -8,6 +11,25 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from mpirun import launcher  # noqa: E402
+
+from fabricprobe.mpienv.session_dirs import orphaned_session_dirs  # noqa: E402
+
+# The suite's jobs keep their launcher session folders in a TMPDIR of their own, and the folders that
+# its killed jobs leave are removed after each test: a new mpiexec given the pid of such a folder fails
+# before any rank runs (fabricprobe.mpienv.session_dirs; it made CI red).
+JOBS_TMPDIR = Path(tempfile.mkdtemp(prefix="fabricprobe-tests-jobs-"))
+os.environ["TMPDIR"] = str(JOBS_TMPDIR)
+
+
+@pytest.fixture(autouse=True)
+def _no_orphaned_session_folders():
+    yield
+    for folder in orphaned_session_dirs(JOBS_TMPDIR):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(JOBS_TMPDIR, ignore_errors=True)
 
 
 def pytest_report_header(config):

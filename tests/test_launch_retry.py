@@ -4,13 +4,24 @@ first launches in chosen ways."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import signal
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from mpirun import Launched, run_in_terminal, wait_for_points
+from mpirun import Launched, mpi_env, need_ranks, run_in_terminal, wait_for_points
 
-from fabricprobe.mpienv.launcher import LAUNCH_ATTEMPTS, LAUNCHER_START_FAILURES, run_launch
+from fabricprobe.mpienv.launcher import (
+    LAUNCH_ATTEMPTS,
+    LAUNCHER_START_FAILURES,
+    launcher_failed_to_start,
+    run_launch,
+)
+from fabricprobe.mpienv.session_dirs import orphaned_session_dirs
 
 FAKE = r"""
 import pathlib, sys
@@ -78,3 +89,76 @@ def test_a_terminal_launch_is_launched_again(tmp_path):
     argv, count = _fake(tmp_path, fail_first=1)
     out = run_in_terminal(shlex.join(argv), timeout=60)
     assert out.returncode == 0 and "[2/2]" in out.stdout and _launches(count) == 2
+
+
+# The cause (fabricprobe.mpienv.session_dirs): a session folder that a killed launcher left, with the
+# pid a new launcher is given. A pid at pid_max is never a process's, so it stands for a dead launcher.
+def _dead_pid() -> int:
+    return int(Path("/proc/sys/kernel/pid_max").read_text())
+
+
+def test_only_the_folders_of_launchers_that_are_gone_are_orphans(tmp_path):
+    dead, alive = tmp_path / f"ompi.{_dead_pid()}", tmp_path / f"ompi.{os.getpid()}"
+    for folder in (dead, alive, tmp_path / f"prted.{_dead_pid()}", tmp_path / "ompi.notapid"):
+        folder.mkdir()
+    (tmp_path / f"ompi.{_dead_pid() - 1}").write_text("a file, not a session folder")
+    assert orphaned_session_dirs(tmp_path) == [dead, tmp_path / f"prted.{_dead_pid()}"]
+    assert orphaned_session_dirs(tmp_path / "missing") == []
+
+
+def test_a_launch_that_never_started_names_the_orphans(tmp_path):
+    argv, count = _fake(tmp_path, fail_first=LAUNCH_ATTEMPTS)
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    env = {**os.environ, "TMPDIR": str(jobs)}
+    assert "session folder" not in run_launch(argv, env=env, timeout=60).stderr  # no orphan: no hint
+    count.unlink()
+    (jobs / f"ompi.{_dead_pid()}").mkdir()
+    out = run_launch(argv, env=env, timeout=60)
+    assert out.returncode == 213 and f"ompi.{_dead_pid()}" in out.stderr.splitlines()[-1]
+    count.unlink()
+    (tmp_path / "other").mkdir()
+    out = run_launch(argv, env={**env, "TMPDIR": str(tmp_path / "other")}, timeout=60)
+    assert "session folder" not in out.stderr  # only the launch's own TMPDIR is looked at
+
+
+def test_a_killed_open_mpi_launchers_folder_fails_the_launcher_given_its_pid(tmp_path):
+    """The cause on the real library: kill a launcher (its folder stays), copy the folder, renamed,
+    for the next few hundred pids, and launch: every attempt fails before a rank runs and the failure
+    names the folders; without them the same launch runs."""
+    found = need_ranks(2)
+    if found.vendor != "Open MPI":
+        pytest.skip("Open MPI 5's session folders")
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    env = mpi_env({"TMPDIR": str(jobs)})
+    hold = "from mpi4py import MPI; import sys, time; print('up', flush=True); time.sleep(60)"
+    proc = subprocess.Popen(
+        found.argv(2) + [sys.executable, "-c", hold],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout.readline().strip() == "up"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    [left] = orphaned_session_dirs(jobs)
+    assert any("shmem" in p.name for p in left.rglob("*")), sorted(left.rglob("*"))
+    old = left.name.split(".")[1]
+    last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+    for pid in range(last + 1, last + 400):
+        copy = jobs / f"ompi.{pid}"
+        if copy.exists():
+            continue
+        shutil.copytree(left, copy, symlinks=True)
+        for path in sorted(copy.rglob(f"*{old}*"), key=lambda p: -len(p.parts)):
+            path.rename(path.with_name(path.name.replace(old, str(pid))))
+    true = [sys.executable, "-c", "pass"]
+    out = run_launch(found.argv(2) + true, env=env, timeout=120)
+    assert out.returncode != 0 and launcher_failed_to_start(out.stderr), out.stderr[-2000:]
+    assert "session folder" in out.stderr.splitlines()[-1]
+    for folder in orphaned_session_dirs(jobs):
+        shutil.rmtree(folder)
+    out = run_launch(found.argv(2) + true, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]

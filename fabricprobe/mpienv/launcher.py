@@ -52,6 +52,8 @@ def launched_by_mpiexec() -> bool:
 # Open MPI 5's launcher, on a loaded machine, now and then fails before any rank exists ("The PMIx
 # server's listener thread failed to start", exit 213: it failed CI runs, in the tests' jobs and in
 # tune's fingerprint probes). No rank ran, so launching again hides nothing; any other failure stands.
+# Its cause: a session folder that a killed launcher left with the new launcher's pid
+# (mpienv.session_dirs); after the last attempt the failure names those folders.
 LAUNCH_ATTEMPTS = 3
 LAUNCHER_START_FAILURES = ("The PMIx server's listener thread failed to start",)
 
@@ -71,7 +73,7 @@ def run_launch(argv: list[str], **kwargs):
         # under `script` (a terminal for the tests) mpiexec's stderr arrives in stdout
         if out.returncode == 0 or not launcher_failed_to_start((out.stderr or "") + (out.stdout or "")):
             return out
-    return out
+    return _with_cause(out, kwargs.get("env"))
 
 
 def stream_launch(argv: list[str], on_line, timeout: float | None = None, **kwargs):
@@ -82,7 +84,18 @@ def stream_launch(argv: list[str], on_line, timeout: float | None = None, **kwar
         done = _stream_once(argv, on_line, timeout, kwargs)
         if done.returncode == 0 or not launcher_failed_to_start(done.stderr + done.stdout):
             return done
-    return done
+    return _with_cause(done, kwargs.get("env"))
+
+
+def _with_cause(out, env: dict[str, str] | None):
+    """A launch that never started after every attempt, its stderr ending with the orphaned session
+    folders that cause it where there are any (mpienv.session_dirs)."""
+    from fabricprobe.mpienv.session_dirs import orphans_hint
+
+    hint = orphans_hint(env)
+    if hint:
+        out.stderr = (out.stderr or "") + hint + "\n"
+    return out
 
 
 def _stream_once(argv: list[str], on_line, timeout: float | None, kwargs: dict):
