@@ -7,15 +7,18 @@ The bound of a collective on p ranks and S bytes (S as the row reports it: nccl-
         + max(F(p)·S·β_intra, (F(N)·S − burst)·β_inter)         (bandwidth; burst: the lab's token bucket)
         + (p−1)/p·S·γ                                           (reductions only)
 
+- A row of 0 bytes has none: a call with no data need not communicate (the libraries return at once).
 - Latency: what one rank knows can at most double in a round of messages, so every collective needs
   ⌈lg p⌉ rounds (Thakur, Rabenseifner & Gropp 2005; Chan et al. 2007); with N nodes at least ⌈lg N⌉ of
   them cross between nodes. A barrier is its latency term alone.
 - Bandwidth: F is the collective's nccl-tests bus-bandwidth factor (its spec's busbw_factor), which is
   exactly the share of S that must pass through the busiest rank's link: 2(p−1)/p for allreduce (the
-  bound of Thakur et al. and Chan et al.), (p−1)/p for allgather, reduce_scatter and alltoall (each rank
-  must receive, or send, all but its own block), 1 for bcast and reduce (every non-root receives, or
-  the root takes in, all S). Across nodes the same holds with nodes for ranks: each node's link carries
-  F(N)·S. The larger of the two is the bound: they may overlap, so they are not added.
+  bound of Thakur et al. and Chan et al.), (p−1)/p for allgather, reduce_scatter, alltoall, gather,
+  scatter and their vector forms (each rank, or the root, must receive or send all but its own block;
+  with the vector forms' uneven blocks the busiest rank moves at least that much), 1 for bcast and
+  reduce (every non-root receives, or the root takes in, all S). Across nodes the same holds with
+  nodes for ranks: each node's link carries F(N)·S. The larger of the two is the bound: they may
+  overlap, so they are not added.
 - Computation: a reduction of p vectors combines (p−1)·S bytes, at best spread over the p ranks.
 
 α and β come from the run itself: its point-to-point points (the least latency for α, the best of OMB's
@@ -141,8 +144,8 @@ def bound_of(point: dict[str, Any], fabric: Fabric) -> Bound | None:
     if spec is None or spec.pt2pt or spec.local or spec.sparse:
         return None
     p = int(point["nranks"])
-    if p < 2:
-        return None
+    if p < 2 or (spec.sized and not point["bytes"]):
+        return None  # a call with no data need not communicate: the libraries return at once
     nodes = fabric.nodes_of(p)
     if nodes > 1 and fabric.inter is None:
         return None  # across nodes without an inter-node measure nothing bounds the slow step
