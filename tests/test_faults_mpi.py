@@ -14,7 +14,12 @@ pytestmark = pytest.mark.mpi
 ARGS = ["--sizes", "8,4K", "--iters", "20", "--warmup", "2", "--max-time", "0.2", "--progress", "plain", "--quiet"]
 
 
-@pytest.mark.parametrize("collective", ["allreduce", "alltoall", "bcast"])
+# gather and gatherv: rank 1 is not the root, so its planted element lands in a receive buffer the
+# standard leaves untouched there; the others corrupt rank 1's result.
+@pytest.mark.parametrize(
+    "collective",
+    ["allreduce", "alltoall", "bcast", "gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv"],
+)
 def test_validation_catches_a_planted_wrong_result(collective, results):
     out = run_mpi(
         2,

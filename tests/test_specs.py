@@ -70,11 +70,95 @@ def simulate(name, cases):
         data = inputs(cases)
         for r, case in enumerate(cases):
             case.recv[:] = np.concatenate([data[src][r * c : (r + 1) * c] for src in range(p)])
+    elif name in ROOTED_AND_VECTOR:
+        simulate_rooted_and_vector(name, cases)
     elif name in ("latency", "bw", "bibw"):
         for case in cases:
             receives = case.role in SPECS[name].receives_on
             if receives:
                 case.recv[:] = cases[case.peer].send
+
+
+ROOTED_AND_VECTOR = ("gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv")
+
+
+def simulate_rooted_and_vector(name, cases, displacements=None):
+    """gather, scatter and the vector forms, block by block from the counts and displacements MPI is
+    given (uneven's, or `displacements(counts)`: a planted library that places blocks elsewhere)."""
+    from fabricprobe.specs import uneven
+    from fabricprobe.specs.alltoallv import pair_counts
+
+    p, c, root = len(cases), cases[0].count, cases[0].root
+    place = displacements or uneven.gapped_displacements
+    if name == "gather":
+        cases[root].recv[:] = np.concatenate([case.send for case in cases])
+    elif name == "scatter":
+        for r, case in enumerate(cases):
+            case.recv[:] = cases[root].send[r * c : (r + 1) * c]
+    elif name in ("gatherv", "allgatherv"):
+        counts = uneven.block_counts(c, p)
+        for dest in cases if name == "allgatherv" else [cases[root]]:
+            for r, (start, k) in enumerate(zip(place(counts), counts)):
+                dest.recv[start : start + k] = cases[r].send[:k]
+    elif name == "scatterv":
+        counts = uneven.block_counts(c, p)
+        starts = uneven.gapped_displacements(counts)
+        for r, case in enumerate(cases):
+            case.recv[: counts[r]] = cases[root].send[starts[r] : starts[r] + counts[r]]
+    elif name == "alltoallv":
+        for j, dest in enumerate(cases):
+            counts = pair_counts(c, p, j)
+            for i, (start, k) in enumerate(zip(place(counts), counts)):
+                sent = pair_counts(c, p, i)
+                offset = int(uneven.packed_displacements(sent)[j])
+                dest.recv[start : start + k] = cases[i].send[offset : offset + k]
+
+
+@pytest.mark.parametrize("name", ROOTED_AND_VECTOR)
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4, 5, 9])
+def test_gather_scatter_and_the_vector_forms(name, nranks):
+    """A correct library passes; one wrong element of any rank's result counts once; a write into a
+    gap between blocks, or into a non-root's receive buffer, is a changed untouched element."""
+    from fabricprobe.engine.point import _changed, _snapshot
+
+    for count in (0, 1, nranks - 1, nranks, nranks + 1, 1000):
+        spec, cases = make_cases(name, nranks, count * nranks * 4, root=nranks // 2)
+        kept = [_snapshot(spec, case, None) for case in cases]
+        simulate(name, cases)
+        assert sum(spec.check(c) for c in cases) == 0, count
+        assert sum(_changed(k) for k in kept) == 0, count
+        if count == 1000:
+            assert sum(spec.checked_elements(c) for c in cases) > 0
+            victim = next(c for c in cases if spec.checked_elements(c))
+            actual = next(a for a, _ in spec.results(victim) if a.size)
+            actual[-1] += 1
+            assert spec.check(victim) == 1
+            untouched = [(c, buf) for c, k in zip(cases, kept) for buf, _ in k if buf is not c.send and buf.size]
+            if untouched:  # a gap, a block's tail, or a non-root's receive buffer
+                case, buf = untouched[-1]
+                buf[-1] = 5.0
+                assert sum(_changed(k) for k in kept) == 1
+
+
+@pytest.mark.parametrize("name", ["gatherv", "allgatherv", "alltoallv"])
+def test_a_library_that_ignores_the_displacements_is_caught(name):
+    """Planted: blocks packed in rank order, as if the displacements were not read."""
+    from fabricprobe.specs import uneven
+
+    spec, cases = make_cases(name, 5, 5 * 100 * 4, root=2)
+    simulate_rooted_and_vector(name, cases, displacements=uneven.packed_displacements)
+    assert sum(spec.check(c) for c in cases) > 0
+
+
+def test_the_vector_blocks_are_uneven_and_add_up():
+    from fabricprobe.specs import uneven
+
+    counts = uneven.block_counts(100, 4)
+    assert counts.tolist() == [40, 80, 120, 160] and uneven.total(100, 4) == 400
+    assert uneven.block_counts(1, 3).tolist() == [0, 1, 1]  # some ranks send nothing
+    assert uneven.gapped_displacements(counts).tolist() == [363, 282, 161, 0]  # reverse order, a gap each
+    assert uneven.gapped_length(counts) == 404
+    assert SPECS["gatherv"].layout(1600, 4, 4).nbytes == 1600
 
 
 @pytest.mark.parametrize("name", ["allreduce", "reduce", "reduce_scatter"])
@@ -112,7 +196,7 @@ def test_data_movement(name, nranks, in_place):
 
 def test_unwritten_output_is_wrong():
     """A collective that did nothing must fail: outputs start as sentinels, not as results."""
-    for name in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall"):
+    for name in ("allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall", *ROOTED_AND_VECTOR):
         spec, cases = make_cases(name, 3, 3 * 64, root=0)
         assert sum(spec.check(c) for c in cases) > 0, name
 

@@ -213,3 +213,31 @@ def test_algorithms_side_by_side_on_a_virtual_topology(results):
     } <= allreduce
     assert {p["pair"] for p in points if p["collective"] == "latency"} == {"intra", "inter"}
     assert run.attrs["virtual_topology"] is True and run.attrs["rank_nodes"] == [0, 0, 1, 1]
+
+
+OMB_ROOTED_AND_VECTOR = "gather,scatter,gatherv,scatterv,allgatherv,alltoallv"
+
+
+@pytest.mark.parametrize(
+    "n,timer", [(1, "native"), (2, "python"), (2, "native"), (3, "native"), (5, "python"), (9, "native")]
+)
+def test_gather_scatter_and_the_vector_forms_against_the_library(n, timer, results):
+    """The six OMB/IMB collectives the registry added (issue 35) on the library: counts 0, 1, p−1, p,
+    p+1 and 64 Ki elements a rank, float32 and int64 on the same reused buffers, every rank validated
+    (vector blocks uneven and gapped, the gaps and non-roots' buffers untouched), served_by recorded."""
+    sizes = ",".join(str(c * 8 * n) for c in (0, 1, n - 1, n, n + 1, 1 << 16))
+    args = ["sweep", "-o", str(results), "--collectives", OMB_ROOTED_AND_VECTOR, "--timer", timer]
+    out = run_mpi(n, args + [*SMALL, "--sizes", sizes, "-d", "float32,int64"])
+    assert out.returncode == 0, out.stderr
+    points = _measured(load_runs(str(results))[-1])
+    assert {p["collective"] for p in points} == set(OMB_ROOTED_AND_VECTOR.split(","))
+    assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points), [p for p in points if p["wrong"]]
+    assert all(p["checked"] > 0 for p in points if p["count"] > 1 or (p["count"] and n == 1))
+    assert n == 1 or all(p["served_by"] for p in points)
+
+
+def test_the_default_sweep_leaves_the_omb_extras_out_and_all_names_them():
+    from fabricprobe.engine.config import GROUPS, SweepConfig
+
+    assert not set(OMB_ROOTED_AND_VECTOR.split(",")) & set(SweepConfig().collectives)
+    assert set(OMB_ROOTED_AND_VECTOR.split(",")) <= set(GROUPS["all"]) & set(GROUPS["collectives"])

@@ -58,9 +58,10 @@ def add_parser(sub: Any) -> None:
     g = p.add_argument_group("what to measure")
     g.add_argument(
         "--collectives",
-        default="all",
+        default="default",
         metavar="LIST",
-        help=f"comma-separated: {', '.join(KNOWN)}, or groups all (everything but the sparse tests), "
+        help=f"comma-separated: {', '.join(KNOWN)}, or groups default (all but gather, scatter and the "
+        "vector forms, which OMB and IMB users run and a DNN does not), all (everything but the sparse tests), "
         "collectives, pt2pt, kernels, sparse",
     )
     g.add_argument(

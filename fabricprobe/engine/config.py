@@ -23,9 +23,11 @@ from fabricprobe.specs.base import OMB_WINDOW
 from fabricprobe.timing.choice import TIMERS
 from fabricprobe.timing.loops import MODES
 
-# The --collectives groups, from the spec registry: "all" is everything but the sparse tests.
+# The --collectives groups, from the spec registry: "all" is everything but the sparse tests; "default"
+# (a sweep without --collectives) leaves out the specs that say default_sweep = False.
 GROUPS = {
     "all": family("collective") + family("pt2pt") + family("kernel"),
+    "default": tuple(n for n in family("collective") + family("pt2pt") + family("kernel") if SPECS[n].default_sweep),
     "collectives": family("collective"),
     "pt2pt": family("pt2pt"),
     "kernels": family("kernel"),
@@ -63,7 +65,7 @@ QUICK = dict(
 
 @dataclass
 class SweepConfig:
-    collectives: list[str] = field(default_factory=lambda: list(GROUPS["all"]))
+    collectives: list[str] = field(default_factory=lambda: list(GROUPS["default"]))
     algorithms: list[str] = field(default_factory=lambda: ["library"])
     sizes: list[int] = field(default_factory=lambda: list(FULL["sizes"]))
     dtypes: list[str] = field(default_factory=lambda: ["float32"])

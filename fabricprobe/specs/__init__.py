@@ -6,14 +6,20 @@ from __future__ import annotations
 
 from fabricprobe.specs import (
     allgather,
+    allgatherv,
     allreduce,
     alltoall,
+    alltoallv,
     barrier,
     bcast,
+    gather,
+    gatherv,
     local,
     pt2pt,
     reduce,
     reduce_scatter,
+    scatter,
+    scatterv,
     sparse,
 )
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout
@@ -27,6 +33,12 @@ SPECS: dict[str, CollectiveSpec] = {
         allgather.SPEC,
         reduce_scatter.SPEC,
         alltoall.SPEC,
+        gather.SPEC,
+        scatter.SPEC,
+        gatherv.SPEC,
+        scatterv.SPEC,
+        allgatherv.SPEC,
+        alltoallv.SPEC,
         barrier.SPEC,
         pt2pt.LATENCY,
         pt2pt.BW,

@@ -87,6 +87,7 @@ class Case:
     hugepages: bool = False  # 2 MiB-aligned, madvised transparent huge pages for large buffers
     density: float = 0.0  # sparse tests: the fraction of elements each rank contributes
     semantics: str = "exact"  # sparse allreduce: which reference result applies
+    keep: tuple = ()  # arrays a C call's pointer arguments point into (vector counts), alive with the case
 
     @property
     def count(self) -> int:
@@ -140,6 +141,11 @@ class CollectiveSpec:
     osu_size_is_block: ClassVar[bool] = False  # OMB's Size column is one rank's block, not the whole buffer
     nccl_tests_binary: ClassVar[str] = ""  # the nccl-tests program that measures it ("" : none)
     interleave_with: ClassVar[str] = ""  # a reference: measured at each size right after this collective
+    # In a sweep without --collectives. The rooted and vector collectives that OMB and IMB users run
+    # (gather, scatter, gatherv, scatterv, allgatherv, alltoallv) are not: they would lengthen the
+    # default sweep (the README's quick start), and a DNN's collectives are the others.
+    # --collectives all (or their names) measures them.
+    default_sweep: ClassVar[bool] = True
 
     @property
     def family(self) -> str:
@@ -270,6 +276,23 @@ def mpi_buffers(case: Case, MPI: Any) -> tuple[Any, Any]:
         return arr if on_device(arr) else (MPI.buffer(arr), dt)
 
     return (MPI.IN_PLACE if case.send is None else as_mpi(case.send)), as_mpi(case.recv)
+
+
+def mpi_vector(case: Case, MPI: Any, arr: Any, counts: np.ndarray, displs: np.ndarray) -> list:
+    """A vector collective's buffer as mpi4py takes it: [buffer, counts, displacements, datatype]."""
+    data = arr if on_device(arr) else MPI.buffer(arr)
+    return [data, counts, displs, mpi_datatype(MPI, case.dtype_name)]
+
+
+def mpi_block(case: Case, MPI: Any, arr: Any, length: int) -> list:
+    """The first `length` elements of a buffer as mpi4py takes them (a vector collective's own block)."""
+    head = arr[:length]
+    return [head if on_device(head) else MPI.buffer(head), mpi_datatype(MPI, case.dtype_name)]
+
+
+def c_pointer(arr: Any) -> int:
+    """An array's address for a C call (0 for none)."""
+    return 0 if arr is None else int(arr.ctypes.data)
 
 
 def c_buffers(case: Case, nat: Any, MPI: Any) -> tuple[int, int, Any, Any]:

@@ -1,0 +1,89 @@
+"""MPI_Scatterv: block r of the root's buffer, of its own length and where the displacements say,
+lands in rank r's receive buffer.
+
+The blocks are uneven (specs.uneven), laid out in the root's buffer in reverse rank order with a
+one-element gap after each (never sent). Each receive buffer is as long as the largest block; what a
+rank's block leaves unwritten must keep its sentinel. The reported size is the data scattered; OMB's
+Size column is the mean block.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from fabricprobe.memory.host import POOL, BufferPool
+from fabricprobe.oracle import patterns
+from fabricprobe.specs import uneven
+from fabricprobe.specs.base import Case, CollectiveSpec, Layout, c_buffers, c_pointer, mpi_block, mpi_vector
+
+
+class Scatterv(CollectiveSpec):
+    name = "scatterv"
+    rooted = True
+    in_place_supported = False
+    busbw_formula = "(n-1)/n"
+    osu_title = "Scatterv Latency Test"
+    osu_size_is_block = True
+    default_sweep = False
+
+    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
+        count = nbytes // (itemsize * nranks)
+        counts = uneven.block_counts(count, nranks)
+        return Layout(
+            count=count,
+            send_len=uneven.gapped_length(counts),
+            recv_len=int(counts.max(initial=0)),
+            nbytes=int(counts.sum()) * itemsize,
+        )
+
+    def busbw_factor(self, nranks: int) -> float:
+        return (nranks - 1) / nranks
+
+    def _counts(self, case: Case) -> np.ndarray:
+        return uneven.block_counts(case.count, case.nranks)
+
+    def _blocks(self, case: Case) -> list[np.ndarray]:
+        return [patterns.data_at(case.root, 0, int(k), salt=r) for r, k in enumerate(self._counts(case))]
+
+    def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
+        lay = case.layout
+        send_len = lay.send_len if case.rank == case.root else 0
+        case.send = pool.get("send", send_len, case.dtype, case.hugepages)
+        case.recv = pool.get("recv", lay.recv_len, case.dtype, case.hugepages)
+
+    def prepare(self, case: Case) -> None:
+        if case.rank == case.root:
+            patterns.sentinel_fill(case.send)
+            for block, expected in uneven.block_results(case.send, self._blocks(case), self._counts(case)):
+                block[:] = expected
+        patterns.sentinel_fill(case.recv)
+
+    def results(self, case: Case):
+        mine = int(self._counts(case)[case.rank])
+        return [(case.recv[:mine], patterns.data_at(case.root, 0, mine, salt=case.rank))]
+
+    def untouched(self, case: Case) -> list[np.ndarray]:
+        mine = int(self._counts(case)[case.rank])
+        return super().untouched(case) + [case.recv[mine:]]
+
+    def mpi4py_call(self, case, MPI, op=None):
+        counts = self._counts(case)
+        send = mpi_vector(case, MPI, case.send, counts, uneven.gapped_displacements(counts))
+        recv = mpi_block(case, MPI, case.recv, int(counts[case.rank]))
+        return partial(case.comm.Scatterv, send, recv, case.root)
+
+    def native_call(self, case, nat, MPI):
+        send, recv, dt, comm = c_buffers(case, nat, MPI)
+        counts = self._counts(case)
+        displs = uneven.gapped_displacements(counts)
+        case.keep = (counts, displs)
+        mine = int(counts[case.rank])
+        return nat.scatterv, (send, c_pointer(counts), c_pointer(displs), dt, recv, mine, dt, case.root, comm)
+
+    def ends(self, rank, root):
+        return rank == root, True
+
+
+SPEC = Scatterv()
