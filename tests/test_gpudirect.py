@@ -289,18 +289,19 @@ def test_device_sweep_validates_every_transfer(tmp_path, n):
 
 @pytest.mark.parametrize("n", [3])  # more ranks for the uneven blocks; n = 1..9 on host buffers in test_sweep_mpi
 def test_gather_scatter_and_the_vector_forms_on_device_buffers(tmp_path, n):
-    """The OMB/IMB collectives the registry added (issue 35) on device buffers, handed to MPI and staged."""
+    """The OMB/IMB collectives the registry added (issue 35) on device buffers, handed to MPI and staged
+    (the non-blocking and persistent ones pipelined too, as their blocking twins are)."""
     out, run = _sweep(
         tmp_path,
         n,
         "--assume-cuda-aware",
         "--collectives",
-        "gather,scatter,gatherv,scatterv,allgatherv,alltoallv",
+        "gather,scatter,gatherv,scatterv,allgatherv,alltoallv,iallreduce,igatherv,allreduce_persistent",
     )
     assert out.returncode == 0, out.stderr[-3000:]
     points = [p for p in run.points if p["collective"] != "empty"]
-    assert {p["transfer"] for p in points} == {"direct", "staged"}
-    assert len({p["collective"] for p in points}) == 6
+    assert {p["transfer"] for p in points} == {"direct", "staged", "pipelined"}
+    assert len({p["collective"] for p in points}) == 9
     assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 for p in points), [
         (p["key"], p["status"], p["note"]) for p in points if p["status"] != "ok" or p["wrong"]
     ]

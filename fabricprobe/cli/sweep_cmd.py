@@ -20,6 +20,7 @@ from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
 from fabricprobe.mpienv.topology import parse_ranks_per_node
 from fabricprobe.sizes import parse_size, size_list, size_range
+from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import OMB_WINDOW
 from fabricprobe.timing.loops import MODES
 
@@ -60,9 +61,11 @@ def add_parser(sub: Any) -> None:
         "--collectives",
         default="default",
         metavar="LIST",
-        help=f"comma-separated: {', '.join(KNOWN)}, or groups default (all but gather, scatter and the "
-        "vector forms, which OMB and IMB users run and a DNN does not), all (everything but the sparse tests), "
-        "collectives, pt2pt, kernels, sparse",
+        help=f"comma-separated: {', '.join(n for n in KNOWN if not (SPECS[n].nonblocking or SPECS[n].persistent))}; "
+        "each collective's non-blocking form i<name> (iallreduce, ...: its overlap with computation measured too) "
+        "and persistent form <name>_persistent (allreduce_persistent, ...); or groups default (the first six "
+        "collectives, barrier, point-to-point and kernels: what a DNN runs), all (everything but the sparse "
+        "tests), collectives, pt2pt, kernels, sparse",
     )
     g.add_argument(
         "--density",

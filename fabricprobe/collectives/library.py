@@ -50,13 +50,56 @@ def _compiled_collective(case: Case) -> Batch:
     from mpi4py import MPI
 
     nat = _native(MPI)
-    func, args = SPECS[case.collective].native_call(case, nat, MPI)
+    spec = SPECS[case.collective]
     wtime, barrier, comm = nat.wtime, nat.barrier, nat.handle(case.comm)
+    if spec.nonblocking or spec.persistent:
+        start, args, req = spec.native_start(case, nat, MPI)
+        status = np.zeros(nat.status_size, np.uint8)
+        wait, status_at = nat.wait, _ptr(status)
+        case.keep = (*case.keep, status)
+
+        def started(out: np.ndarray, mode: int) -> None:
+            _check(
+                loops.native_timed_start_wait(wtime, barrier, comm, start, args, wait, req, status_at, mode, out), nat
+            )
+
+        return started
+    func, args = spec.native_call(case, nat, MPI)
 
     def batch(out: np.ndarray, mode: int) -> None:
         _check(loops.native_timed_calls(wtime, barrier, comm, func, args, mode, out), nat)
 
     return batch
+
+
+OverlapBatch = Callable[[np.ndarray, np.ndarray], None]
+
+
+def overlap_batch(case: Case, timer: str, seconds: float) -> OverlapBatch:
+    """OMB's overlap loop for a non-blocking collective on case's buffers: batch(out, out_compute) starts
+    the call, computes for `seconds`, waits; out gets each whole, out_compute each computation."""
+    from mpi4py import MPI
+
+    spec = SPECS[case.collective]
+    if timer == "native":
+        nat = _native(MPI)
+        start, args, req = spec.native_start(case, nat, MPI)
+        status = np.zeros(nat.status_size, np.uint8)
+        wtime, barrier, comm, wait = nat.wtime, nat.barrier, nat.handle(case.comm), nat.wait
+
+        def native_batch(out: np.ndarray, out_compute: np.ndarray) -> None:
+            rc = loops.native_overlap(
+                wtime, barrier, comm, start, args, wait, req, _ptr(status), seconds, out, out_compute
+            )
+            _check(rc, nat)
+
+        return native_batch
+    start = spec.mpi4py_start(case, MPI)
+
+    def python_batch(out: np.ndarray, out_compute: np.ndarray) -> None:
+        loops.python_overlap(start, case.comm.Barrier, MPI.Wtime, seconds, out, out_compute)
+
+    return python_batch
 
 
 def _compiled_pt2pt(case: Case) -> Batch:

@@ -15,6 +15,7 @@ not runnable with the reason, never silently staged.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -82,6 +83,7 @@ class SyncComm(CommProxy):
             return attr
         sync = self._memory.synchronize
 
+        @functools.wraps(attr)  # its name too: the non-blocking and persistent specs derive calls from it
         def synced(*args: Any, **kwargs: Any) -> Any:
             if _carries_device(args, kwargs):
                 sync()

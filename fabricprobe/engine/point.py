@@ -9,9 +9,11 @@ from typing import Any
 import numpy as np
 
 from fabricprobe.collectives import LIBRARY
+from fabricprobe.collectives.library import overlap_batch
 from fabricprobe.engine import device_point, faults, harness
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.engine.device_point import DeviceContext
+from fabricprobe.engine.overlap import measure_overlap
 from fabricprobe.engine.plan import PlannedPoint, pair_ranks
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.mpienv.topology import Topology
@@ -19,7 +21,7 @@ from fabricprobe.sizes import format_size
 from fabricprobe.sparse import traffic
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
-from fabricprobe.stats import bandwidths, summarize
+from fabricprobe.stats import bandwidths, per_iteration, summarize
 from fabricprobe.store.schema import EMPTY, POINT_ERROR, POINT_NOT_RUNNABLE, POINT_OK, POINT_WRONG
 from fabricprobe.timing import loops, native
 from fabricprobe.timing.batch import TimerUnavailable
@@ -149,6 +151,7 @@ def run_point(
     )
     wrong = checked = wrong_steady = changed = 0
     steady_checked = False
+    overlap = None  # non-blocking collectives: engine.overlap's measurement, on rank 0
     bytes_sent = result_nnz = -1
     note = ""
     error = ""
@@ -236,6 +239,11 @@ def run_point(
             wrong_steady, seen = _check_output(spec, case, dev, device)
             checked += seen
             steady_checked = True
+        if point.collective != EMPTY and spec.nonblocking and dev is None and point.algorithm == LIBRARY:
+            pure = float(np.median(per_iteration(measurement.samples))) if comm.rank == 0 else None
+            overlap = measure_overlap(
+                lambda seconds: overlap_batch(case, timer, seconds), comm, pure, measurement.iterations
+            )
     except _NotRunnable as exc:
         unrunnable = str(exc)
         measurement = None
@@ -311,6 +319,8 @@ def run_point(
             status=POINT_WRONG if totals[0] > 0 else POINT_OK,
             note=note,
         )
+        if overlap is not None:
+            row.update(overall_s=overlap.overall_s, compute_s=overlap.compute_s, overlap_pct=overlap.percent)
         if measurement.windows_missed >= measurement.iterations > 0 and row["status"] == POINT_OK:
             # no window was kept on every rank: nothing timed (ranks that share cores are descheduled
             # for longer than a window: 4 or 8 ranks on 2 cores missed every window here)

@@ -108,12 +108,18 @@ _SIZE_W, _FIELD_W, _ITER_W = 10, 18, 12
 
 
 def osu_header(collective: str) -> str:
-    """The column header line OMB prints for this test (-f full form for collectives)."""
+    """The column header line OMB prints for this test (-f full form for blocking collectives; the
+    short form of its non-blocking tests: Overall, Compute, Pure Comm., Overlap)."""
+    spec = SPECS.get(collective)
+    if spec is not None and spec.nonblocking:
+        head = f"{'# Size':<{_SIZE_W}}{'Overall(us)':>{_FIELD_W}}" if spec.sized else "# Overall(us)"
+        return head + "".join(f"{c:>{_FIELD_W}}" for c in ("Compute(us)", "Pure Comm.(us)", "Overlap(%)"))
     if collective in ("bw", "bibw"):
         return f"{'# Size':<{_SIZE_W}}{'Bandwidth (MB/s)':>{_FIELD_W}}"
     if collective == "latency":
         return f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}"
-    head = "# Avg Latency(us)" if collective == "barrier" else f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}"
+    sized = spec is None or spec.sized
+    head = f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}" if sized else "# Avg Latency(us)"
     return head + f"{'Min Latency(us)':>{_FIELD_W}}{'Max Latency(us)':>{_FIELD_W}}{'Iterations':>{_ITER_W}}"
 
 
@@ -121,8 +127,17 @@ def osu_row(collective: str, size: int, avg_us: float, min_us: float = 0.0, max_
     """One data line as OMB prints it (bandwidths in MB/s go in avg_us's place)."""
     if collective in ("bw", "bibw", "latency"):
         return f"{size:<{_SIZE_W}d}{avg_us:>{_FIELD_W}.2f}"
-    head = f"{avg_us:>17.2f}" if collective == "barrier" else f"{size:<{_SIZE_W}d}{avg_us:>{_FIELD_W}.2f}"
+    spec = SPECS.get(collective)
+    sized = spec is None or spec.sized
+    head = f"{size:<{_SIZE_W}d}{avg_us:>{_FIELD_W}.2f}" if sized else f"{avg_us:>17.2f}"
     return head + f"{min_us:>{_FIELD_W}.2f}{max_us:>{_FIELD_W}.2f}{iters:>{_ITER_W}d}"
+
+
+def osu_nbc_row(sized: bool, size: int, overall_us: float, compute_us: float, pure_us: float) -> str:
+    """One data line of OMB's non-blocking tests; the overlap from the three times, as OMB computes it."""
+    head = f"{size:<{_SIZE_W}d}{overall_us:>{_FIELD_W}.2f}" if sized else f"{overall_us:>13.2f}"
+    overlap = max(0.0, 100.0 - (overall_us - compute_us) / pure_us * 100.0) if pure_us > 0 else 0.0
+    return head + "".join(f"{v:>{_FIELD_W}.2f}" for v in (compute_us, pure_us, overlap))
 
 
 def _osu_size(point: dict[str, Any], itemsize: int) -> int:
@@ -160,13 +175,24 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
             lines = ["", f"# OSU MPI {spec.osu_title} v{OSU_LAYOUT} (fabricprobe {__version__} export, OMB's layout)"]
             what = title("# fabricprobe: run " + run.id, key._asdict(), (p["timer"] for p in rows), window)
             lines.append(what)
-            if key.collective != "barrier":
+            if spec.nonblocking:
+                lines.append("# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait")
+                lines.append(
+                    "# fabricprobe: Overall and Compute are medians of the slowest rank, Pure Comm. OMB's mean "
+                    "over ranks; the overlap is computed from these three as OMB computes it"
+                )
+            if spec.sized:
                 dtype = _OSU_TYPES.get(key.dtype, key.dtype)
                 lines.append(f"# Datatype: {dtype}.")
             lines.append(osu_header(key.collective))
             itemsize = numpy_dtype(key.dtype).itemsize
             skewed = []
             for p in rows:
+                if spec.nonblocking:
+                    if p["overall_s"] > 0:
+                        us = (p["overall_s"] * 1e6, p["compute_s"] * 1e6, p["osu_avg_s"] * 1e6)
+                        lines.append(osu_nbc_row(spec.sized, _osu_size(p, itemsize), *us))
+                    continue
                 lines.append(
                     osu_row(
                         key.collective,

@@ -127,6 +127,10 @@ def series_table(
     bounded = of_bound is not None and any(p["index"] in of_bound for p in rows)
     if bounded:
         table.add_column("% bound", justify="right")
+    overlapped = any(p.get("overall_s", 0) > 0 for p in rows)
+    if overlapped:
+        for name in ("overall µs", "compute µs", "overlap"):
+            table.add_column(name, justify="right")
     table.add_column("#wrong", justify="right")
     table.add_column("iters", justify="right")
     outliers = False
@@ -146,6 +150,9 @@ def series_table(
             cells += [gbps(p["algbw_gbps"]), gbps(p["busbw_gbps"])]
         if bounded:
             cells.append(f"{of_bound[p['index']]:.0f}%" if p["index"] in of_bound else "")
+        if overlapped:
+            measured = p.get("overall_s", 0) > 0
+            cells += [usec(p["overall_s"]), usec(p["compute_s"]), f"{p['overlap_pct']:.0f}%"] if measured else [""] * 3
         wrong = p["wrong"]
         cells.append("n/a" if wrong < 0 else (f"[bold red]{wrong}[/]" if wrong else "0"))
         stop = "" if p["stop_reason"] in ("converged", "fixed") else "*"
@@ -164,6 +171,12 @@ def series_table(
         table.caption = (
             table.caption + "\n" if table.caption else ""
         ) + f"† mean above {OUTLIER_RATIO} × median: outliers dominate the mean (and OMB's Avg, a mean)"
+        table.caption_justify = "left"
+    if overlapped:
+        table.caption = (table.caption + "\n" if table.caption else "") + (
+            "overall = started, computation as long as the median, waited (OMB's Overall); compute = the "
+            "computation; overlap = 1 − (overall − compute) / median, at least 0 (engine/overlap.py)"
+        )
         table.caption_justify = "left"
     windowed = [p for p in rows if p.get("window_s", 0) > 0]
     if windowed:

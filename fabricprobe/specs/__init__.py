@@ -15,6 +15,8 @@ from fabricprobe.specs import (
     gather,
     gatherv,
     local,
+    nonblocking,
+    persistent,
     pt2pt,
     reduce,
     reduce_scatter,
@@ -49,6 +51,9 @@ SPECS: dict[str, CollectiveSpec] = {
         sparse.TOPK_LOCAL,
     )
 }
+# Every blocking collective's non-blocking and persistent twins (specs derived from it), after them all.
+_BLOCKING = {name: spec for name, spec in SPECS.items() if spec.family == "collective"}
+SPECS.update((s.name, s) for s in nonblocking.nonblocking_specs(_BLOCKING) + persistent.persistent_specs(_BLOCKING))
 
 
 def family(name: str) -> tuple[str, ...]:

@@ -146,6 +146,8 @@ class CollectiveSpec:
     # default sweep (the README's quick start), and a DNN's collectives are the others.
     # --collectives all (or their names) measures them.
     default_sweep: ClassVar[bool] = True
+    nonblocking: ClassVar[bool] = False  # MPI_I<coll> then MPI_Wait; its overlap is measured after the point
+    persistent: ClassVar[bool] = False  # MPI_<Coll>_init once, MPI_Start and MPI_Wait per call
 
     @property
     def family(self) -> str:

@@ -183,6 +183,18 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
     ("status", "S16", "ok, wrong, error, not_runnable"),
     ("note", "S200", "why a point is not ok, or a remark"),
     ("started_unix", "f8", "start of the point, seconds since the epoch (rank 0's clock)"),
+    (
+        "overall_s",
+        "f8",
+        "non-blocking collectives: OMB's Overall, the call started, computation of the point's median, "
+        "then the wait (median over iterations of the slowest rank); 0 otherwise",
+    ),
+    ("compute_s", "f8", "non-blocking collectives: OMB's Compute, the computation alone (as overall_s); 0 otherwise"),
+    (
+        "overlap_pct",
+        "f8",
+        "non-blocking collectives: OMB's overlap, max(0, 100·(1 − (overall_s − compute_s) / median_s)); 0 otherwise",
+    ),
     ("duration_s", "f8", "wall time of the point including warm-up and validation"),
 ]
 

@@ -68,6 +68,88 @@ def native_timed_calls(wtime, barrier, comm, call, args, mode, out):  # pragma: 
 
 
 @njit(cache=True, nogil=True)
+def native_timed_start_wait(wtime, barrier, comm, start, args, wait, req, status, mode, out):  # pragma: no cover
+    """Time `start(*args)` then `wait(req, status)` out.size times: a non-blocking call (args end with
+    req) or a persistent one (start is MPI_Start, args (req,)), completed at once; the modes as in
+    native_timed_calls."""
+    n = out.size
+    if mode == BARRIER:
+        for i in range(n):
+            rc = barrier(comm)
+            if rc != 0:
+                return rc
+            t0 = wtime()
+            rc = start(*args)
+            if rc == 0:
+                rc = wait(req, status)
+            out[i] = wtime() - t0
+            if rc != 0:
+                return rc
+    elif mode == WINDOW:
+        for i in range(n):
+            begin = out[i]
+            late = wtime() > begin
+            while wtime() < begin:
+                pass
+            rc = start(*args)
+            if rc == 0:
+                rc = wait(req, status)
+            out[i] = np.nan if late else wtime() - begin
+            if rc != 0:
+                return rc
+    else:
+        rc = barrier(comm)
+        if rc != 0:
+            return rc
+        prev = wtime()
+        for i in range(n):
+            rc = start(*args)
+            if rc == 0:
+                rc = wait(req, status)
+            now = wtime()
+            out[i] = now - prev
+            prev = now
+            if rc != 0:
+                return rc
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def busy_compute(wtime, seconds):  # pragma: no cover - compiled
+    """Computation that takes `seconds` of this core: multiply-adds on registers, the clock read every
+    64 of them (OMB's dummy compute is a calibrated loop of the same kind)."""
+    x = 1.0
+    t0 = wtime()
+    while wtime() - t0 < seconds:
+        for _ in range(64):
+            x = x * 1.0000001 + 1e-9
+    return x
+
+
+@njit(cache=True, nogil=True)
+def native_overlap(wtime, barrier, comm, start, args, wait, req, status, seconds, out, out_compute):  # pragma: no cover
+    """OMB's overlap loop: after a barrier, start the call, compute for `seconds`, wait; out[i] is the
+    whole (OMB's Overall), out_compute[i] the computation alone."""
+    sink = 0.0
+    for i in range(out.size):
+        rc = barrier(comm)
+        if rc != 0:
+            return rc
+        t0 = wtime()
+        rc = start(*args)
+        if rc != 0:
+            return rc
+        tc = wtime()
+        sink += busy_compute(wtime, seconds)
+        out_compute[i] = wtime() - tc
+        rc = wait(req, status)
+        out[i] = wtime() - t0
+        if rc != 0:
+            return rc
+    return 0 if sink == sink else 0
+
+
+@njit(cache=True, nogil=True)
 def native_empty(wtime, barrier, comm, mode, out):  # pragma: no cover - compiled
     """The harness floor: a timed region with nothing in it."""
     if mode == LOOP:
@@ -195,6 +277,21 @@ def python_timed_calls(
             now = wtime()
             out[i] = now - prev
             prev = now
+
+
+def python_overlap(start, barrier, wtime, seconds: float, out: np.ndarray, out_compute: np.ndarray) -> None:
+    """The Python twin of native_overlap: `start()` returns the request to wait on."""
+    for i in range(len(out)):
+        barrier()
+        t0 = wtime()
+        req = start()
+        tc = wtime()
+        x = 1.0
+        while wtime() - tc < seconds:
+            x = x * 1.0000001 + 1e-9
+        out_compute[i] = wtime() - tc
+        req.Wait()
+        out[i] = wtime() - t0
 
 
 def python_empty(barrier: Callable[[], object], wtime: Callable[[], float], mode: int, out: np.ndarray) -> None:

@@ -58,7 +58,16 @@ class NativeMPI:
         self.isend = fn("MPI_Isend", _INT, _PTR, _INT, dtype, _INT, _INT, comm, _PTR)
         self.irecv = fn("MPI_Irecv", _INT, _PTR, _INT, dtype, _INT, _INT, comm, _PTR)
         self.waitall = fn("MPI_Waitall", _INT, _INT, _PTR, _PTR)
+        self.wait = fn("MPI_Wait", _INT, _PTR, _PTR)
+        self.start = fn("MPI_Start", _INT, _PTR)
         self.in_place = int(MPI.IN_PLACE)
+        self._fn = fn
+
+    def nonblocking(self, blocking: Any) -> Any:
+        """The non-blocking twin of a blocking collective's typed function (MPI_Allreduce ->
+        MPI_Iallreduce): the same arguments and a request pointer after them."""
+        name = "MPI_I" + blocking.__name__[len("MPI_") :].lower()
+        return self._fn(name, _INT, *blocking.argtypes, _PTR)
 
     def handle(self, obj: Any) -> int:
         """The C handle of an mpi4py object (communicator, datatype, op) as an integer."""
