@@ -152,6 +152,7 @@ def run_point(
     wrong = checked = wrong_steady = changed = 0
     steady_checked = False
     overlap = None  # non-blocking collectives: engine.overlap's measurement, on rank 0
+    case = None
     bytes_sent = result_nnz = -1
     note = ""
     error = ""
@@ -253,6 +254,9 @@ def run_point(
         measurement = None
         timer = config.timer
         validated = False
+    finally:
+        if case is not None:
+            SPECS[point.collective].release(case)
 
     errors = comm.gather(error, root=0)
     bytes_sent = comm.reduce(bytes_sent, op=MPI.MAX, root=0)

@@ -25,6 +25,13 @@ def api_name(collective: str, vendor: str) -> str | None:
     spec = SPECS.get(collective)
     if spec is None or spec.family != "collective":
         return None
+    if spec.nonblocking or spec.persistent:
+        # Open MPI's APIs are i<coll> and <coll>_init; MPICH builds a persistent collective from the
+        # non-blocking one's schedule (MPIR_<Coll>_init_impl), so both read I<COLL>'s settings.
+        base = api_name(spec.blocking.name, vendor)
+        if vendor == "Open MPI":
+            return "i" + base if spec.nonblocking else base + "_init"
+        return "I" + base
     if spec.vendor is None:
         return collective if vendor == "Open MPI" else collective.upper()
     return spec.vendor.openmpi if vendor == "Open MPI" else spec.vendor.mpich

@@ -27,7 +27,14 @@ from typing import Any
 
 # What each Open MPI component provides among the blocking collectives (its comm_query sets these
 # function pointers; v5.0.10 sources: coll_<name>_module.c). han's set is for the whole communicator.
+# The non-blocking (i<coll>) and persistent (<coll>_init) ones are libnbc's (coll_libnbc_module.c);
+# hcoll's and ucc's non-blocking collectives are not modelled here.
+_BASIC = (
+    "allgather allgatherv allreduce alltoall alltoallv alltoallw barrier bcast exscan gather gatherv "
+    "reduce reduce_scatter reduce_scatter_block scan scatter scatterv".split()
+)
 PROVIDES: dict[str, frozenset[str]] = {
+    "libnbc": frozenset(["i" + c for c in _BASIC] + [c + "_init" for c in _BASIC]),
     "basic": frozenset(
         "allgather allgatherv allreduce alltoall alltoallv alltoallw barrier bcast exscan gather gatherv "
         "reduce reduce_scatter reduce_scatter_block scan scatter scatterv".split()
@@ -48,7 +55,7 @@ PROVIDES: dict[str, frozenset[str]] = {
         "reduce_scatter reduce_scatter_block scatter scatterv".split()
     ),
 }
-_DEFAULT_PRIORITY = {"basic": 10, "tuned": 30, "sm": 0, "adapt": 0, "han": 35, "hcoll": 90, "ucc": 10}
+_DEFAULT_PRIORITY = {"libnbc": 10, "basic": 10, "tuned": 30, "sm": 0, "adapt": 0, "han": 35, "hcoll": 90, "ucc": 10}
 # han: the components its level settings name (coll_han.h's COMPONENT_T order), its up/low module
 # choices ("0 libnbc, 1 adapt" / "0 tuned, 1 sm"), and the collectives whose default is the "simple"
 # algorithm (sub-communicators served by han's own per-level module choice) rather than the tasks one.

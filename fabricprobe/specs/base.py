@@ -261,6 +261,10 @@ class CollectiveSpec:
             return []
         return [case.send]
 
+    def release(self, case: Case) -> None:
+        """Free what a point's calls made that outlives them (persistent requests); the sweep calls it
+        after every point, measured or not."""
+
     def check(self, case: Case) -> int:
         return sum(count_wrong(actual, expected) for actual, expected in self.results(case))
 

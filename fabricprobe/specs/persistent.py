@@ -20,13 +20,23 @@ from fabricprobe.specs.nonblocking import Started, _parts
 class Persistent(Started):
     persistent = True
 
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._open: list[Any] = []  # the requests made for the current point, freed by release()
+
+    def release(self, case) -> None:
+        """Free the point's requests: a persistent request outlives its calls until freed (MPICH warns
+        of each one still there when its communicator is freed)."""
+        while self._open:
+            self._open.pop().Free()
+
     def _request(self, case, MPI, op=None) -> Any:
         method, args = _parts(self.blocking.mpi4py_call(case, MPI, op))
         init = getattr(case.comm, method.__name__ + "_init", None)
         if init is None:
             raise RuntimeError(f"mpi4py {MPI.Get_library_version()[:40]!r}: no {method.__name__}_init")
         request = init(*args)
-        case.keep = (*case.keep, request)
+        self._open.append(request)
         return request
 
     def mpi4py_start(self, case, MPI, op=None):
@@ -40,7 +50,7 @@ class Persistent(Started):
 
     def native_start(self, case, nat, MPI) -> tuple[Any, tuple, int]:
         """(MPI_Start, (the request's address,), that address): the request made through mpi4py, its
-        handle's address read from it (mpi4py's _addressof), kept alive in case.keep."""
+        handle's address read from it (mpi4py's _addressof), kept until release()."""
         request = self._request(case, MPI)
         address = int(MPI._addressof(request))
         return nat.start, (address,), address
