@@ -241,3 +241,26 @@ def test_the_default_sweep_leaves_the_omb_extras_out_and_all_names_them():
 
     assert not set(OMB_ROOTED_AND_VECTOR.split(",")) & set(SweepConfig().collectives)
     assert set(OMB_ROOTED_AND_VECTOR.split(",")) <= set(GROUPS["all"]) & set(GROUPS["collectives"])
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_multi_pair_latency_and_bandwidth(n, results):
+    """osu_multi_lat and osu_mbw_mr (issue 35): every pair r, r + n/2 at once whatever --pairs says (at
+    4 ranks on 2 virtual nodes, so each pair crosses), validated on every receiving rank; mbw_mr's busbw
+    is the pairs' aggregate and its OSU export OMB's MB/s and Messages/s."""
+    args = ["sweep", "-o", str(results), "--collectives", "mbw_mr,multi_lat", "--pairs", "intra", *SMALL]
+    out = run_mpi(n, args + (["--ranks-per-node", "2"] if n == 4 else []))
+    assert out.returncode == 0, out.stderr
+    points = _measured(load_runs(str(results))[-1])
+    assert {p["collective"] for p in points} == {"mbw_mr", "multi_lat"} and {p["pair"] for p in points} == {"all"}
+    assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points)
+    for p in points:
+        receivers = n if p["collective"] == "multi_lat" else n // 2
+        assert p["checked"] == receivers * p["count"] * 2  # the first call and the steady state, every receiver
+    assert {p["busbw_factor"] for p in points if p["collective"] == "mbw_mr"} == {float(n // 2)}
+    osu = run_local(["report", str(results), "--format", "osu"]).stdout
+    assert "# OSU MPI Multiple Bandwidth / Message Rate Test v7.4" in osu and "Messages/s" in osu
+    rate_rows = osu.split("Messages/s")[1].split("\n#")[0].strip().splitlines()
+    for line in rate_rows:
+        size, mbs, rate = line.split()
+        assert int(size) == 0 or float(rate) == pytest.approx(float(mbs) * 1e6 / int(size), rel=1e-3)

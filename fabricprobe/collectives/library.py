@@ -112,7 +112,7 @@ def _compiled_pt2pt(case: Case) -> Batch:
     comm, byte = h(case.comm), h(MPI.BYTE)
     send, recv, n, peer = _ptr(case.send), _ptr(case.recv), case.count, case.peer
     status = np.zeros(nat.status_size, np.uint8)
-    if case.collective == "latency":
+    if SPECS[case.collective].pingpong:
         initiator = case.role == pt2pt.ROLE_INITIATOR
 
         def batch(out: np.ndarray, mode: int) -> None:
@@ -177,7 +177,7 @@ def python_pt2pt(
     Send, Recv, Isend, Irecv, Waitall = comm.Send, comm.Recv, comm.Isend, comm.Irecv, MPI.Request.Waitall
     ack = np.zeros(4, np.uint8)
     role = case.role
-    if case.collective == "latency":
+    if SPECS[case.collective].pingpong:
 
         def batch(out: np.ndarray, mode: int) -> None:
             for i in range(len(out)):

@@ -226,7 +226,8 @@ def _plan_for(
             continue
         pairs = [""]
         if spec.pt2pt:
-            pairs, pair_notes = available_pairs(config, topo)
+            asked = replace(config, pairs=[spec.only_pairs]) if spec.only_pairs else config
+            pairs, pair_notes = available_pairs(asked, topo)
             notes.extend(n for n in pair_notes if n not in notes)
         if spec.local:
             wanted = list(spec.implementations)

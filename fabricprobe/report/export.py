@@ -114,20 +114,26 @@ def osu_header(collective: str) -> str:
     if spec is not None and spec.nonblocking:
         head = f"{'# Size':<{_SIZE_W}}{'Overall(us)':>{_FIELD_W}}" if spec.sized else "# Overall(us)"
         return head + "".join(f"{c:>{_FIELD_W}}" for c in ("Compute(us)", "Pure Comm.(us)", "Overlap(%)"))
-    if collective in ("bw", "bibw"):
+    if spec is not None and spec.pt2pt:
+        if spec.pingpong:
+            return f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}"
+        if getattr(spec, "osu_rate", False):
+            return f"{'# Size':<{_SIZE_W}}{'MB/s':>{_FIELD_W}}{'Messages/s':>{_FIELD_W}}"
         return f"{'# Size':<{_SIZE_W}}{'Bandwidth (MB/s)':>{_FIELD_W}}"
-    if collective == "latency":
-        return f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}"
     sized = spec is None or spec.sized
     head = f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}" if sized else "# Avg Latency(us)"
     return head + f"{'Min Latency(us)':>{_FIELD_W}}{'Max Latency(us)':>{_FIELD_W}}{'Iterations':>{_ITER_W}}"
 
 
 def osu_row(collective: str, size: int, avg_us: float, min_us: float = 0.0, max_us: float = 0.0, iters: int = 0) -> str:
-    """One data line as OMB prints it (bandwidths in MB/s go in avg_us's place)."""
-    if collective in ("bw", "bibw", "latency"):
-        return f"{size:<{_SIZE_W}d}{avg_us:>{_FIELD_W}.2f}"
+    """One data line as OMB prints it (bandwidths in MB/s go in avg_us's place; mbw_mr adds its message
+    rate, MB/s · 1e6 / size)."""
     spec = SPECS.get(collective)
+    if spec is not None and spec.pt2pt:
+        line = f"{size:<{_SIZE_W}d}{avg_us:>{_FIELD_W}.2f}"
+        if getattr(spec, "osu_rate", False):
+            line += f"{(avg_us * 1e6 / size if size else 0.0):>{_FIELD_W}.2f}"
+        return line
     sized = spec is None or spec.sized
     head = f"{size:<{_SIZE_W}d}{avg_us:>{_FIELD_W}.2f}" if sized else f"{avg_us:>17.2f}"
     return head + f"{min_us:>{_FIELD_W}.2f}{max_us:>{_FIELD_W}.2f}{iters:>{_ITER_W}d}"
@@ -148,10 +154,11 @@ def _osu_size(point: dict[str, Any], itemsize: int) -> int:
 
 
 def _osu_value(point: dict[str, Any]) -> float:
-    """OMB's number: MB/s (1e6 bytes) from the mean time per message for bw/bibw, else the mean in µs."""
-    coll = point["collective"]
-    if coll in ("bw", "bibw"):
-        mult = 2 if coll == "bibw" else 1
+    """OMB's number: MB/s (1e6 bytes) from the mean time per message for the bandwidth tests (both
+    directions for bibw, every pair for mbw_mr: the spec's busbw factor), else the mean in µs."""
+    spec = SPECS[point["collective"]]
+    if spec.pt2pt and not spec.pingpong:
+        mult = spec.busbw_factor(point["nranks"])
         return mult * point["bytes"] / point["osu_avg_s"] / 1e6 if point["osu_avg_s"] > 0 else 0.0
     return point["osu_avg_s"] * 1e6
 

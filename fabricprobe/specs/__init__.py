@@ -45,6 +45,8 @@ SPECS: dict[str, CollectiveSpec] = {
         pt2pt.LATENCY,
         pt2pt.BW,
         pt2pt.BIBW,
+        pt2pt.MULTI_LAT,
+        pt2pt.MBW_MR,
         local.REDUCE_LOCAL,
         local.COPY_LOCAL,
         sparse.SPARSE_ALLREDUCE,

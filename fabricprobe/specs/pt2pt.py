@@ -3,10 +3,15 @@
 - latency: blocking ping-pong (osu_latency); the time is half a round trip.
 - bw: a window of non-blocking sends, one ack per window (osu_bw); time per message.
 - bibw: windows in both directions at once (osu_bibw); time per message per direction.
+- multi_lat, mbw_mr: latency and bw on every pair at once, ranks r and r + n/2 (osu_multi_lat,
+  osu_mbw_mr): what --pairs all measures, named as OMB names them. mbw_mr's busbw is the aggregate
+  over the n/2 pairs (OMB's MB/s) and its message rate that divided by the size (OMB's Messages/s).
 Ranks that are not in a pair sit the point out (their samples are NaN).
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec
@@ -20,6 +25,8 @@ class PointToPoint(CollectiveSpec):
     pt2pt = True
     in_place_supported = False
     receives_on: tuple[int, ...] = ()  # roles that receive the partner's data
+    pingpong: ClassVar[bool] = False  # OMB's ping-pong loop (else its window loop)
+    only_pairs: ClassVar[str] = ""  # the pair kind it always runs on, whatever --pairs says
 
     def roles(self, first: bool) -> int:
         return ROLE_INITIATOR if first else ROLE_RESPONDER
@@ -40,6 +47,7 @@ class Latency(PointToPoint):
     busbw_formula = "1"
     osu_title = "Latency Test"
     receives_on = (ROLE_INITIATOR, ROLE_RESPONDER)
+    pingpong = True
 
     def timed_region(self, mode: str, window: int) -> str:
         return "ping-pong, half a round trip, no barrier"
@@ -71,6 +79,27 @@ class BidirectionalBandwidth(PointToPoint):
         return ROLE_BOTH
 
 
+class MultiLatency(Latency):
+    name = "multi_lat"
+    osu_title = "Multi Latency Test"
+    only_pairs = "all"
+    default_sweep = False
+
+
+class MultiBandwidth(Bandwidth):
+    name = "mbw_mr"
+    busbw_formula = "n/2 (the pairs together: OMB's aggregate MB/s)"
+    osu_title = "Multiple Bandwidth / Message Rate Test"
+    only_pairs = "all"
+    default_sweep = False
+    osu_rate = True  # OMB prints Messages/s beside MB/s
+
+    def busbw_factor(self, nranks: int) -> float:
+        return float(nranks // 2)
+
+
 LATENCY = Latency()
 BW = Bandwidth()
 BIBW = BidirectionalBandwidth()
+MULTI_LAT = MultiLatency()
+MBW_MR = MultiBandwidth()
