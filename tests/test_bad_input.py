@@ -19,6 +19,7 @@ BAD_SWEEPS = [
     (["--iters", "0"], "invalid --iters '0': it must be at least 1"),
     (["--ci-target", "2"], "--ci-target"),
     (["--mode", "fast"], "unknown mode"),
+    (["--rma-sync", "flsh"], "unknown one-sided synchronization"),
     (["--thread-level", "many"], "invalid choice"),
     (["--root", "7"], "not a rank"),
     (["--bogus"], "unrecognized arguments"),

@@ -22,6 +22,7 @@ from fabricprobe.mpienv.topology import parse_ranks_per_node
 from fabricprobe.sizes import parse_size, size_list, size_range
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import OMB_WINDOW
+from fabricprobe.specs.rma import SYNCS
 from fabricprobe.timing.loops import MODES
 
 DEFAULT_OUTPUT = "fabricprobe.h5"
@@ -172,6 +173,13 @@ def add_parser(sub: Any) -> None:
         metavar="LIST",
         help="point-to-point pairs: intra (two ranks of one node), inter (the first ranks of two nodes), "
         "all (ranks r and r+n/2 at once); kinds the topology lacks are skipped",
+    )
+    t.add_argument(
+        "--rma-sync",
+        default="flush",
+        metavar="LIST",
+        help=f"one-sided tests' synchronization (OMB's -s), each measured: {', '.join(SYNCS)} (default: flush, "
+        "OMB's; put and get with flush are timed natively, the rest through mpi4py)",
     )
     t.add_argument(
         "--hugepages",
@@ -343,6 +351,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         thread_level=args.thread_level,
         window=args.window,
         pairs=choice_list(args.pairs, PAIRS, "pair kind"),
+        rma_syncs=choice_list(args.rma_sync, SYNCS, "one-sided synchronization"),
         ranks_per_node=parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node is not None else None,
         comm_sizes=parse_comm_sizes(args.comm_sizes) if args.comm_sizes is not None else None,
         library_variant=args.library_variant,

@@ -236,7 +236,7 @@ ALGORITHMS = tuple(
         LIBRARY, spec.name, SUMMARY, call_on=_call, compiled=_compiled_collective if spec.has_native_call else None
     )
     for spec in SPECS.values()
-    if spec.in_library
+    if spec.in_library and not spec.rma  # the one-sided tests: library_rma.py
 ) + (
     # The ping-pong as hand-written algorithms send their messages: through mpi4py calls. Its α is
     # what the cost model charges those algorithms per message.

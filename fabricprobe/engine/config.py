@@ -20,6 +20,7 @@ from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
 from fabricprobe.specs import SPECS, family
 from fabricprobe.specs.base import OMB_WINDOW
+from fabricprobe.specs.rma import SYNCS
 from fabricprobe.timing.choice import TIMERS
 from fabricprobe.timing.loops import MODES
 
@@ -87,6 +88,7 @@ class SweepConfig:
     thread_level: str = "single"
     window: int = OMB_WINDOW
     pairs: list[str] = field(default_factory=lambda: ["intra", "inter"])
+    rma_syncs: list[str] = field(default_factory=lambda: ["flush"])  # one-sided tests' synchronizations (OMB's -s)
     ranks_per_node: list[int] | None = None  # virtual topology; None = the hardware's
     comm_sizes: list[int] | None = None  # sub-communicators of the first k ranks; None = the world only
     points: list[list] | None = None  # tune-sweep --budget: [algorithm, communicator size, bytes] to measure only
@@ -138,6 +140,7 @@ class SweepConfig:
         check_choices(self.ops, OPS, "op")
         check_choices(self.modes, MODES, "mode")
         check_choices(self.pairs, PAIRS, "pair kind")
+        check_choices(self.rma_syncs, SYNCS, "one-sided synchronization")
         for what, values in (
             ("collective", self.collectives),
             ("algorithm", self.algorithms),
@@ -145,6 +148,7 @@ class SweepConfig:
             ("op", self.ops),
             ("mode", self.modes),
             ("pair kind", self.pairs),
+            ("--rma-sync", self.rma_syncs),
             ("--sizes", self.sizes),
             ("--density", self.densities),
             ("--in-place", self.in_place),
@@ -303,6 +307,7 @@ _LISTS = {
     "modes": str,
     "in_place": bool,
     "pairs": str,
+    "rma_syncs": str,
     "ranks_per_node": int,
     "comm_sizes": int,
     "points": list,

@@ -270,6 +270,8 @@ def _plan_for(
         # OMB's point-to-point loops have no barrier, loop or window mode: measured once, not once per
         # mode (and never with windows, whose loops they do not have).
         modes = ([m for m in config.modes if m != "window"] or ["barrier"])[:1] if spec.pt2pt else config.modes
+        if spec.rma:
+            modes = config.rma_syncs  # a one-sided test's mode is its synchronization
         # Algorithms innermost: at each size every algorithm runs back to back, on the same buffers,
         # so a shared machine's slow phases hit them alike.
         for dtype in dtypes:

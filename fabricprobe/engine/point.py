@@ -66,7 +66,9 @@ def _check_output(spec: Any, case: Case, dev: Any, device: DeviceContext | None)
     the planted-fault hook corrupts it first, so both checks can be shown to fail."""
     if dev is not None:
         device_point.fetch(case, dev, device.memory)
-    faults.corrupt_result(case.collective, case.rank, case.recv)
+    # the first buffer this rank checks (a one-sided target's window is not case.recv)
+    checked = next((actual for actual, _ in spec.results(case) if actual.size), case.recv)
+    faults.corrupt_result(case.collective, case.rank, checked)
     return spec.check(case), spec.checked_elements(case)
 
 
@@ -89,7 +91,7 @@ def _changed(kept: list[tuple[np.ndarray, np.ndarray]]) -> int:
 def _steady_checkable(spec: Any, point: PlannedPoint) -> bool:
     """Whether the output after the timed calls is the result of one call: out of place, and not a local
     kernel (dst = dst op src accumulates) or a sparse collective (its inputs are consumed)."""
-    return not point.in_place and not spec.local and not spec.sparse
+    return not point.in_place and not spec.local and not spec.sparse and spec.steady_checkable
 
 
 def _where_wrong(first: int, steady: int, steady_checked: bool, changed: int = 0) -> str:
@@ -141,7 +143,7 @@ def run_point(
     cupy/numba; `forced_by` says how the library's algorithm was forced (engine.switching.forced_by);
     `not_here`: why the point is recorded not runnable without a call (LibrarySwitch.not_here)."""
     started = time.time()
-    mode = loops.MODES[point.mode]
+    mode = loops.MODES.get(point.mode, loops.LOOP)  # a one-sided test's mode is its synchronization
     budget = harness.Budget(
         iterations=config.iterations_for(point.layout.nbytes),
         warmup=config.warmup_for(point.layout.nbytes),
@@ -169,7 +171,11 @@ def run_point(
             algorithm = point.implementation
             on_device = device is not None and point.buffer != "host" and spec.sized
             timer = timer_for(
-                config.timer, f"{point.collective}/{point.algorithm}", algorithm.native, native.failure(MPI), on_device
+                config.timer,
+                f"{point.collective}/{point.algorithm}",
+                algorithm.native and spec.native_timer(point.mode),
+                native.failure(MPI),
+                on_device,
             )
             if not_here:
                 raise _NotRunnable(not_here)
@@ -188,6 +194,7 @@ def run_point(
                 hugepages=config.hugepages,
                 density=point.density,
                 semantics=algorithm.semantics,
+                sync=point.mode if spec.rma else "",
             )
             if spec.pt2pt:
                 pairing = pair_of(comm.rank, point.pair, topo)

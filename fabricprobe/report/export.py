@@ -101,6 +101,16 @@ _OSU_TYPES = {
     "byte": "MPI_BYTE",
 }
 
+# OMB's words for the one-sided synchronizations (osu_util_mpi.c's sync_info)
+_RMA_SYNC_NAMES = {
+    "flush": "MPI_Win_flush",
+    "flush_local": "MPI_Win_flush_local",
+    "lock": "MPI_Win_lock/unlock",
+    "lock_all": "MPI_Win_lock_all/unlock_all",
+    "fence": "MPI_Win_fence",
+    "pscw": "MPI_Win_post/start/complete/wait",
+}
+
 # OMB 7.4's columns, from its printf formats (c/util/osu_util.c, osu_latency.c, osu_bw.c; the MPI
 # build's FIELD_WIDTH is 18): checked line by line against real OMB output in tests/fixtures/omb.
 OSU_LAYOUT = "7.4"
@@ -114,6 +124,8 @@ def osu_header(collective: str) -> str:
     if spec is not None and spec.nonblocking:
         head = f"{'# Size':<{_SIZE_W}}{'Overall(us)':>{_FIELD_W}}" if spec.sized else "# Overall(us)"
         return head + "".join(f"{c:>{_FIELD_W}}" for c in ("Compute(us)", "Pure Comm.(us)", "Overlap(%)"))
+    if spec is not None and spec.rma and not _bandwidth_test(spec):
+        return f"{'# Size':<{_SIZE_W}}{'Latency (us)':>{_FIELD_W}}"
     if spec is not None and spec.pt2pt:
         if spec.pingpong:
             return f"{'# Size':<{_SIZE_W}}{'Avg Latency(us)':>{_FIELD_W}}"
@@ -139,6 +151,11 @@ def osu_row(collective: str, size: int, avg_us: float, min_us: float = 0.0, max_
     return head + f"{min_us:>{_FIELD_W}.2f}{max_us:>{_FIELD_W}.2f}{iters:>{_ITER_W}d}"
 
 
+def _bandwidth_test(spec: Any) -> bool:
+    """Whether OMB reports this test in MB/s: bw, bibw, mbw_mr, put_bw, get_bw."""
+    return spec.pt2pt and not spec.pingpong and (not spec.rma or spec.windowed)
+
+
 def osu_nbc_row(sized: bool, size: int, overall_us: float, compute_us: float, pure_us: float) -> str:
     """One data line of OMB's non-blocking tests; the overlap from the three times, as OMB computes it."""
     head = f"{size:<{_SIZE_W}d}{overall_us:>{_FIELD_W}.2f}" if sized else f"{overall_us:>13.2f}"
@@ -157,7 +174,7 @@ def _osu_value(point: dict[str, Any]) -> float:
     """OMB's number: MB/s (1e6 bytes) from the mean time per message for the bandwidth tests (both
     directions for bibw, every pair for mbw_mr: the spec's busbw factor), else the mean in µs."""
     spec = SPECS[point["collective"]]
-    if spec.pt2pt and not spec.pingpong:
+    if _bandwidth_test(spec):
         mult = spec.busbw_factor(point["nranks"])
         return mult * point["bytes"] / point["osu_avg_s"] / 1e6 if point["osu_avg_s"] > 0 else 0.0
     return point["osu_avg_s"] * 1e6
@@ -179,7 +196,8 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
         window = run_window(run.config)
         for key, rows in group_series([p for p in points if p["collective"] not in left_out]).items():
             spec = SPECS[key.collective]
-            lines = ["", f"# OSU MPI {spec.osu_title} v{OSU_LAYOUT} (fabricprobe {__version__} export, OMB's layout)"]
+            name = f"MPI_{spec.osu_title}" if spec.rma else f"MPI {spec.osu_title}"  # OMB: "OSU MPI_Put Latency Test"
+            lines = ["", f"# OSU {name} v{OSU_LAYOUT} (fabricprobe {__version__} export, OMB's layout)"]
             what = title("# fabricprobe: run " + run.id, key._asdict(), (p["timer"] for p in rows), window)
             lines.append(what)
             if spec.nonblocking:
@@ -188,6 +206,9 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
                     "# fabricprobe: Overall and Compute are medians of the slowest rank, Pure Comm. OMB's mean "
                     "over ranks; the overlap is computed from these three as OMB computes it"
                 )
+            if spec.rma:
+                lines.append("# Window creation: MPI_Win_allocate")
+                lines.append(f"# Synchronization: {_RMA_SYNC_NAMES.get(key.mode, key.mode)}")
             if spec.sized:
                 dtype = _OSU_TYPES.get(key.dtype, key.dtype)
                 lines.append(f"# Datatype: {dtype}.")

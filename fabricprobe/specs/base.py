@@ -88,6 +88,7 @@ class Case:
     density: float = 0.0  # sparse tests: the fraction of elements each rank contributes
     semantics: str = "exact"  # sparse allreduce: which reference result applies
     keep: tuple = ()  # arrays a C call's pointer arguments point into (vector counts), alive with the case
+    sync: str = ""  # one-sided tests: the synchronization (the point's mode; specs.rma.SYNCS)
 
     @property
     def count(self) -> int:
@@ -148,6 +149,8 @@ class CollectiveSpec:
     default_sweep: ClassVar[bool] = True
     nonblocking: ClassVar[bool] = False  # MPI_I<coll> then MPI_Wait; its overlap is measured after the point
     persistent: ClassVar[bool] = False  # MPI_<Coll>_init once, MPI_Start and MPI_Wait per call
+    rma: ClassVar[bool] = False  # one-sided (specs/rma.py): its point's mode is the synchronization
+    steady_checkable: ClassVar[bool] = True  # the output after the timed calls is one call's result
 
     @property
     def family(self) -> str:
@@ -210,6 +213,11 @@ class CollectiveSpec:
         """The C function (of fabricprobe.timing.native.NativeMPI) and its arguments for one call. A spec
         that does not define it is timed through mpi4py only."""
         raise NotImplementedError
+
+    def native_timer(self, mode: str) -> bool:
+        """Whether the native timer can time this spec's points in this mode (all the library's can,
+        but the one-sided tests other than put and get with flush)."""
+        return True
 
     @property
     def has_native_call(self) -> bool:

@@ -139,7 +139,12 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
         "device buffers: direct (GPUDirect), staged or pipelined (through pinned host memory); "
         "empty for host buffers and local tests",
     ),
-    ("mode", "S12", "barrier (untimed barrier between calls) or loop (back-to-back calls)"),
+    (
+        "mode",
+        "S12",
+        "barrier (untimed barrier between calls), loop (back-to-back calls) or window; one-sided tests: their "
+        "synchronization (flush, flush_local, lock, lock_all, fence, pscw)",
+    ),
     ("timer", "S8", "native (C calls from a compiled loop) or python (mpi4py calls)"),
     ("nranks", "i4", "communicator size"),
     ("requested_bytes", "i8", "the size asked for on the command line"),

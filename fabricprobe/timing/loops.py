@@ -115,6 +115,29 @@ def native_timed_start_wait(wtime, barrier, comm, start, args, wait, req, status
 
 
 @njit(cache=True, nogil=True)
+def native_rma(
+    wtime, barrier, comm, op, flush, base, stride, count, dt, target, win, messages, out
+):  # pragma: no cover
+    """OMB's put/get loop with flush: after a barrier of the pair, per iteration `messages` calls of op
+    (MPI_Put or MPI_Get: block j at base + j·stride, target displacement j·count) and MPI_Win_flush;
+    out[i] is the time per message."""
+    rc = barrier(comm)
+    if rc != 0:
+        return rc
+    for i in range(out.size):
+        t0 = wtime()
+        for j in range(messages):
+            rc = op(base + j * stride, count, dt, target, j * count, count, dt, win)
+            if rc != 0:
+                return rc
+        rc = flush(target, win)
+        out[i] = (wtime() - t0) / messages
+        if rc != 0:
+            return rc
+    return 0
+
+
+@njit(cache=True, nogil=True)
 def busy_compute(wtime, seconds):  # pragma: no cover - compiled
     """Computation that takes `seconds` of this core: multiply-adds on registers, the clock read every
     64 of them (OMB's dummy compute is a calibrated loop of the same kind)."""

@@ -15,6 +15,7 @@ from typing import Any
 _INT = ctypes.c_int
 _PTR = ctypes.c_void_p
 _DOUBLE = ctypes.c_double
+_AINT = ctypes.c_ssize_t  # MPI_Aint: a signed integer the width of an address in both ABIs
 
 
 def _handle_type(size: int) -> Any:
@@ -59,6 +60,10 @@ class NativeMPI:
         self.irecv = fn("MPI_Irecv", _INT, _PTR, _INT, dtype, _INT, _INT, comm, _PTR)
         self.waitall = fn("MPI_Waitall", _INT, _INT, _PTR, _PTR)
         self.wait = fn("MPI_Wait", _INT, _PTR, _PTR)
+        win = _handle_type(MPI._sizeof(MPI.Win))
+        rma = (_INT, _PTR, _INT, dtype, _INT, _AINT, _INT, dtype, win)
+        self.put, self.get = fn("MPI_Put", *rma), fn("MPI_Get", *rma)
+        self.win_flush = fn("MPI_Win_flush", _INT, _INT, win)
         self.start = fn("MPI_Start", _INT, _PTR)
         self.in_place = int(MPI.IN_PLACE)
         self._fn = fn
