@@ -1,21 +1,26 @@
-"""fabricprobe's non-blocking overlap and vector collectives beside OSU Micro-Benchmarks', interleaved.
+"""fabricprobe's issue-35 tests beside OSU Micro-Benchmarks': iallreduce overlap, gatherv, mbw_mr and
+put latency, interleaved.
 
     python benchmarks/omb_nbc_side_by_side.py --omb OMB_MPI_DIR [-n 2] [--reps 5] [--json OUT]
 
 OMB_MPI_DIR is an OMB 7.4 build's `libexec/osu-micro-benchmarks/mpi`, built against the MPI that runs
 fabricprobe (see omb_imb_side_by_side.py). Each repetition runs, in an order that rotates from one
-repetition to the next, OMB's osu_iallreduce and osu_gatherv (-T mpi_float) and one fabricprobe sweep of
-iallreduce and gatherv (float32, native timer, barrier mode, the same iteration counts), so a slow phase
-of the machine hits both alike.
+repetition to the next, OMB's osu_iallreduce and osu_gatherv (-T mpi_float), osu_mbw_mr and
+osu_put_latency, and one fabricprobe sweep of iallreduce and gatherv (float32), mbw_mr and put_latency
+(native timer, barrier mode for the collectives, the same iteration counts and OMB's window of 64), so a
+slow phase of the machine hits both alike.
 
 Compared, per size, within each repetition, as the median and range over the repetitions:
 - iallreduce Pure Comm.: OMB's over fabricprobe's osu_avg_s (the same statistic: mean over ranks of
   each rank's mean); 1 is agreement;
 - iallreduce overlap: fabricprobe's minus OMB's, in percentage points (OMB's from its own columns;
   fabricprobe's from its medians, engine/overlap.py);
-- gatherv Avg Latency: OMB's over fabricprobe's osu_avg_s. OMB's gatherv sends the same block from every
-  rank; fabricprobe's blocks are uneven with the same mean (specs/uneven.py), so the root receives the
-  same bytes give or take n elements.
+- gatherv Avg Latency: OMB's over fabricprobe's osu_avg_s, as measured and per byte the root receives.
+  OMB's gatherv sends the same block c from every rank; fabricprobe's blocks are uneven with mean c
+  (specs/uneven.py: rank r sends ⌊2c(r+1)/(n+1)⌋), so its root (rank 0, the smallest block) receives
+  more: at n = 2, 4c/3 where OMB's receives c. The second ratio scales fabricprobe's time by those bytes;
+- mbw_mr MB/s: fabricprobe's over OMB's (bandwidths: above 1 is faster);
+- put latency (MPI_Win_allocate, MPI_Win_flush: OMB's defaults): OMB's over fabricprobe's.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import tempfile
 from pathlib import Path
 
 from fabricprobe.mpienv.launcher import run_launch
+from fabricprobe.specs.uneven import block_counts
 
 SIZES = [8, 1024, 65536, 1 << 20]
 
@@ -57,11 +63,13 @@ def omb(args, launch, env) -> dict[str, dict[int, list[float]]]:
     common = ["-T", "mpi_float", "-m", f"{min(SIZES)}:{max(SIZES)}", "-i", str(args.iters), "-x", str(args.warmup)]
     nbc = rows(run(launch + [str(args.omb / "collective" / "osu_iallreduce"), *common], env))
     gatherv = rows(run(launch + [str(args.omb / "collective" / "osu_gatherv"), *common], env))
-    # osu_iallreduce: Overall Compute Pure-Comm Overlap; osu_gatherv: Avg Latency
-    return {
-        "iallreduce": {s: v for s, v in nbc.items() if s in SIZES},
-        "gatherv": {s: v for s, v in gatherv.items() if s in SIZES},
-    }
+    plain = ["-m", f"{min(SIZES)}:{max(SIZES)}", "-i", str(args.iters), "-x", str(args.warmup)]
+    mbw = rows(run(launch + [str(args.omb / "pt2pt" / "osu_mbw_mr"), *plain], env))
+    put = rows(run(launch + [str(args.omb / "one-sided" / "osu_put_latency"), *plain], env))
+    # osu_iallreduce: Overall Compute Pure-Comm Overlap; osu_gatherv: Avg Latency; osu_mbw_mr: MB/s
+    # Messages/s; osu_put_latency: Latency
+    keep = (("iallreduce", nbc), ("gatherv", gatherv), ("mbw_mr", mbw), ("put_latency", put))
+    return {name: {s: v for s, v in found.items() if s in SIZES} for name, found in keep}
 
 
 def fabricprobe(args, launch, env, workdir: str) -> dict[str, dict[int, dict]]:
@@ -70,18 +78,20 @@ def fabricprobe(args, launch, env, workdir: str) -> dict[str, dict[int, dict]]:
         os.unlink(path)
     # fabricprobe's sizes are whole buffers: n blocks of OMB's size for gatherv, OMB's size for iallreduce
     sizes = sorted(set(SIZES) | {s * args.n for s in SIZES})
-    sweep = [sys.executable, "-m", "fabricprobe", "sweep", "-o", path, "--collectives", "iallreduce,gatherv"]
+    sweep = [sys.executable, "-m", "fabricprobe", "sweep", "-o", path]
+    sweep += ["--collectives", "iallreduce,gatherv,mbw_mr,put_latency", "--pairs", "intra"]
     sweep += ["--sizes", ",".join(map(str, sizes)), "--dtypes", "float32", "--ops", "sum", "--timer", "native"]
     sweep += ["--iters", str(args.iters), "--warmup", str(args.warmup), "--ci-target", "0"]
     sweep += ["--progress", "none", "--quiet", "--no-bound-probe"]
     run(launch + sweep, env)
     doc = json.loads(run([sys.executable, "-m", "fabricprobe", "report", path, "--format", "json"], env))
-    out: dict[str, dict[int, dict]] = {"iallreduce": {}, "gatherv": {}}
+    out: dict[str, dict[int, dict]] = {"iallreduce": {}, "gatherv": {}, "mbw_mr": {}, "put_latency": {}}
     for p in doc["runs"][0]["points"]:
         if p["status"] != "ok" or p["collective"] not in out:
             continue
-        size = p["bytes"] if p["collective"] == "iallreduce" else p["count"] * 4  # OMB's Size: the mean block
-        if size in SIZES and (p["collective"] == "iallreduce") == (p["requested_bytes"] in SIZES):
+        gatherv = p["collective"] == "gatherv"
+        size = p["count"] * 4 if gatherv else p["bytes"]  # OMB's gatherv Size: the (mean) block
+        if size in SIZES and gatherv != (p["requested_bytes"] in SIZES):
             out[p["collective"]][size] = p
     return out
 
@@ -103,9 +113,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--json", type=Path, help="also write every repetition's numbers here")
     args = parser.parse_args()
-    for name in ("osu_iallreduce", "osu_gatherv"):
-        if not os.access(args.omb / "collective" / name, os.X_OK):
-            parser.exit(2, f"{parser.prog}: error: {args.omb / 'collective' / name} is not an executable\n")
+    wanted = ("collective/osu_iallreduce", "collective/osu_gatherv", "pt2pt/osu_mbw_mr", "one-sided/osu_put_latency")
+    for name in wanted:
+        if not os.access(args.omb / name, os.X_OK):
+            parser.exit(2, f"{parser.prog}: error: {args.omb / name} is not an executable\n")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     launch = [args.mpiexec, *args.mpiexec_args.split(), "-n", str(args.n)]
     lines = run([args.mpiexec, "--version"], env).splitlines()
@@ -115,6 +126,9 @@ def main() -> None:
     omb_overlap: dict[int, list[float]] = {s: [] for s in SIZES}
     fp_overlap: dict[int, list[float]] = {s: [] for s in SIZES}
     gatherv: dict[int, list[float]] = {s: [] for s in SIZES}
+    gatherv_bytes: dict[int, list[float]] = {s: [] for s in SIZES}
+    mbw: dict[int, list[float]] = {s: [] for s in SIZES}
+    put: dict[int, list[float]] = {s: [] for s in SIZES}
     record = []
     with tempfile.TemporaryDirectory() as workdir:
         for rep in range(args.reps):
@@ -131,27 +145,36 @@ def main() -> None:
                     omb_overlap[size].append(omb_pct)
                     fp_overlap[size].append(p["overlap_pct"])
                 if size in o["gatherv"] and size in f["gatherv"]:
-                    gatherv[size].append(o["gatherv"][size][0] / (f["gatherv"][size]["osu_avg_s"] * 1e6))
-            record.append(
-                {
-                    "omb": o,
-                    "fabricprobe": {
-                        c: {
-                            s: {k: p[k] for k in ("osu_avg_s", "median_s", "overall_s", "compute_s", "overlap_pct")}
-                            for s, p in v.items()
-                        }
-                        for c, v in f.items()
-                    },
-                }
-            )
+                    ratio = o["gatherv"][size][0] / (f["gatherv"][size]["osu_avg_s"] * 1e6)
+                    counts = block_counts(f["gatherv"][size]["count"], args.n)
+                    received = (int(counts.sum()) - int(counts[0])) / ((args.n - 1) * f["gatherv"][size]["count"])
+                    gatherv[size].append(ratio)
+                    gatherv_bytes[size].append(ratio * received)
+                if size in o["mbw_mr"] and size in f["mbw_mr"]:
+                    p = f["mbw_mr"][size]
+                    fp_mbs = p["busbw_factor"] * p["bytes"] / p["osu_avg_s"] / 1e6
+                    mbw[size].append(fp_mbs / o["mbw_mr"][size][0])
+                if size in o["put_latency"] and size in f["put_latency"]:
+                    put[size].append(o["put_latency"][size][0] / (f["put_latency"][size]["osu_avg_s"] * 1e6))
+            fields = ("osu_avg_s", "median_s", "overall_s", "compute_s", "overlap_pct", "count", "busbw_factor")
+            mine = {c: {s: {k: p[k] for k in fields} for s, p in v.items()} for c, v in f.items()}
+            record.append({"omb": o, "fabricprobe": mine})
+
     print(f"{version}; n = {args.n}; {args.reps} repetitions, {args.iters} iterations ({args.warmup} warm-up)")
     print("OMB / fabricprobe: median (range over repetitions); overlap in % and the difference in points\n")
-    print("| size | iallreduce Pure Comm. | OMB overlap % | fabricprobe overlap % | difference | gatherv Avg |")
-    print("|---|---|---|---|---|---|")
+    print("| size | iallreduce Pure Comm. | OMB overlap % | fabricprobe overlap % | difference |")
+    print("|---|---|---|---|---|")
     for size in SIZES:
         print(
             f"| {size} | {summary(pure[size])} | {summary(omb_overlap[size], '{:.1f}')} | "
-            f"{summary(fp_overlap[size], '{:.1f}')} | {summary(overlap[size], '{:+.1f}')} | {summary(gatherv[size])} |"
+            f"{summary(fp_overlap[size], '{:.1f}')} | {summary(overlap[size], '{:+.1f}')} |"
+        )
+    print("\n| size | gatherv Avg | gatherv per byte received | mbw_mr MB/s (fabricprobe / OMB) | put latency |")
+    print("|---|---|---|---|---|")
+    for size in SIZES:
+        print(
+            f"| {size} | {summary(gatherv[size])} | {summary(gatherv_bytes[size])} | {summary(mbw[size])} | "
+            f"{summary(put[size])} |"
         )
     if args.json:
         args.json.write_text(json.dumps(record, indent=1) + "\n")

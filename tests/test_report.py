@@ -172,9 +172,9 @@ def test_a_mean_dominated_by_outliers_is_marked(sweep_file):
 
     from fabricprobe.report.export import to_osu
 
-    text = to_osu([SimpleNamespace(id="0001", config={}, points=skewed)])
+    text = to_osu([SimpleNamespace(id="0001", config={}, attrs={}, points=skewed)])
     assert "Avg is a mean and outliers dominate it (mean / median of the iteration times): 8 B 2.00×" in text
-    assert "outliers" not in to_osu([SimpleNamespace(id="0001", config={}, points=steady)])
+    assert "outliers" not in to_osu([SimpleNamespace(id="0001", config={}, attrs={}, points=steady)])
 
 
 def test_kernel_against_copy_from_adjacent_points(sweep_file):

@@ -264,3 +264,20 @@ def test_multi_pair_latency_and_bandwidth(n, results):
     for line in rate_rows:
         size, mbs, rate = line.split()
         assert int(size) == 0 or float(rate) == pytest.approx(float(mbs) * 1e6 / int(size), rel=1e-3)
+
+
+def test_the_start_up_is_recorded_as_osu_init_measures_it(results):
+    """MPI_Init's time on every rank (MPI_Init_thread alone, as osu_init times it) and the time to the
+    end of the job's first barrier (issue 35): in the run, the report's header and OMB's text."""
+    out = run_mpi(2, ["sweep", "-o", str(results), *SMALL, "--collectives", "barrier"])
+    assert out.returncode == 0, out.stderr
+    startup = load_runs(str(results))[-1].attrs["startup"]
+    init, first = startup["init_ms"], startup["first_collective_ms"]
+    assert len(init) == len(first) == 2 and all(0 < i <= f for i, f in zip(init, first))
+    shown = run_local(["report", str(results)]).stdout
+    assert "MPI start-up: MPI_Init" in shown and "first barrier" in shown
+    osu = run_local(["report", str(results), "--format", "osu"]).stdout.splitlines()
+    assert osu[1].startswith("# OSU MPI Init Test v7.4")
+    assert osu[2] == (
+        f"nprocs: 2, min: {int(min(init))} ms, max: {int(max(init))} ms, avg: {int(sum(int(x) for x in init) / 2)} ms"
+    )

@@ -27,7 +27,7 @@ from fabricprobe.engine.switching import LibrarySwitch
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_INTERRUPTED, StorageError, UsageError
 from fabricprobe.mpienv import provenance, topology
-from fabricprobe.mpienv.init import init_mpi
+from fabricprobe.mpienv.init import first_collective, init_mpi
 from fabricprobe.mpienv.launcher import env_rank, env_size, launched_by_mpiexec
 from fabricprobe.mpienv.spinning import spin_warning
 from fabricprobe.store import ResultsWriter, check_output_path, check_results_file, load_runs, select_run
@@ -110,6 +110,7 @@ def _run(job: _Job) -> SessionOutcome:
     faults.hang_holding_the_interpreter_if_asked("mpi_init", env_rank())
     MPI = init_mpi(job.config.thread_level)
     comm = MPI.COMM_WORLD
+    first_collective(comm)  # before anything else communicates (osu_init's figure and the next)
     set_rank(comm.rank)
     _the_job_launched(comm)
     job.phase("the options agreed between ranks")

@@ -12,7 +12,7 @@ from typing import Any
 
 from fabricprobe.lab import state as lab_state
 from fabricprobe.mpienv import build, gpu_info, slurm_env
-from fabricprobe.mpienv.init import provided_thread_level
+from fabricprobe.mpienv.init import provided_thread_level, startup_record
 from fabricprobe.mpienv.library import library_info
 from fabricprobe.mpienv.topology import Topology
 from fabricprobe.timing import native
@@ -115,7 +115,9 @@ def collect(
     oversubscribed = topo.oversubscribed or bool(lab and comm.size > int(lab.get("machine_cores") or comm.size))
     mpi_build = build.collect(lib.vendor, lib.version_string) if comm.rank == 0 else {}
     job = slurm_env.provenance()
+    startup = startup_record(comm)
     return {
+        **({"startup": startup} if startup else {}),
         "fabricprobe_version": __version__,
         "mpi_vendor": lib.vendor,
         "mpi_version": lib.version,

@@ -180,6 +180,15 @@ def _osu_value(point: dict[str, Any]) -> float:
     return point["osu_avg_s"] * 1e6
 
 
+def osu_init_block(init_ms: list[float]) -> str:
+    """osu_init's two lines from every rank's MPI_Init time (OMB prints whole milliseconds, %ld)."""
+    low, high, mean = int(min(init_ms)), int(max(init_ms)), int(sum(int(x) for x in init_ms) / len(init_ms))
+    return (
+        f"\n# OSU MPI Init Test v{OSU_LAYOUT} (fabricprobe {__version__} export, OMB's layout)\n"
+        f"nprocs: {len(init_ms)}, min: {low} ms, max: {high} ms, avg: {mean} ms\n"
+    )
+
+
 def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
     """OMB's text, line for line (OSU_LAYOUT; `-f` full form for collectives): its title, datatype,
     column header and data lines, with OMB's statistics (Avg: mean over ranks of per-rank means;
@@ -189,6 +198,9 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
     above 1.25 × the median). Tests without an OMB counterpart are listed in one '#' line and left out."""
     blocks: list[str] = []
     for run in runs:
+        startup = run.attrs.get("startup") or {}
+        if startup and collectives is None:
+            blocks.append(osu_init_block(startup["init_ms"]))
         points = [p for p in filtered(run, collectives) if p["collective"] != EMPTY and p["status"] == "ok"]
         left_out = sorted({p["collective"] for p in points if not getattr(SPECS.get(p["collective"]), "osu_title", "")})
         if left_out:

@@ -64,6 +64,13 @@ def run_header(run: Run) -> Panel:
     if cost:
         lines.append(cost)
     lines += served_lines(run)
+    startup = a.get("startup") or {}
+    if startup:
+        init, first = startup["init_ms"], startup["first_collective_ms"]
+        lines.append(
+            f"MPI start-up: MPI_Init {min(init):.3g}–{max(init):.3g} ms (mean {sum(init) / len(init):.3g}) over "
+            f"{len(init)} ranks; to the end of the first barrier {min(first):.3g}–{max(first):.3g} ms"
+        )
     sync = a.get("clock_sync") or {}
     if sync:
         worst = lambda key: max((abs(x) for x in sync.get(key) or [0.0]), default=0.0) * 1e6  # noqa: E731

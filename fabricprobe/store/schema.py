@@ -225,6 +225,7 @@ JSON_ATTRS = (
     "watchdog",
     "bound_probe",
     "clock_sync",
+    "startup",
 )
 
 
