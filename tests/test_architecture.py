@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     ("entry points", {"fabricprobe", "fabricprobe.__main__"}),  # fabricprobe: the root __init__ (BLAS threads)
     ("command line", {"fabricprobe.cli"}),
+    ("ReFrame test library", {"fabricprobe.reframe"}),
     ("applications", {"trainers"}),
     ("public API", {"fabricprobe.tuned"}),
     ("tuning", {"fabricprobe.tuning"}),

@@ -12,7 +12,7 @@ from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.engine.config import GROUPS, KNOWN
 from fabricprobe.errors import UsageError
 
-FORMATS = ("table", "json", "csv", "osu", "nccl-tests")
+FORMATS = ("table", "json", "csv", "osu", "nccl-tests", "reframe-references")
 
 
 def add_parser(sub: Any) -> None:
@@ -24,7 +24,8 @@ def add_parser(sub: Any) -> None:
         "export it. JSON: {runs: [{provenance, config, points: [...]}]}; CSV: one row per\n"
         "point; osu: OMB's text, line for line; nccl-tests: the JSON nccl-tests -J writes, one\n"
         "document per case (-o F.json: F.json for one, F.0.json, F.1.json, ... for several;\n"
-        "stdout: one document per line). Fields: docs/schema.md.",
+        "stdout: one document per line); reframe-references: the last run's medians as the references\n"
+        "of fabricprobe's ReFrame checks (docs/reframe.md). Fields: docs/schema.md.",
     )
     p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
     p.add_argument("--run", metavar="ID", help="only this run (id, or -1 for the last)")
@@ -35,6 +36,14 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="per collective: latency, peak busbw, n½, the winning algorithm per size range and the\n"
         "crossover sizes (table or json)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.1,
+        metavar="FRACTION",
+        help="reframe-references: the least upper threshold (the run's own interval of the median when\n"
+        "wider); a check fails above median × (1 + threshold) (default: 0.1)",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write the export to FILE instead of stdout")
     p.set_defaults(handler=run)
@@ -97,7 +106,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.format == "nccl-tests":
         return _nccl_tests(args, runs, colls)
-    text = {"json": export.to_json, "csv": export.to_csv, "osu": export.to_osu}[args.format](runs, colls)
+    if args.format == "reframe-references":
+        from fabricprobe.report.reframe import to_references
+
+        if not (0 <= args.tolerance < 100):  # NaN fails too
+            raise UsageError(f"invalid --tolerance {args.tolerance!r}: a fraction, 0 or more (0.1 is 10%)")
+        text = to_references(runs, args.tolerance)
+    else:
+        text = {"json": export.to_json, "csv": export.to_csv, "osu": export.to_osu}[args.format](runs, colls)
     if args.output:
         _write_atomically(args.output, text)
     else:
