@@ -50,7 +50,7 @@ def reframe(session: nox.Session) -> None:
         "-rs",
         "-p",
         "no:cacheprovider",
-        "tests/reframe",
+        "tests/reframe_suite",
         *session.posargs,
         env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
     )
