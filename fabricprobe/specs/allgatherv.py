@@ -14,38 +14,15 @@ import numpy as np
 
 from fabricprobe.oracle import patterns
 from fabricprobe.specs import uneven
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout, c_buffers, c_pointer, mpi_block, mpi_vector
+from fabricprobe.specs.base import Case, c_buffers, c_pointer, mpi_block, mpi_vector
 
 
-class Allgatherv(CollectiveSpec):
+class Allgatherv(uneven.UnevenBlocks):
     name = "allgatherv"
-    in_place_supported = False
-    busbw_formula = "(n-1)/n"
     osu_title = "Allgatherv Latency Test"
-    osu_size_is_block = True
-    default_sweep = False
-
-    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        count = nbytes // (itemsize * nranks)
-        counts = uneven.block_counts(count, nranks)
-        return Layout(
-            count=count,
-            send_len=int(counts.max(initial=0)),
-            recv_len=uneven.gapped_length(counts),
-            nbytes=int(counts.sum()) * itemsize,
-        )
-
-    def busbw_factor(self, nranks: int) -> float:
-        return (nranks - 1) / nranks
-
-    def _counts(self, case: Case) -> np.ndarray:
-        return uneven.block_counts(case.count, case.nranks)
 
     def prepare(self, case: Case) -> None:
-        mine = int(self._counts(case)[case.rank])
-        case.send[:mine] = patterns.data_at(case.rank, 0, mine)
-        patterns.sentinel_fill(case.send[mine:])
-        patterns.sentinel_fill(case.recv)
+        self._prepare_own_block(case)
 
     def results(self, case: Case):
         counts = self._counts(case)

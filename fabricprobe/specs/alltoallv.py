@@ -15,7 +15,7 @@ import numpy as np
 
 from fabricprobe.oracle import patterns
 from fabricprobe.specs import uneven
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout, c_buffers, c_pointer, mpi_vector
+from fabricprobe.specs.base import Case, Layout, c_buffers, c_pointer, mpi_vector
 
 
 def pair_counts(count: int, nranks: int, rank: int) -> np.ndarray:
@@ -24,13 +24,9 @@ def pair_counts(count: int, nranks: int, rank: int) -> np.ndarray:
     return sizes[(rank + np.arange(nranks)) % nranks] if nranks else sizes
 
 
-class Alltoallv(CollectiveSpec):
+class Alltoallv(uneven.UnevenBlocks):
     name = "alltoallv"
-    in_place_supported = False
-    busbw_formula = "(n-1)/n"
     osu_title = "All-to-Allv Personalized Exchange Latency Test"
-    osu_size_is_block = True
-    default_sweep = False
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // (itemsize * nranks)
@@ -41,9 +37,6 @@ class Alltoallv(CollectiveSpec):
             recv_len=uneven.gapped_length(counts),
             nbytes=int(counts.sum()) * itemsize,
         )
-
-    def busbw_factor(self, nranks: int) -> float:
-        return (nranks - 1) / nranks
 
     def _counts(self, case: Case) -> np.ndarray:
         return pair_counts(case.count, case.nranks, case.rank)

@@ -304,6 +304,14 @@ def mpi_block(case: Case, MPI: Any, arr: Any, length: int) -> list:
     return [head if on_device(head) else MPI.buffer(head), mpi_datatype(MPI, case.dtype_name)]
 
 
+def allocate_send_at_root(case: Case, pool: BufferPool) -> None:
+    """Buffers of a collective whose send buffer means something at the root only (scatter, scatterv):
+    none elsewhere."""
+    lay = case.layout
+    case.send = pool.get("send", lay.send_len if case.rank == case.root else 0, case.dtype, case.hugepages)
+    case.recv = pool.get("recv", lay.recv_len, case.dtype, case.hugepages)
+
+
 def c_pointer(arr: Any) -> int:
     """An array's address for a C call (0 for none)."""
     return 0 if arr is None else int(arr.ctypes.data)

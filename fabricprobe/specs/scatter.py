@@ -12,7 +12,7 @@ import numpy as np
 
 from fabricprobe.memory.host import POOL, BufferPool
 from fabricprobe.oracle import patterns
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout, c_buffers, mpi_buffers
+from fabricprobe.specs.base import Case, CollectiveSpec, Layout, allocate_send_at_root, c_buffers, mpi_buffers
 
 
 class Scatter(CollectiveSpec):
@@ -32,10 +32,7 @@ class Scatter(CollectiveSpec):
         return (nranks - 1) / nranks
 
     def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
-        lay = case.layout
-        send_len = lay.send_len if case.rank == case.root else 0
-        case.send = pool.get("send", send_len, case.dtype, case.hugepages)
-        case.recv = pool.get("recv", lay.recv_len, case.dtype, case.hugepages)
+        allocate_send_at_root(case, pool)
 
     def prepare(self, case: Case) -> None:
         if case.rank == case.root:

@@ -16,42 +16,20 @@ import numpy as np
 from fabricprobe.memory.host import POOL, BufferPool
 from fabricprobe.oracle import patterns
 from fabricprobe.specs import uneven
-from fabricprobe.specs.base import Case, CollectiveSpec, Layout, c_buffers, c_pointer, mpi_block, mpi_vector
+from fabricprobe.specs.base import Case, allocate_send_at_root, c_buffers, c_pointer, mpi_block, mpi_vector
 
 
-class Scatterv(CollectiveSpec):
+class Scatterv(uneven.UnevenBlocks):
     name = "scatterv"
+    gapped = "send"
     rooted = True
-    in_place_supported = False
-    busbw_formula = "(n-1)/n"
     osu_title = "Scatterv Latency Test"
-    osu_size_is_block = True
-    default_sweep = False
-
-    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
-        count = nbytes // (itemsize * nranks)
-        counts = uneven.block_counts(count, nranks)
-        return Layout(
-            count=count,
-            send_len=uneven.gapped_length(counts),
-            recv_len=int(counts.max(initial=0)),
-            nbytes=int(counts.sum()) * itemsize,
-        )
-
-    def busbw_factor(self, nranks: int) -> float:
-        return (nranks - 1) / nranks
-
-    def _counts(self, case: Case) -> np.ndarray:
-        return uneven.block_counts(case.count, case.nranks)
 
     def _blocks(self, case: Case) -> list[np.ndarray]:
         return [patterns.data_at(case.root, 0, int(k), salt=r) for r, k in enumerate(self._counts(case))]
 
     def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
-        lay = case.layout
-        send_len = lay.send_len if case.rank == case.root else 0
-        case.send = pool.get("send", send_len, case.dtype, case.hugepages)
-        case.recv = pool.get("recv", lay.recv_len, case.dtype, case.hugepages)
+        allocate_send_at_root(case, pool)
 
     def prepare(self, case: Case) -> None:
         if case.rank == case.root:

@@ -10,7 +10,12 @@ validation counts (the gaps must keep their sentinel).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
+
+from fabricprobe.oracle import patterns
+from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
 
 def block_counts(count: int, nranks: int) -> np.ndarray:
@@ -50,3 +55,34 @@ def block_results(recv: np.ndarray, blocks: list[np.ndarray], counts: np.ndarray
 def gaps(recv: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
     """The one-element gaps after each block, as views of recv: the call must leave them as they are."""
     return [recv[s + int(k) : s + int(k) + 1] for s, k in zip(gapped_displacements(counts), counts)]
+
+
+class UnevenBlocks(CollectiveSpec):
+    """What the vector collectives share: their layout (one buffer holds every block, gapped; the
+    other one rank's own block), busbw, OMB's size column, and being left out of the default sweep."""
+
+    in_place_supported = False
+    busbw_formula = "(n-1)/n"
+    osu_size_is_block = True
+    default_sweep = False
+    gapped: ClassVar[str] = "recv"  # the buffer that holds every block with its gap: recv or send
+
+    def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
+        count = nbytes // (itemsize * nranks)
+        counts = block_counts(count, nranks)
+        own, every = int(counts.max(initial=0)), gapped_length(counts)
+        send, recv = (own, every) if self.gapped == "recv" else (every, own)
+        return Layout(count=count, send_len=send, recv_len=recv, nbytes=int(counts.sum()) * itemsize)
+
+    def busbw_factor(self, nranks: int) -> float:
+        return (nranks - 1) / nranks
+
+    def _counts(self, case: Case) -> np.ndarray:
+        return block_counts(case.count, case.nranks)
+
+    def _prepare_own_block(self, case: Case) -> None:
+        """This rank's block at the head of its send buffer, sentinels after it and in recv."""
+        mine = int(self._counts(case)[case.rank])
+        case.send[:mine] = patterns.data_at(case.rank, 0, mine)
+        patterns.sentinel_fill(case.send[mine:])
+        patterns.sentinel_fill(case.recv)
