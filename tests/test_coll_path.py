@@ -106,7 +106,7 @@ def test_mpich_composition_or_flat_mpir():
         },
     )
     auto = mpich_path(mpich, "ALLREDUCE", TWO_BY_TWO)
-    assert auto.component == "CH4" and "built-in selection tree" in auto.note and "MPIR ring" in auto.note
+    assert auto.component == "CH4 composition" and "built-in selection tree" in auto.note and "MPIR ring" in auto.note
     mpich.values["MPIR_CVAR_ALLREDUCE_COMPOSITION"] = 2
     assert mpich_path(mpich, "ALLREDUCE", TWO_BY_TWO).levels == (("composition", "NM only"),)
     mpich.values["MPIR_CVAR_DEVICE_COLLECTIVES"] = "none"

@@ -22,9 +22,9 @@ from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.emit import selection as emit_selection
 from fabricprobe.tuning.measure.before_after import before_after, speedups
 from fabricprobe.tuning.measure.launch import library_in_use
+from fabricprobe.tuning.plan.hierarchy import is_hierarchy
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.library import DEFAULT, Library, names
-from fabricprobe.tuning.plan.openmpi_han import is_hierarchy
 from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
 from fabricprobe.tuning.verify.checks import ERROR, MISMATCH, Check, passed, summary, unproven, verify
 
@@ -80,12 +80,12 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
             hers = [r for r in table.rules.get(coll, {}).get(n, []) if is_hierarchy(r.winner)]
             if hers:
                 say.line(
-                    f"{coll} on {n} ranks was served by {path}: tuned through han's own settings "
+                    f"{coll} on {n} ranks was served by {path}: tuned through its hierarchy's own settings "
                     f"({', '.join(f'{r.span} {r.winner}' for r in hers)}; docs/tuning.md, On several nodes)"
                 )
                 continue
             say.line(
-                f"{coll} on {n} ranks was served by {path}: no coll/tuned rule for it (it would never be read; "
+                f"{coll} on {n} ranks was served by {path}: no rule keyed on its size for it (it would never be read; "
                 "docs/tuning.md, On several nodes)",
                 "warning",
             )

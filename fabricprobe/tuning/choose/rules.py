@@ -8,13 +8,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.mpienv.coll_path import MPICH_HIERARCHY
 from fabricprobe.sizes import format_size
 from fabricprobe.stats import point_noise
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
+from fabricprobe.tuning.plan.hierarchy import is_hierarchy
 from fabricprobe.tuning.plan.library import DEFAULT
 from fabricprobe.tuning.plan.openmpi_han import HAN as HAN_PREFIX
-from fabricprobe.tuning.plan.openmpi_han import is_hierarchy
 
 LIBRARY = "library"
 MIN_GAIN = 0.05  # tune's --min-gain: a winner must be this much faster than the default
@@ -171,7 +172,9 @@ def choose(
     Where another component served the default (Open MPI's han on several nodes), coll/tuned's forced
     algorithms ran only inside han's sub-communicators and a rule keyed on this size would never be
     read: there the candidates are han's own variants (tuning.plan.openmpi_han), and the default stays
-    where none was measured. Elsewhere han's variants are idle and not candidates."""
+    where none was measured. Elsewhere han's variants are idle and not candidates. MPICH's CH4
+    compositions on a hierarchical communicator are the same case (tuning.plan.mpich_composition):
+    a forced MPIR algorithm ran on the node leaders' sub-communicator only."""
     table, attrs = candidates(runs, dtype)
     vendor = attrs.get("mpi_vendor", "")
     sections: dict[tuple[str, int], list[Decision]] = {}
@@ -245,4 +248,6 @@ def not_steered(vendor: str, default_point: dict) -> str:
     served = str(default_point.get("served_by") or "")
     if vendor == "Open MPI" and served and not served.startswith("tuned"):
         return served
+    if vendor == "MPICH" and served.startswith(MPICH_HIERARCHY):
+        return served  # the MPIR algorithm ran on the composition's sub-communicators only
     return ""

@@ -17,6 +17,15 @@ with the measured parts spliced in:
   to the MPIR tree. MPICH 5.0.2's POSIX parser knows no "use MPIR" leaf; a search that finds no leaf
   does use MPIR (that is how MPICH's own tree sends multi-threaded runs there), so those ranges lead
   to a dead end: "is_multi_threaded=yes" inside the "is_multi_threaded=no" branch, never true.
+- the CH4 tree (MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE), where a composition won on a
+  communicator with a hierarchy (several nodes, more than one rank on some node:
+  tuning.plan.mpich_composition): the collective's "comm_type=intra" subtree becomes
+  "comm_hierarchy=parent" (MPICH's key for a communicator with node and node-leader
+  sub-communicators, the one its own CH4 tree uses) over communicator-size sections of message-size
+  rules naming `composition=MPIDI_<Coll>_intra_composition_<letter>`, and "comm_hierarchy=any" with
+  MPICH's original subtree. A composition reached through the tree runs without the checks CH4 makes
+  when the variable forces it (alpha's commutative op for allreduce and reduce), so those leaves
+  are guarded like the MPIR ones.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from fabricprobe.errors import UsageError
 from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.choose.rules import Range, Table
 from fabricprobe.tuning.plan.library import DEFAULT, names
+from fabricprobe.tuning.plan.mpich_composition import is_composition, letter
 
 MPIR_DEFAULT = "mpir"  # candidate: MPICH's own MPIR tree, without the POSIX shared-memory path
 
@@ -64,6 +74,12 @@ RESTRICTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("alltoall", "pairwise"): ("noinplace",),
     ("alltoall", "scattered"): ("noinplace",),
     ("alltoall", "pairwise_sendrecv_replace"): ("inplace",),
+    # CH4 compositions (ch4_coll.h's checks when forced; the default CH4 tree takes another composition
+    # for a non-commutative op). Every composition leaf is already under "comm_hierarchy=parent".
+    ("allreduce", "composition_alpha"): ("commutative",),
+    ("allreduce", "composition_delta"): ("commutative",),
+    ("reduce", "composition_alpha"): ("commutative",),
+    ("reduce", "composition_beta"): ("commutative",),
 }
 # restriction -> (condition under which the algorithm may run, the key for everything else). A yes/no
 # condition's other side is its complement, not "=any": MPICH 4.0's selection parser knows
@@ -196,6 +212,8 @@ def default_trees(libmpi: Path) -> dict[str, dict]:
             trees.setdefault("mpir", tree)
         elif "MPIDI_POSIX_mpi_" in text:
             trees.setdefault("posix", tree)
+        elif "composition=MPIDI_" in text:
+            trees.setdefault("ch4", tree)
     if "mpir" not in trees:
         raise UsageError(f"{libmpi} holds no MPICH selection tree (is this MPICH 4 or later?)")
     trees["_symbols"] = data  # type: ignore[assignment]  # for checking algorithm names exist
@@ -230,13 +248,13 @@ def mpir_tree(table: Table, trees: dict) -> dict:
     tree = copy.deepcopy(trees["mpir"])
     symbols = trees.get("_symbols", b"")
     for coll, sections in table.rules.items():
-        if all(r.winner in (DEFAULT, MPIR_DEFAULT) for rs in sections.values() for r in rs):
+        if all(_not_mpir(r.winner) for rs in sections.values() for r in rs):
             continue
         node = tree[f"collective={names(coll).mpich_json}"]
         original = node["comm_type=intra"]
 
         def leaf(r: Range, coll=coll, original=original):
-            if r.winner in (DEFAULT, MPIR_DEFAULT):
+            if _not_mpir(r.winner):
                 return copy.deepcopy(original)
             name = f"MPIR_{names(coll).mpich_function}_intra_{r.winner}"
             if symbols and name.encode() not in symbols:
@@ -248,6 +266,51 @@ def mpir_tree(table: Table, trees: dict) -> dict:
     return tree
 
 
+def _not_mpir(winner: str) -> bool:
+    """Whether a range keeps MPICH's own MPIR subtree: the default's, or a composition's (the CH4 tree's)."""
+    return winner in (DEFAULT, MPIR_DEFAULT) or is_composition(winner)
+
+
+def _keeps_posix(winner: str) -> bool:
+    """Whether a range keeps the POSIX path: the default's, or a composition's (whose node-local step it is)."""
+    return winner == DEFAULT or is_composition(winner)
+
+
+def ch4_tree(table: Table, trees: dict) -> dict | None:
+    """The CH4 tree with the compositions that won, on hierarchical communicators of the sizes they
+    were measured on; None where no composition won."""
+    mine = {
+        coll: {n: rs for n, rs in sections.items() if any(is_composition(r.winner) for r in rs)}
+        for coll, sections in table.rules.items()
+    }
+    mine = {coll: sections for coll, sections in mine.items() if sections}
+    if not mine:
+        return None
+    if "ch4" not in trees:
+        raise UsageError("this MPICH holds no CH4 selection tree: its compositions cannot be written")
+    tree = copy.deepcopy(trees["ch4"])
+    symbols = trees.get("_symbols", b"")
+    for coll, sections in mine.items():
+        node = tree[f"collective={names(coll).mpich_json}"]
+        original = node["comm_type=intra"]
+
+        def leaf(r: Range, coll=coll, original=original):
+            if not is_composition(r.winner):
+                return copy.deepcopy(original)
+            name = f"MPIDI_{names(coll).mpich_function}_intra_composition_{letter(r.winner)}"
+            if symbols and name.encode() not in symbols:
+                raise UsageError(f"MPICH here has no {name}; the tuning file would abort MPI_Init")
+            return guarded(coll, r.winner, {f"composition={name}": {}}, original)
+
+        node["comm_type=intra"] = {
+            "comm_hierarchy=parent": _sections(
+                sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf), original
+            ),
+            "comm_hierarchy=any": copy.deepcopy(original),
+        }
+    return tree
+
+
 def posix_tree(table: Table, trees: dict) -> dict | None:
     """The POSIX tree with ranges won by an MPIR algorithm handed to the MPIR tree; None if not needed."""
     if "posix" not in trees:
@@ -256,7 +319,7 @@ def posix_tree(table: Table, trees: dict) -> dict | None:
     changed = False
     for coll in (c for c in COLLECTIVES if names(c).mpich_posix):
         sections = table.rules.get(coll)
-        if not sections or all(r.winner == DEFAULT for rs in sections.values() for r in rs):
+        if not sections or all(_keeps_posix(r.winner) for rs in sections.values() for r in rs):
             continue
         node = tree.get(f"collective={names(coll).mpich_json}")
         if node is None:
@@ -265,7 +328,7 @@ def posix_tree(table: Table, trees: dict) -> dict | None:
         mpir_leaf = {"is_multi_threaded=yes": copy.deepcopy(default_leaf)}  # never matches: MPICH uses MPIR
 
         def leaf(r: Range, default_leaf=default_leaf, mpir_leaf=mpir_leaf):
-            return copy.deepcopy(default_leaf if r.winner == DEFAULT else mpir_leaf)
+            return copy.deepcopy(default_leaf if _keeps_posix(r.winner) else mpir_leaf)
 
         parent[cond] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf), default_leaf)
         changed = True
@@ -294,6 +357,11 @@ def write(table: Table, directory: Path, trees: dict, name=None) -> dict[str, Pa
         path = name("mpich_posix_tuned.json")
         path.write_text(json.dumps(posix, indent=1) + "\n")
         files["posix"] = path
+    ch4 = ch4_tree(table, trees)
+    if ch4 is not None:
+        path = name("mpich_ch4_tuned.json")
+        path.write_text(json.dumps(ch4, indent=1) + "\n")
+        files["ch4"] = path
     return files
 
 
@@ -301,6 +369,8 @@ def load_env(files: dict[str, Path]) -> dict[str, str]:
     env = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(files["mpir"].resolve())}
     if "posix" in files:
         env["MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE"] = str(files["posix"].resolve())
+    if "ch4" in files:
+        env["MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE"] = str(files["ch4"].resolve())
     return env
 
 

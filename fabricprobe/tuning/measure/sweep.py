@@ -59,22 +59,25 @@ def tune_sweep(
 
 
 def hierarchy_where_served(library: Library, base: list[str], n: int, progress=None) -> None:
-    """Measure the library's hierarchy variants (Open MPI's han: tuning.plan.openmpi_han) when it
-    serves the job: asked of the library in a job of n ranks on the launcher's hosts (the probe's
-    `path`, about 3 s), since only there does han run at all (one node: never; one rank per node: it
-    hands every call back to tuned). Its communicators of fewer ranks are asked again in the job."""
-    if not getattr(library, "hierarchy_component", "") or not library.hierarchy_variants("allreduce"):
-        return  # no han in this library
+    """Measure the library's hierarchy variants (Open MPI's han: tuning.plan.openmpi_han; MPICH's CH4
+    compositions: tuning.plan.mpich_composition) when the hierarchy serves the job: asked of the
+    library in a job of n ranks on the launcher's hosts (the probe's `path`, about 3 s), since only
+    there does it change anything (one node: han never runs, MPICH has no node leaders; one rank per
+    node: han hands every call back to tuned, every composition is the same messages). Its
+    communicators of fewer ranks are asked again in the job."""
+    component = getattr(library, "hierarchy_component", "")
+    if not component or not library.hierarchy_variants("allreduce"):
+        return  # no hierarchy settings in this library
     found = probe(base, n, "allreduce", 0, "path", {})
     try:
         path = json.loads(found)
     except ValueError:
         if progress is not None:
-            progress(f"could not ask which component serves the job ({found[:120]}): han's variants not measured")
+            progress(f"could not ask which component serves the job ({found[:120]}): {component} not tuned")
         return
-    library.hierarchy = path.get("component") == "han"
+    library.hierarchy = path.get("component") == component
     if library.hierarchy and progress is not None:
-        progress(f"{path['text']} serves {path['shape']}: han's own settings are measured too")
+        progress(f"{path['text']} serves {path['shape']}: {component}'s own settings are measured too")
 
 
 def measure_by_launch(

@@ -2,14 +2,18 @@
 `MPIR_CVAR_<COLL>_INTRA_ALGORITHM=name`. On one node at thread level single MPICH hands bcast,
 allreduce and reduce to its POSIX shared-memory path after a few calls, bypassing both the CVAR and
 the tuning file, so forced runs of those also set `MPIR_CVAR_<COLL>_POSIX_INTRA_ALGORITHM=mpir`, and
-"mpir" (MPICH's own tree without the POSIX path) is measured as a candidate too."""
+"mpir" (MPICH's own tree without the POSIX path) is measured as a candidate too. Where the job's
+communicator has a hierarchy (several nodes, more than one rank on some node), the CH4 compositions
+join them (plan/mpich_composition.py)."""
 
 from __future__ import annotations
 
 import re
 
 from fabricprobe.errors import UsageError
+from fabricprobe.mpienv.coll_path import MPICH_HIERARCHY
 from fabricprobe.mpienv.mpich_names import inline_values
+from fabricprobe.tuning.plan import mpich_composition
 from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, tool
 
 
@@ -17,6 +21,7 @@ class MPICH(Library):
     vendor = "MPICH"
     switches_at_run_time = True
     EXCLUDED = ("auto", "nb", "ccl")  # nb is the non-blocking path under another name; ccl needs an external library
+    hierarchy_component = MPICH_HIERARCHY
 
     def __init__(self, mpivars: str | None = None, text: str | None = None) -> None:
         if text is None:
@@ -28,8 +33,13 @@ class MPICH(Library):
         self.cvars = {m.group(1): m.group(2) for m in re.finditer(r"^\s*(MPIR_CVAR_\w+)\s*=(\S+)", text, re.M)}
         if not self.choices:
             raise UsageError("mpivars lists no MPIR_CVAR_*_INTRA_ALGORITHM values")
+        self.hierarchy = False  # the compositions measured too: tune-sweep sets it where they serve the job
 
-    def variants(self, collective: str) -> list[Variant]:
+    def hierarchy_variants(self, collective: str) -> list[Variant]:
+        """The CH4 compositions of the collective (plan/mpich_composition.py)."""
+        return mpich_composition.composition_variants(collective, names(collective).mpich, self.cvars)
+
+    def flat_variants(self, collective: str) -> list[Variant]:
         cvar = names(collective).mpich
         posix = {f"MPIR_CVAR_{cvar}_POSIX_INTRA_ALGORITHM": "mpir"} if names(collective).mpich_posix else {}
         out = [self.default(collective)]
@@ -39,6 +49,10 @@ class MPICH(Library):
             if alg not in self.EXCLUDED:
                 out.append(Variant(collective, alg, alg, {f"MPIR_CVAR_{cvar}_INTRA_ALGORITHM": alg, **posix}))
         return out
+
+    def variants(self, collective: str) -> list[Variant]:
+        out = self.flat_variants(collective)
+        return out + self.hierarchy_variants(collective) if self.hierarchy else out
 
     def control_variable(self, env_name: str) -> str | None:
         """MPIR_CVAR_X in the environment is the control variable MPIR_CVAR_X."""

@@ -11,8 +11,9 @@ from typing import Callable
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning.choose.rules import Table
 from fabricprobe.tuning.emit.mpich import needs_builtin_op
+from fabricprobe.tuning.plan.hierarchy import is_hierarchy
 from fabricprobe.tuning.plan.library import DEFAULT, Library
-from fabricprobe.tuning.plan.openmpi_han import GLOBAL, is_hierarchy, level_of
+from fabricprobe.tuning.plan.openmpi_han import GLOBAL, level_of
 from fabricprobe.tuning.verify.fingerprint import method_for, probe
 
 VERIFIED = "verified"  # the file's algorithm is the rule's, and it is told apart from the default
