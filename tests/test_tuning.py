@@ -462,3 +462,23 @@ def test_a_failed_jobs_own_error_line_is_shown_not_the_launchers_banner():
     )
     assert job_error(banner) == "fabricprobe: error: cannot write results to /x/r.h5: directory /x does not exist"
     assert job_error("a\nb\nc\nd\n") == "a / b / c"  # the library speaks first; backtraces and banners follow
+
+
+def test_the_files_say_which_case_they_are_for():
+    """A coll/tuned rule is keyed on the communicator's size only: the file names the job it was measured
+    in and what served each section's default (tuned on one node or with Open MPI 4.1, han on several
+    nodes with Open MPI 5), in comments the strict reader and Open MPI skip."""
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    ranges = [Range(0, None, "ring", [d(8)])]
+    bare = Table("Open MPI", "", 4, "float32", {"allreduce": {4: ranges}})
+    table = Table(
+        "Open MPI", "", 4, "float32", {"allreduce": {4: ranges}},
+        served={"allreduce": {4: "tuned"}}, shape="4 ranks of 2 nodes",
+    )  # fmt: skip
+    text = emit_openmpi.classic_rules(table, OpenMPI(text=OMPI_INFO))
+    assert "# measured in a job of 4 ranks of 2 nodes" in text and "# allreduce on 4 ranks: served by tuned" in text
+    assert "# comm size 4 (measured, served by tuned)" in text
+    assert emit_openmpi.parse_classic_rules(text) == emit_openmpi.parse_classic_rules(
+        emit_openmpi.classic_rules(bare, OpenMPI(text=OMPI_INFO))
+    )
+    assert "unrecorded shape" in emit_openmpi.classic_rules(bare, OpenMPI(text=OMPI_INFO))

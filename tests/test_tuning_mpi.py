@@ -35,7 +35,17 @@ def _base(found) -> list[str]:
 def _ring_above_64k(vendor: str, n: int) -> Table:
     d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
     ranges = [Range(0, 65536, "default", [d(8)]), Range(65536, None, "ring", [d(65536), d(1 << 20)])]
-    return Table(vendor, "", n, "float32", {"allreduce": {n: ranges}})
+    # what served the default, as choose() records it: the files name their case in comment lines
+    # (digits in them too), which the libraries must skip when they load the files below
+    return Table(
+        vendor,
+        "",
+        n,
+        "float32",
+        {"allreduce": {n: ranges}},
+        served={"allreduce": {n: "tuned"}},
+        shape=f"{n} ranks of 1 node",
+    )
 
 
 # ---- Open MPI: the quirks behind the classic rules file ----

@@ -65,9 +65,26 @@ class Table:
     # collective -> comm size -> the component that served the library there, where it was not the one
     # the rules steer (Open MPI's han on several nodes): those sections keep the default
     served_elsewhere: dict[str, dict[int, str]] = field(default_factory=dict)
+    # collective -> comm size -> what served the default when it was measured, and the job's shape
+    # ("4 ranks of 2 nodes"): the case the files are for (the same rules file means other things on one
+    # node, under Open MPI 5's han, or with Open MPI 4.1, where han is off)
+    served: dict[str, dict[int, str]] = field(default_factory=dict)
+    shape: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def case_lines(self) -> list[str]:
+        """The case the files are for, as comment lines: the job they were measured in and, per
+        collective and communicator size, what served the library's default there. A rule is keyed on
+        the communicator's size only, and the same size means another path on one node, under Open MPI
+        5's han on several nodes (coll/tuned only inside han's sub-communicators), with Open MPI 4.1
+        (han off: coll/tuned on the whole communicator) and under MPICH's CH4 compositions."""
+        out = [f"# measured in a job of {self.shape or 'unrecorded shape'}"]
+        for coll in sorted(self.served):
+            for n, path in sorted(self.served[coll].items()):
+                out.append(f"# {coll} on {n} ranks: served by {path}")
+        return out
 
     def tuned(self) -> bool:
         return any(
@@ -180,10 +197,13 @@ def choose(
     sections: dict[tuple[str, int], list[Decision]] = {}
     measured: dict[tuple[str, int], dict[int, dict[str, dict]]] = {}
     elsewhere: dict[str, dict[int, str]] = {}
+    served_at: dict[str, dict[int, str]] = {}
     for coll, nranks, size in sorted(table):
         if collectives is not None and coll not in collectives:
             continue
         by_name = table[(coll, nranks, size)]
+        if by_name.get(DEFAULT, {}).get("served_by"):
+            served_at.setdefault(coll, {})[nranks] = str(by_name[DEFAULT]["served_by"])
         served = not_steered(vendor, by_name.get(DEFAULT, {}))
         if served:
             elsewhere.setdefault(coll, {})[nranks] = served
@@ -206,6 +226,8 @@ def choose(
         dtype,
         rules,
         elsewhere,
+        {c: sections for c, sections in served_at.items() if c in rules},
+        str(attrs.get("coll_shape", "") or ""),
     )
 
 

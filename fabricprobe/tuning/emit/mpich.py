@@ -374,7 +374,10 @@ def load_env(files: dict[str, Path]) -> dict[str, str]:
     return env
 
 
-def load_lines(files: dict[str, Path]) -> str:
+def load_lines(files: dict[str, Path], case: list[str] | None = None) -> str:
+    """The lines that load the trees; `case`: comment lines saying what job they were measured in (JSON
+    has no comments: Table.case_lines)."""
     lines = ["# MPICH: use fabricprobe's tuned selection trees (MPICH aborts at MPI_Init if a file is malformed)"]
+    lines += case or []
     lines += [f"export {k}={v}" for k, v in load_env(files).items()]
     return "\n".join(lines) + "\n"

@@ -50,6 +50,7 @@ def classic_rules(table: Table, library: OpenMPI) -> str:
     lines = [
         f"# fabricprobe {__version__} tuning rules for {library_name}",
         "# load: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename THIS_FILE",
+        *table.case_lines(),
         f"{len(colls)}  # number of collectives",
     ]
     for coll in colls:
@@ -61,7 +62,12 @@ def classic_rules(table: Table, library: OpenMPI) -> str:
                 blocks.append(f"{key} 1  # comm size >= {key}: not measured, Open MPI's fixed decision")
                 blocks.append("0 0 0 0")
                 continue
-            blocks.append(f"{key} {len(ranges)}  # comm size {key} (measured); message-size rules")
+            served = table.served.get(coll, {}).get(key)
+            blocks.append(
+                f"{key} {len(ranges)}  # comm size {key} (measured"
+                + (f", served by {served}" if served else "")
+                + "); message-size rules"
+            )
             for r in ranges:
                 hi = "inf" if r.hi is None else r.hi
                 # A forced algorithm (how it was measured) gets the chain fan-out MCA default; a rule's

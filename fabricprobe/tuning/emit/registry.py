@@ -83,7 +83,9 @@ def _mpich(table: Table, library: Library, runs: list[Any], out: Path, marker: s
     trees["_cvars"] = getattr(library, "cvars", {})  # the values the forced measurements ran with
     written = emit_mpich.write(table, out, trees, lambda filename: marked(out, filename, marker))
     return Emitted(
-        {f"mpich-{k}": v for k, v in written.items()}, emit_mpich.load_env(written), [emit_mpich.load_lines(written)]
+        {f"mpich-{k}": v for k, v in written.items()},
+        emit_mpich.load_env(written),
+        [emit_mpich.load_lines(written, table.case_lines())],
     )
 
 
