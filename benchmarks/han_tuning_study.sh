@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Tune what runs on several nodes, in the fabric lab (docs/tuning.md, "On several nodes"):
-#   bash benchmarks/han_tuning_study.sh HOSTS RANKS_PER_HOST OUT_DIR [COLLECTIVES]
-# brings up a lab of HOSTS x RANKS_PER_HOST (Open MPI of this Python), runs
-#   fabricprobe tune-sweep -n N (one launch; han's variants where han serves the job)
+#   bash benchmarks/han_tuning_study.sh HOSTS RANKS_PER_HOST OUT_DIR [COLLECTIVES [SIZES]]
+# brings up a lab of HOSTS x RANKS_PER_HOST (the MPI of the `python` on PATH: the Open MPI or MPICH
+# wheel, or a site venv's Debian Open MPI 4.1), runs
+#   fabricprobe tune-sweep -n N (one launch; han's variants where han serves the job, MPICH's CH4
+#                               compositions where the communicator has node leaders)
 #   fabricprobe tune --verify  (every rule proven by fingerprint, then default against tuned,
 #                               alternating, 6 repetitions: the speedup's 95% interval)
 # and writes OUT_DIR/t.h5, OUT_DIR/tuning/ (the files, tuning.json), OUT_DIR/{sweep,tune}.log and
 # OUT_DIR/summary.md (the rules, the verification and the before/after table). Takes the lab down.
 set -euo pipefail
 hosts=${1:?HOSTS}; per=${2:?RANKS_PER_HOST}; out=${3:?OUT_DIR}; colls=${4:-allreduce,bcast,reduce,allgather}
+sizes=${5:+--sizes $5}
 name=fphan; n=$((hosts * per))
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"; rm -rf "$out/t.h5" "$out/t.h5.journal" "$out/tuning"
@@ -18,7 +21,7 @@ trap 'python -m fabricprobe lab down --name "$name" >/dev/null 2>&1 || true' EXI
 wrapper=/run/fabricprobe-lab/$name/mpiexec
 start=$(date +%s)
 python -m fabricprobe tune-sweep -n "$n" --mpiexec "$wrapper" -o "$out/t.h5" --collectives "$colls" \
-  --comm-sizes "$n" --algorithms none >"$out/sweep.log" 2>&1
+  --comm-sizes "$n" --algorithms none $sizes >"$out/sweep.log" 2>&1
 mid=$(date +%s)
 python -m fabricprobe tune "$out/t.h5" -o "$out/tuning" --verify --mpiexec "$wrapper" >"$out/tune.log" 2>&1 || true
 end=$(date +%s)
