@@ -354,6 +354,40 @@ def test_tune_says_what_it_has_not_proven(tmp_path):
         assert r["verdict"] in ("faster in all 1", "slower in all 1", "repetitions disagree")
 
 
+def test_proven_only_gives_back_every_rule_without_proof(tmp_path):
+    """--proven-only: a rule some check of which is not verified goes back to the default (unit), and a
+    whole tune --verify --proven-only keeps no rule without proof (real library)."""
+    from fabricprobe.tuning.verify.checks import INDISTINGUISHABLE, NOT_CONSULTED, UNVERIFIABLE, VERIFIED, Check
+    from fabricprobe.tuning.workflow import prune
+
+    table = _ring_above_64k("MPICH", 2)
+    table.rules["allreduce"][2][0].winner = "recursive_doubling"
+    checks = [
+        Check("allreduce", 2, 8, "recursive_doubling", INDISTINGUISHABLE),
+        Check("allreduce", 2, 65536, "ring", VERIFIED),
+        Check("allreduce", 2, 1 << 20, "ring", VERIFIED),
+    ]
+    unproven = (INDISTINGUISHABLE, UNVERIFIABLE, NOT_CONSULTED)
+    assert prune(table, checks, unproven) == ["allreduce on 2 ranks [0 B, 64 KiB): recursive_doubling"]
+    assert [r.winner for r in table.rules["allreduce"][2]] == ["default", "ring"]
+    assert prune(table, checks, unproven) == []  # the verified rule stays
+
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    n = 4 if found.vendor == "Open MPI" else 2
+    data = tmp_path / "planted.h5"
+    _planted_sweep(data, found.vendor, n)
+    out = run_local(
+        ["tune", str(data), "-o", str(tmp_path / "t"), "--verify", "--proven-only", "--reps", "1"], timeout=600
+    )
+    assert out.returncode == 0, out.stderr + out.stdout
+    verification = json.loads((tmp_path / "t" / "tuning.json").read_text())["verification"]
+    assert verification["passed"] and verification["kept_without_proof"] == []
+    kept = [c for c in verification["checks"] if c["expected"] != "default"]
+    assert all(c["status"] == VERIFIED for c in kept), verification["checks"]
+
+
 @pytest.mark.parametrize("fault", ["malformed", "another communicator size"])
 def test_a_file_the_library_ignores_is_never_verified(tmp_path, fault):
     """The issue's bar: a file the library does not apply, because it is malformed or written for

@@ -162,6 +162,12 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="before/after repetitions with --verify (6 or more give a 95%% interval of the speedup)",
     )
+    t.add_argument(
+        "--proven-only",
+        action="store_true",
+        help="with --verify: give every rule that was not verified (the default's fingerprint, or none) back to "
+        "the default, so the files keep proven rules only",
+    )
     t.add_argument("--mpiexec", metavar="PATH", help="launcher for --verify")
     t.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
     t.set_defaults(handler=run_tune)
@@ -427,6 +433,8 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if not 0 <= args.min_gain < 1:  # NaN fails too
         raise UsageError(f"--min-gain must be a fraction in [0, 1) (got {args.min_gain:g})")
+    if args.proven_only and not args.verify:
+        raise UsageError("--proven-only keeps the rules --verify proves: give --verify too")
     if args.reps < 1:
         raise UsageError(f"--reps must be at least 1 (got {args.reps})")
     opts = TuneOptions(
@@ -440,6 +448,7 @@ def run_tune(args: argparse.Namespace) -> int:
         min_gain=args.min_gain,
         verify=args.verify,
         reps=args.reps,
+        proven_only=args.proven_only,
         mpiexec=args.mpiexec,
         mpiexec_args=args.mpiexec_args,
     )

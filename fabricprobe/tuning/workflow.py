@@ -26,7 +26,18 @@ from fabricprobe.tuning.plan.hierarchy import is_hierarchy
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.library import DEFAULT, Library, names
 from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
-from fabricprobe.tuning.verify.checks import ERROR, MISMATCH, Check, passed, summary, unproven, verify
+from fabricprobe.tuning.verify.checks import (
+    ERROR,
+    INDISTINGUISHABLE,
+    MISMATCH,
+    NOT_CONSULTED,
+    UNVERIFIABLE,
+    Check,
+    passed,
+    summary,
+    unproven,
+    verify,
+)
 
 
 class Reporter(Protocol):
@@ -49,6 +60,7 @@ class TuneOptions:
     min_gain: float = 0.05
     verify: bool = False
     reps: int = 6  # before/after repetitions: 6 is the fewest whose [min, max] ratio is a 95% interval
+    proven_only: bool = False  # --verify gives every rule without positive evidence back to the default
     mpiexec: str | None = None
     mpiexec_args: str = ""
 
@@ -153,12 +165,13 @@ def _offer(emitted: emitters.Emitted, proof: str, say: Reporter) -> None:
         say.line(f"# fabricprobe.tuned: export FABRICPROBE_SELECTION={path}\n")
 
 
-def prune(table: Table, checks: list[Check]) -> list[str]:
+def prune(table: Table, checks: list[Check], statuses: tuple[str, ...] = (MISMATCH, ERROR)) -> list[str]:
     """Give the default back the ranges whose rule the library did not apply (the file would not do
-    what was measured there); returns what was dropped."""
+    what was measured there), or with --proven-only every range a check of `statuses` covers; returns
+    what was dropped."""
     dropped = []
     for c in checks:
-        if c.status not in (MISMATCH, ERROR):
+        if c.status not in statuses:
             continue
         for r in table.rules.get(c.collective, {}).get(c.comm_size, []):
             if r.covers(c.size) and r.winner != DEFAULT:
@@ -205,6 +218,27 @@ def promote(verified: emitters.Emitted, fresh: emitters.Emitted) -> None:
     fresh.files = {k: p for k, p in fresh.files.items() if p.exists()}
 
 
+def _proven_only(table, library, checks, emitted, base, opts, say, reemit):
+    """--proven-only: every rule some check of which is not VERIFIED (indistinguishable from the default,
+    no fingerprint for the collective, not consulted) goes back to the default, and the smaller files are
+    written and verified again: what is left was each seen to run as the rule says."""
+    gone = prune(table, checks, (INDISTINGUISHABLE, UNVERIFIABLE, NOT_CONSULTED))
+    if not gone:
+        return checks, emitted, []
+    say.line("without proof, given back to the default (--proven-only): " + "; ".join(gone), "warning")
+    again = reemit(table)
+    replace_files(emitted, again)
+    checks = verify(
+        table,
+        library,
+        again.load_env,
+        base,
+        progress=lambda text: say.line(f"verifying again {text}"),
+        scratch=opts.output,
+    )
+    return checks, again, gone
+
+
 def _verify(
     opts: TuneOptions, table: Table, library: Library, emitted: emitters.Emitted, manifest: dict, say: Reporter, reemit
 ) -> tuple[int, emitters.Emitted, str]:
@@ -232,6 +266,9 @@ def _verify(
                 progress=lambda text: say.line(f"verifying again {text}"),
                 scratch=opts.output,
             )
+    if opts.proven_only and passed(checks):
+        checks, emitted, gone = _proven_only(table, library, checks, emitted, base, opts, say, reemit)
+        dropped += gone
     say.verification(checks)
     ok = passed(checks)
     kept = unproven(table, checks) if ok else []
