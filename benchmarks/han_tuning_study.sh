@@ -23,7 +23,8 @@ start=$(date +%s)
 python -m fabricprobe tune-sweep -n "$n" --mpiexec "$wrapper" -o "$out/t.h5" --collectives "$colls" \
   --comm-sizes "$n" --algorithms none $sizes >"$out/sweep.log" 2>&1
 mid=$(date +%s)
-python -m fabricprobe tune "$out/t.h5" -o "$out/tuning" --verify --mpiexec "$wrapper" >"$out/tune.log" 2>&1 || true
+# TUNE_ARGS: more options for tune, e.g. TUNE_ARGS=--proven-only (the files keep proven rules only)
+python -m fabricprobe tune "$out/t.h5" -o "$out/tuning" --verify ${TUNE_ARGS:-} --mpiexec "$wrapper" >"$out/tune.log" 2>&1 || true
 end=$(date +%s)
 python - "$out" "$hosts" "$per" "$((mid - start))" "$((end - mid))" <<'EOF'
 import json, sys
@@ -40,7 +41,9 @@ for coll, per_size in doc["rules"]["rules"].items():
             seen = ", ".join(f"{c['size']} B {c['status']}" for c in mine) or "-"
             level = next((c["level"] for c in mine if c.get("level")), "")
             lines.append(f"| {coll} | {n} | [{r['lo']}, {hi}) | {r['winner']} | {level} | {seen} |")
-lines += ["", f"served elsewhere: {json.dumps(doc['rules'].get('served_elsewhere', {}))}", ""]
+lines += ["", f"served elsewhere: {json.dumps(doc['rules'].get('served_elsewhere', {}))}"]
+lines += [f"verification: {json.dumps(doc['verification']['summary'])}"]
+lines += [f"given back to the default: {json.dumps(doc['verification']['dropped_rules'])}", ""]
 lines += ["| collective | comm size | size | reps | default µs | tuned µs | speedup | 95% CI | verdict |", "|---|---|---|---|---|---|---|---|---|"]
 for row in doc.get("before_after", []):
     ci = "-" if row["ci_low"] is None else f"{row['ci_low']:.2f}-{row['ci_high']:.2f}"
