@@ -397,6 +397,8 @@ class ConsoleReporter:
         self.console.print(t)
 
     def before_after(self, rows: list[dict]) -> None:
+        if not rows:  # no rule left to compare with the default
+            return
         from rich.table import Table
 
         from fabricprobe.report.units import usec

@@ -226,6 +226,8 @@ def _proven_only(table, library, checks, emitted, base, opts, say, reemit):
     if not gone:
         return checks, emitted, []
     say.line("without proof, given back to the default (--proven-only): " + "; ".join(gone), "warning")
+    if not table.tuned():
+        say.line("no rule is left with proof: nothing to write for the library", "warning")
     again = reemit(table)
     replace_files(emitted, again)
     checks = verify(
