@@ -222,9 +222,11 @@ def _proven_only(table, library, checks, emitted, base, opts, say, reemit):
     """--proven-only: every rule some check of which is not VERIFIED (indistinguishable from the default,
     no fingerprint for the collective, not consulted) goes back to the default, and the smaller files are
     written and verified again: what is left was each seen to run as the rule says."""
-    gone = prune(table, checks, (INDISTINGUISHABLE, UNVERIFIABLE, NOT_CONSULTED))
+    without = (INDISTINGUISHABLE, UNVERIFIABLE, NOT_CONSULTED)
+    why = [c.as_dict() for c in checks if c.status in without and c.expected != DEFAULT]
+    gone = prune(table, checks, without)
     if not gone:
-        return checks, emitted, []
+        return checks, emitted, [], []
     say.line("without proof, given back to the default (--proven-only): " + "; ".join(gone), "warning")
     if not table.tuned():
         say.line("no rule is left with proof: nothing to write for the library", "warning")
@@ -238,7 +240,7 @@ def _proven_only(table, library, checks, emitted, base, opts, say, reemit):
         progress=lambda text: say.line(f"verifying again {text}"),
         scratch=opts.output,
     )
-    return checks, again, gone
+    return checks, again, gone, why
 
 
 def _verify(
@@ -269,8 +271,9 @@ def _verify(
                 scratch=opts.output,
             )
     if opts.proven_only and passed(checks):
-        checks, emitted, gone = _proven_only(table, library, checks, emitted, base, opts, say, reemit)
+        checks, emitted, gone, why = _proven_only(table, library, checks, emitted, base, opts, say, reemit)
         dropped += gone
+        why_dropped += why  # the checks that gave no proof
     say.verification(checks)
     ok = passed(checks)
     kept = unproven(table, checks) if ok else []
