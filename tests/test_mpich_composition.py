@@ -9,6 +9,7 @@ import json
 import pytest
 from mpirun import launcher
 from test_coll_path import lab  # noqa: F401 - the lab fixture (brings the lab down)
+from test_han_tuning import _point
 from test_lab import _up, _wrapper, needs_lab
 from test_tuning import MPIVARS
 
@@ -45,14 +46,6 @@ def test_the_hierarchy_is_several_nodes_with_more_than_one_rank_on_some():
     one_a_node = mpich_path(settings, "ALLREDUCE", TWO_BY_ONE)
     assert one_a_node.component == "CH4" and "one rank a node" in one_a_node.note
     assert mpich_path(settings, "ALLREDUCE", ONE_NODE).component == "CH4"
-
-
-def _point(n, algorithm, t, served, size=1 << 20):
-    return dict(
-        collective="allreduce", status="ok", mode="barrier", in_place=False, dtype="float32", op="sum",
-        algorithm=algorithm, nranks=n, bytes=size, median_s=t, ci_low_s=t * 0.99, ci_high_s=t * 1.01,
-        served_by=served,
-    )  # fmt: skip
 
 
 def test_where_a_composition_served_the_mpir_algorithms_are_not_candidates():
