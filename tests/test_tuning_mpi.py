@@ -313,16 +313,21 @@ def _planted_sweep(path: Path, vendor: str, n: int) -> None:
             i += 1
 
 
+def _planted_here(tmp_path: Path) -> Path:
+    """_planted_sweep for the library here (4 ranks with Open MPI, 2 with MPICH); skips without one."""
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    data = tmp_path / "planted.h5"
+    _planted_sweep(data, found.vendor, 4 if found.vendor == "Open MPI" else 2)
+    return data
+
+
 def test_tune_says_what_it_has_not_proven(tmp_path):
     """Without --verify the files are named *.unverified.* and their load lines say so; with it, the
     names and lines say verified or partly verified (each rule kept without proof listed, with why),
     and the before/after rows give every repetition's ratio, never one ratio standing for disagreeing ones."""
-    found = launcher()
-    if found is None:
-        pytest.skip("no mpiexec")
-    n = 4 if found.vendor == "Open MPI" else 2
-    data = tmp_path / "planted.h5"
-    _planted_sweep(data, found.vendor, n)
+    data = _planted_here(tmp_path)
     out = run_local(["tune", str(data), "-o", str(tmp_path / "plain")], timeout=300)
     assert out.returncode == 0, out.stderr
     manifest = json.loads((tmp_path / "plain" / "tuning.json").read_text())
@@ -357,7 +362,7 @@ def test_tune_says_what_it_has_not_proven(tmp_path):
 def test_proven_only_gives_back_every_rule_without_proof(tmp_path):
     """--proven-only: a rule some check of which is not verified goes back to the default (unit), and a
     whole tune --verify --proven-only keeps no rule without proof (real library)."""
-    from fabricprobe.tuning.verify.checks import INDISTINGUISHABLE, NOT_CONSULTED, UNVERIFIABLE, VERIFIED, Check
+    from fabricprobe.tuning.verify.checks import INDISTINGUISHABLE, NO_PROOF, VERIFIED, Check
     from fabricprobe.tuning.workflow import prune
 
     table = _ring_above_64k("MPICH", 2)
@@ -367,17 +372,11 @@ def test_proven_only_gives_back_every_rule_without_proof(tmp_path):
         Check("allreduce", 2, 65536, "ring", VERIFIED),
         Check("allreduce", 2, 1 << 20, "ring", VERIFIED),
     ]
-    unproven = (INDISTINGUISHABLE, UNVERIFIABLE, NOT_CONSULTED)
-    assert prune(table, checks, unproven) == ["allreduce on 2 ranks [0 B, 64 KiB): recursive_doubling"]
+    assert prune(table, checks, NO_PROOF) == ["allreduce on 2 ranks [0 B, 64 KiB): recursive_doubling"]
     assert [r.winner for r in table.rules["allreduce"][2]] == ["default", "ring"]
-    assert prune(table, checks, unproven) == []  # the verified rule stays
+    assert prune(table, checks, NO_PROOF) == []  # the verified rule stays
 
-    found = launcher()
-    if found is None:
-        pytest.skip("no mpiexec")
-    n = 4 if found.vendor == "Open MPI" else 2
-    data = tmp_path / "planted.h5"
-    _planted_sweep(data, found.vendor, n)
+    data = _planted_here(tmp_path)
     out = run_local(
         ["tune", str(data), "-o", str(tmp_path / "t"), "--verify", "--proven-only", "--reps", "1"], timeout=600
     )

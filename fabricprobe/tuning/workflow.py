@@ -28,10 +28,8 @@ from fabricprobe.tuning.plan.library import DEFAULT, Library, names
 from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
 from fabricprobe.tuning.verify.checks import (
     ERROR,
-    INDISTINGUISHABLE,
     MISMATCH,
-    NOT_CONSULTED,
-    UNVERIFIABLE,
+    NO_PROOF,
     Check,
     passed,
     summary,
@@ -222,14 +220,19 @@ def _proven_only(table, library, checks, emitted, base, opts, say, reemit):
     """--proven-only: every rule some check of which is not VERIFIED (indistinguishable from the default,
     no fingerprint for the collective, not consulted) goes back to the default, and the smaller files are
     written and verified again: what is left was each seen to run as the rule says."""
-    without = (INDISTINGUISHABLE, UNVERIFIABLE, NOT_CONSULTED)
-    why = [c.as_dict() for c in checks if c.status in without and c.expected != DEFAULT]
-    gone = prune(table, checks, without)
+    why = [c.as_dict() for c in checks if c.status in NO_PROOF and c.expected != DEFAULT]
+    gone = prune(table, checks, NO_PROOF)
     if not gone:
         return checks, emitted, [], []
     say.line("without proof, given back to the default (--proven-only): " + "; ".join(gone), "warning")
     if not table.tuned():
         say.line("no rule is left with proof: nothing to write for the library", "warning")
+    checks, again = _verify_again(table, library, emitted, base, opts, say, reemit)
+    return checks, again, gone, why
+
+
+def _verify_again(table, library, emitted, base, opts, say, reemit) -> tuple[list[Check], emitters.Emitted]:
+    """The files written again from the pruned rules (replacing `emitted`'s) and verified again."""
     again = reemit(table)
     replace_files(emitted, again)
     checks = verify(
@@ -240,7 +243,7 @@ def _proven_only(table, library, checks, emitted, base, opts, say, reemit):
         progress=lambda text: say.line(f"verifying again {text}"),
         scratch=opts.output,
     )
-    return checks, again, gone, why
+    return checks, again
 
 
 def _verify(
@@ -259,17 +262,7 @@ def _verify(
         dropped = prune(table, checks)
         say.line("not applied as measured, given back to the default: " + "; ".join(dropped), "warning")
         if table.tuned():
-            again = reemit(table)
-            replace_files(emitted, again)
-            emitted = again
-            checks = verify(
-                table,
-                library,
-                emitted.load_env,
-                base,
-                progress=lambda text: say.line(f"verifying again {text}"),
-                scratch=opts.output,
-            )
+            checks, emitted = _verify_again(table, library, emitted, base, opts, say, reemit)
     if opts.proven_only and passed(checks):
         checks, emitted, gone, why = _proven_only(table, library, checks, emitted, base, opts, say, reemit)
         dropped += gone

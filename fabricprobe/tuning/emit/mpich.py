@@ -257,13 +257,18 @@ def mpir_tree(table: Table, trees: dict) -> dict:
             if _not_mpir(r.winner):
                 return copy.deepcopy(original)
             name = f"MPIR_{names(coll).mpich_function}_intra_{r.winner}"
-            if symbols and name.encode() not in symbols:
-                raise UsageError(f"MPICH here has no {name}; the tuning file would abort MPI_Init")
+            _exists(symbols, name)
             leaf = {f"algorithm={name}": leaf_params(coll, r.winner, trees.get("_cvars", {}))}
             return guarded(coll, r.winner, leaf, original)
 
         node["comm_type=intra"] = _sections(sections, lambda rs, leaf=leaf, coll=coll: _chain(coll, rs, leaf), original)
     return tree
+
+
+def _exists(symbols: bytes, name: str) -> None:
+    """A leaf names a function this libmpi has (`symbols`: its bytes; empty: not checked)."""
+    if symbols and name.encode() not in symbols:
+        raise UsageError(f"MPICH here has no {name}; the tuning file would abort MPI_Init")
 
 
 def _not_mpir(winner: str) -> bool:
@@ -298,8 +303,7 @@ def ch4_tree(table: Table, trees: dict) -> dict | None:
             if not is_composition(r.winner):
                 return copy.deepcopy(original)
             name = f"MPIDI_{names(coll).mpich_function}_intra_composition_{letter(r.winner)}"
-            if symbols and name.encode() not in symbols:
-                raise UsageError(f"MPICH here has no {name}; the tuning file would abort MPI_Init")
+            _exists(symbols, name)
             return guarded(coll, r.winner, {f"composition={name}": {}}, original)
 
         node["comm_type=intra"] = {

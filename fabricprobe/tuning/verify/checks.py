@@ -22,6 +22,7 @@ MISMATCH = "MISMATCH"  # the file did not make the rule's algorithm run
 UNVERIFIABLE = "unverifiable"  # no fingerprint method for this collective on this library
 NOT_CONSULTED = "not consulted"  # another component serves the collective there: the rule is never read
 ERROR = "error"
+NO_PROOF = (INDISTINGUISHABLE, UNVERIFIABLE, NOT_CONSULTED)  # passed, but not positive evidence
 
 
 @dataclass
