@@ -15,6 +15,7 @@ import pytest
 from fabricprobe.engine import jobs
 from fabricprobe.lab import launch, slurm
 from fabricprobe.lab.config import LabConfig
+from fabricprobe.lab.network import LabError
 from fabricprobe.mpienv import launcher as launcher_env
 from fabricprobe.mpienv import provenance, slurm_env
 from fabricprobe.mpienv.topology import check_placement
@@ -181,7 +182,12 @@ def test_launcher_placement_reads_each_launchers_variables(clean_env):
 LAB = LabConfig("sl", 2, 2, 1e9, "10.213.0.0/24")
 
 
-def test_the_lab_cluster_configuration():
+def test_the_lab_cluster_configuration(tmp_path, monkeypatch):
+    real = tmp_path / "usr bin"
+    real.mkdir()
+    (real / "srun").write_text("#!/bin/sh\n")
+    (real / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", str(real))
     text = slurm.config_text(LAB, "pmix")
     assert "SlurmctldHost=sl-head(10.213.0.254)" in text and "MpiDefault=pmix" in text
     assert "NodeName=sl0 NodeAddr=10.213.0.1 CPUs=2" in text and "NodeName=sl1 NodeAddr=10.213.0.2 CPUs=2" in text
@@ -189,7 +195,25 @@ def test_the_lab_cluster_configuration():
     assert f"AuthInfo=socket={slurm.folder('sl')}/munge.socket" in text  # the lab's own munged
     script = slurm.client_script(LAB, "srun", {"OMPI_MCA_pml": "ob1"})
     assert "export SLURM_CONF=" in script and "export OMPI_MCA_pml=ob1" in script
-    assert "ip netns exec sl-sw" in script and script.rstrip().endswith('srun "$@"')
+    assert "ip netns exec sl-sw" in script and script.rstrip().endswith(f"'{real}/srun' \"$@\"")
+
+
+def test_a_wrapper_runs_slurms_own_program_even_with_the_labs_folder_on_path(tmp_path, monkeypatch):
+    """ReFrame finds sbatch on PATH, so a site puts the lab's bin folder there: a wrapper that ran
+    `sbatch` by name found itself and spun until ReFrame's 60 s ran out."""
+    monkeypatch.setattr(slurm, "STATE_ROOT", tmp_path / "state")
+    wrappers, links, real = tmp_path / "state" / "sl" / "bin", tmp_path / "links", tmp_path / "usr"
+    for folder in (wrappers, links, real):
+        folder.mkdir(parents=True)
+    for program in (wrappers / "sbatch", real / "sbatch"):
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
+    (links / "sbatch").symlink_to(wrappers / "sbatch")
+    monkeypatch.setenv("PATH", os.pathsep.join(map(str, (links, wrappers, real))))
+    assert slurm.real_program("sbatch") == str(real / "sbatch")
+    monkeypatch.setenv("PATH", os.pathsep.join(map(str, (links, wrappers))))
+    with pytest.raises(LabError, match="no sbatch on PATH other than a fabric lab's wrapper"):
+        slurm.real_program("sbatch")
 
 
 def test_each_node_has_its_own_tmp_but_shares_the_software_there(monkeypatch):
