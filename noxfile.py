@@ -79,7 +79,7 @@ def site(session: nox.Session, mpi: str) -> None:
     _debian_packages(session)
     # --no-cache-dir: pip's cache may hold an mpi4py built against the other library
     session.install("--no-cache-dir", "--no-binary=mpi4py", "mpi4py", env={"MPICC": SITE_MPICC[mpi]})
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,reframe]")  # reframe: the check run by ReFrame through the lab's Slurm
     session.run(
         "pytest",
         "-q",
