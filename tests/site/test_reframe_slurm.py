@@ -21,10 +21,11 @@ import pytest
 
 pytest.importorskip("reframe.core.builtins")
 
+from test_slurm_lab import REASON  # noqa: E402  the same conditions: a site MPI, root, Slurm
+
 from fabricprobe.lab import state  # noqa: E402
 from fabricprobe.reframe import CHECKS  # noqa: E402
 from fabricprobe.store.reader import load_runs  # noqa: E402
-from test_slurm_lab import REASON  # noqa: E402  the same conditions: a site MPI, root, Slurm
 
 NAME = f"fpr{os.getpid() % 10000}"
 SUBNET = "10.215.34.0/24"
