@@ -18,6 +18,7 @@ from fabricprobe.doctor import record
 from fabricprobe.errors import UsageError
 from fabricprobe.lab import cpu, launch, network
 from fabricprobe.lab.config import LabConfig, format_rate, parse_rate
+from fabricprobe.lab.network import IFACE
 
 DRIVERS = Path(__file__).parent / "drivers"
 NAME = f"fpt{os.getpid() % 10000}"  # a lab of its own: never touches a user's "fplab"
@@ -221,10 +222,18 @@ def test_down_cleans_up_after_a_crash():
     _down()
 
 
+def _sent(host: str) -> int:
+    """Bytes the host has sent on its lab link (the interface's counter, inside its namespace)."""
+    return int(
+        subprocess.check_output(["ip", "netns", "exec", host, "cat", f"/sys/class/net/{IFACE}/statistics/tx_bytes"])
+    )
+
+
 @needs_lab
 def test_a_lab_sweep_records_the_lab(lab, tmp_path):
     _up(2, 1, rate="1gbit")
     out_file = tmp_path / "lab.h5"
+    sent = _sent(f"{NAME}1")
     out = _fp(
         "lab",
         "run",
@@ -252,6 +261,11 @@ def test_a_lab_sweep_records_the_lab(lab, tmp_path):
     assert json.loads(run["provenance"]["lab_spec"])["rate_bits"] == 1e9
     assert {p["algorithm"] for p in run["points"]} >= {"library", "ring"}
     assert "emulated 2 × 1 at 1 Gbit/s" in _fp("report", str(out_file)).stdout
+    # The traffic between hosts crossed their link: each call of a 64 KiB allreduce on 2 ranks sends at
+    # least 32 KiB from each. UCX (the MPICH wheel's and Debian MPICH's) found shared memory reachable
+    # between the lab's hosts until each got an IPC namespace of its own: 14 x faster than the link.
+    calls = sum(p["iterations"] + p["warmup"] for p in run["points"] if p["bytes"] == 65536)
+    assert calls > 0 and _sent(f"{NAME}1") - sent >= calls * 32768, (calls, _sent(f"{NAME}1") - sent)
 
 
 def _doctor(tmp_path, n: int) -> tuple[list[tuple[str, str]], str]:

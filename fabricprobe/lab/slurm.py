@@ -121,8 +121,10 @@ def preflight() -> None:
 
 
 def _in_namespace(ns: str, hostname: str, command: str) -> list[str]:
-    """argv running `command` (a shell line) in namespace `ns` under host name `hostname`."""
-    return ["ip", "netns", "exec", ns, "unshare", "--uts", "--", "sh", "-c", f"hostname {hostname} && {command}"]
+    """argv running `command` (a shell line) in namespace `ns` under host name `hostname`, with an IPC
+    namespace of its own (a node's shared memory is its own: lab.launch)."""
+    unshare = ["unshare", "--uts", "--ipc", "--"]
+    return ["ip", "netns", "exec", ns, *unshare, "sh", "-c", f"hostname {hostname} && {command}"]
 
 
 def _run(argv: list[str], what: str, env: dict | None = None) -> None:
