@@ -14,7 +14,7 @@ from mpirun import launcher, run_local, run_mpi
 from test_compare_plot import point as make_point
 
 from fabricprobe.collectives.cost import lg
-from fabricprobe.report.bound import Fabric, Link, bound_of, fabric_of, furthest
+from fabricprobe.report.bound import IMPOSSIBLE_PERCENT, Fabric, Link, beyond, bound_of, fabric_of, furthest
 from fabricprobe.store import ResultsWriter, load_runs
 
 S = 1 << 20
@@ -147,6 +147,24 @@ def test_report_exports_summary_and_compare_carry_the_bound(tmp_path):
     assert summary["runs"][0]["furthest_from_bound"][0]["bytes"] == S
     compared = json.loads(run_local(["compare", path, path, "--format", "json"]).stdout)
     assert next(r for r in compared["rows"] if r["bytes"] == S)["a_percent_of_bound"] == pytest.approx(pct)
+
+
+def test_a_row_faster_than_its_bound_is_named_as_a_failed_premise(tmp_path):
+    """A lower bound cannot be beaten: a row far past it (the lab's MPICH once read 1456% of its link's
+    bound, its traffic through shared memory) says the data took another path, and the report says so."""
+    fabric = fabric_of(_run(tmp_path / "f", PLANTED))
+    bound = bound_of(row("allreduce", 4), fabric).seconds
+    noise = {**row("allreduce", 4, median=bound / 1.2), "key": "noise"}  # 120%: within the parameters' noise
+    shared = {**row("allreduce", 4, size=S // 2, median=bound / 30), "index": 1, "key": "shm"}
+    run = _run(tmp_path / "r", [noise, shared] + PLANTED)
+    ((found, pct),) = beyond(run)
+    assert found["bytes"] == S // 2 and pct > IMPOSSIBLE_PERCENT
+    table = run_local(["report", run.path])
+    assert table.returncode == 0 and "faster than their bound" in table.stdout, table.stdout[-2000:]
+    assert "faster than their bound" not in run_local(["report", _run(tmp_path / "n", [noise] + PLANTED).path]).stdout
+    summary = json.loads(run_local(["report", run.path, "--summary", "--format", "json"]).stdout)
+    assert [p["bytes"] for p in summary["runs"][0]["faster_than_bound"]] == [S // 2]
+    assert "faster than their bound" in run_local(["report", run.path, "--summary"]).stdout
 
 
 LAUNCHER = launcher()

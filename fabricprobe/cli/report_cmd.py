@@ -154,7 +154,7 @@ def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> i
     if args.format == "json":
         import json
 
-        from fabricprobe.report.bound import furthest
+        from fabricprobe.report.bound import beyond, furthest
         from fabricprobe.report.export import json_safe
         from fabricprobe.report.summary import summarize
         from fabricprobe.store.schema import identity
@@ -172,6 +172,10 @@ def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> i
                     "furthest_from_bound": [
                         {**identity(p)._asdict(), "median_s": p["median_s"], "percent_of_bound": pct}
                         for p, pct in furthest(r, colls)
+                    ],
+                    "faster_than_bound": [
+                        {**identity(p)._asdict(), "median_s": p["median_s"], "percent_of_bound": pct}
+                        for p, pct in beyond(r, colls)
                     ],
                 }
                 for r in runs

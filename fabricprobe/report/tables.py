@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
-from fabricprobe.report.bound import describe, fabric_of, furthest, percents
+from fabricprobe.report.bound import beyond, describe, fabric_of, furthest, percents
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.kernels import kernel_tables
@@ -224,6 +224,13 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     if far:
         console.print(f"[bold]bound[/] ({describe(fabric)}; docs/methodology.md)")
         console.print("furthest from their bound: " + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in far))
+    impossible = beyond(run, collectives, found=of_bound)
+    if impossible:
+        console.print(
+            f"[bold red]faster than their bound[/] ({len(impossible)} row(s): the data did not take the path the "
+            "bound charges for, e.g. traffic between nodes that never crossed their link): "
+            + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in impossible[:3])
+        )
 
 
 def _case_title(case: dict[str, Any], window: int) -> str:
@@ -291,11 +298,16 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
             )
             or ("-" if len(s.algorithms) > 1 else "(one algorithm)"),
         )
-    far = furthest(run, collectives)
+    far, impossible = furthest(run, collectives), beyond(run, collectives)
     bound_line = (
         "\nfurthest from their bound (lower bound / median): "
         + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in far)
         if far
+        else ""
+    ) + (
+        "\nfaster than their bound (the data did not take the path it charges for): "
+        + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in impossible[:3])
+        if impossible
         else ""
     )
     table.caption = (
