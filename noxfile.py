@@ -36,6 +36,7 @@ def tests(session: nox.Session, mpi: str) -> None:
         "-q",
         "-p",
         "no:cacheprovider",
+        "--durations=25",  # CI's log names the slowest tests
         *session.posargs,
         env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
     )
