@@ -198,6 +198,19 @@ def test_the_lab_cluster_configuration(tmp_path, monkeypatch):
     assert "ip netns exec sl-sw" in script and script.rstrip().endswith(f"'{real}/srun' \"$@\"")
 
 
+def test_each_host_has_its_own_ipc_namespace_except_for_mpich_4():
+    """UCX judges shared memory reachable by IPC namespace, so hosts that share one talk through it and
+    never cross their links; MPICH 4.0 over TCP in the lab hung in MPI_Finalize, so it keeps one."""
+    assert launch.own_ipc("MPICH", "5.0.2") and launch.own_ipc("Open MPI", "4.1.4") and launch.own_ipc("Open MPI", "5")
+    assert not launch.own_ipc("MPICH", "4.0.2")
+    assert "unshare --uts --ipc -- sh" in launch.agent_script(LAB)
+    assert "unshare --uts -- sh" in launch.agent_script(LAB, ipc=False)
+    assert "unshare --uts --ipc -- sh" in launch.mpiexec_script(LAB, "Open MPI", "/x/mpiexec", "4.1.4")
+    assert "unshare --uts -- sh" in launch.mpiexec_script(LAB, "MPICH", "/x/mpiexec", "4.0.2")
+    assert slurm._in_namespace("sl0", "sl0", "true")[4:8] == ["unshare", "--uts", "--ipc", "--"]
+    assert slurm._in_namespace("sl0", "sl0", "true", ipc=False)[4:7] == ["unshare", "--uts", "--"]
+
+
 def test_a_wrapper_runs_slurms_own_program_even_with_the_labs_folder_on_path(tmp_path, monkeypatch):
     """ReFrame finds sbatch on PATH, so a site puts the lab's bin folder there: a wrapper that ran
     `sbatch` by name found itself and spun until ReFrame's 60 s ran out."""

@@ -204,13 +204,14 @@ def run_up(args: argparse.Namespace) -> int:
         action = "created"
     lab_faults.apply(lab, wanted)
     from fabricprobe.lab import slurm
+    from fabricprobe.lab.launch import own_ipc
 
     slurm.stop(lab.name)  # a scheduler from an earlier `up` (its configuration may be another lab shape's)
     _save(lab, library.vendor, library.version, wanted, args.scheduler, mpiexec)
     if args.scheduler == "slurm":
         from fabricprobe.mpienv.slurm_env import MPI_PLUGIN
 
-        slurm.start(lab, MPI_PLUGIN[vendor])
+        slurm.start(lab, MPI_PLUGIN[vendor], own_ipc(vendor, library.version))
     for host in wanted:
         console.print(f"lab {lab.name}: {host} {lab_faults.describe(wanted, host)}")
     where = state.directory(lab.name)
@@ -219,6 +220,11 @@ def run_up(args: argparse.Namespace) -> int:
         f"lab {lab.name} {action}: {lab.describe()} ({', '.join(lab.host_names)} on {lab.subnet}, "
         f"{vendor} {library.version}); launcher {launcher or where / 'mpiexec'}"
     )
+    if not own_ipc(vendor, library.version):
+        console.print(
+            f"lab {lab.name}: the hosts share one IPC namespace for {vendor} {library.version} (it hangs in "
+            "MPI_Finalize over TCP otherwise), so UCX carries their traffic through shared memory, not the links"
+        )
     return 0
 
 
@@ -226,7 +232,7 @@ def _save(lab, vendor: str, version: str, faults: dict, scheduler: str, mpiexec:
     from fabricprobe.lab import launch, slurm, state
 
     scripts = {
-        "agent": launch.agent_script(lab),
+        "agent": launch.agent_script(lab, launch.own_ipc(vendor, version)),
         "mpiexec": launch.mpiexec_script(lab, vendor, mpiexec, version),
     }
     if scheduler == "slurm":

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from fabricprobe.lab.config import LabConfig
+from fabricprobe.lab.launch import unshare_options
 from fabricprobe.lab.network import BRIDGE, LabError
 from fabricprobe.lab.state import STATE_ROOT, directory
 
@@ -120,10 +121,10 @@ def preflight() -> None:
         )
 
 
-def _in_namespace(ns: str, hostname: str, command: str) -> list[str]:
+def _in_namespace(ns: str, hostname: str, command: str, ipc: bool = True) -> list[str]:
     """argv running `command` (a shell line) in namespace `ns` under host name `hostname`, with an IPC
-    namespace of its own (a node's shared memory is its own: lab.launch)."""
-    unshare = ["unshare", "--uts", "--ipc", "--"]
+    namespace of its own where `ipc` (a node's shared memory is its own: lab.launch.own_ipc)."""
+    unshare = ["unshare", *unshare_options(ipc).split(), "--"]
     return ["ip", "netns", "exec", ns, *unshare, "sh", "-c", f"hostname {hostname} && {command}"]
 
 
@@ -143,7 +144,7 @@ def _log_tail(lab_name: str, log: str) -> str:
     return (errors or lines or ["empty log"])[-1]
 
 
-def start(lab: LabConfig, mpi_default: str = "none") -> None:
+def start(lab: LabConfig, mpi_default: str = "none", ipc: bool = True) -> None:
     """munged, slurmctld on the head, one slurmd per host; returns when every node is idle.
     `mpi_default`: slurm.conf's MpiDefault, the PMI plugin srun uses when not told (pmix for Open MPI,
     pmi2 for MPICH: slurm_env.MPI_PLUGIN)."""
@@ -181,7 +182,7 @@ def start(lab: LabConfig, mpi_default: str = "none") -> None:
     shared = software_under_tmp()
     for host in lab.host_names:
         _run(
-            _in_namespace(host, host, f"{CGROUP_MOUNTS} && {_private_tmp(d, host, shared)} && slurmd -N {host}"),
+            _in_namespace(host, host, f"{CGROUP_MOUNTS} && {_private_tmp(d, host, shared)} && slurmd -N {host}", ipc),
             f"slurmd on {host}",
             env,
         )
