@@ -22,8 +22,8 @@ OPEN_MPI, MPICH = "Open MPI", "MPICH"
 
 def own_ipc(vendor: str, version: str) -> bool:
     """Whether each host gets an IPC namespace of its own (the module's docstring says why). Not for
-    MPICH 4 (Debian's 4.0, on UCX): over TCP between the hosts, 1 job in the site tests' few hung in
-    MPI_Finalize, one rank flushing its UCX endpoints while its peers waited in the PMI barrier. With
+    MPICH 4 (Debian's 4.0, on UCX): over TCP between the hosts, a tune-sweep job of the site tests hung
+    in MPI_Finalize, one rank flushing its UCX endpoints while its peers waited in the PMI barrier. With
     one IPC namespace it runs, but its traffic between hosts does not cross their links (said by
     `lab up`; docs/site.md)."""
     major = version.split(".")[0]

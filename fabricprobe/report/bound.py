@@ -212,7 +212,7 @@ IMPOSSIBLE_PERCENT = 150.0  # α and β are measured (±10-40% here), so a row a
 
 def beyond(run: Run, collectives: list[str] | None = None, found: dict[int, float] | None = None) -> list:
     """The ok rows faster than their bound by more than the noise of its measured parameters (over
-    IMPOSSIBLE_PERCENT), slowest first: a lower bound cannot be beaten, so the bound's premise failed
+    IMPOSSIBLE_PERCENT), the furthest past it first: a lower bound cannot be beaten, so the bound's premise failed
     there: the data did not take the path the bound charges for. The lab's MPICH, whose traffic between
     emulated hosts went through shared memory, read 1456% of the link's bound at 1 MiB."""
     found = found if found is not None else percents(run)
