@@ -20,14 +20,20 @@ from fabricprobe.lab.state import ENV_VAR, directory, record_path
 OPEN_MPI, MPICH = "Open MPI", "MPICH"
 
 
+def _major(version: str) -> int | None:
+    """The library version's major number ("4.1.4" -> 4), None when it does not start with one."""
+    major = version.split(".")[0]
+    return int(major) if major.isdigit() else None
+
+
 def own_ipc(vendor: str, version: str) -> bool:
     """Whether each host gets an IPC namespace of its own (the module's docstring says why). Not for
     MPICH 4 (Debian's 4.0, on UCX): over TCP between the hosts, a tune-sweep job of the site tests hung
     in MPI_Finalize, one rank flushing its UCX endpoints while its peers waited in the PMI barrier. With
     one IPC namespace it runs, but its traffic between hosts does not cross their links (said by
     `lab up`; docs/site.md)."""
-    major = version.split(".")[0]
-    return not (vendor == MPICH and major.isdigit() and int(major) < 5)
+    major = _major(version)
+    return not (vendor == MPICH and major is not None and major < 5)
 
 
 def unshare_options(ipc: bool) -> str:
@@ -50,8 +56,8 @@ exec ip netns exec "$host" unshare {unshare_options(ipc)} -- sh -c 'hostname "$0
 
 def shared_memory_btl(version: str) -> str:
     """Open MPI's shared-memory BTL: `vader` up to 4.1, renamed `sm` in 5.0 (4.1 has no `sm`)."""
-    major = version.split(".")[0]
-    return "vader" if major.isdigit() and int(major) < 5 else "sm"
+    major = _major(version)
+    return "vader" if major is not None and major < 5 else "sm"
 
 
 def mpiexec_options(lab: LabConfig, vendor: str, agent: str, version: str = "5") -> list[str]:

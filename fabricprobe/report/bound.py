@@ -198,13 +198,17 @@ def furthest(
 ) -> list[tuple[dict[str, Any], float]]:
     """The `count` ok rows furthest from their bound (lowest % of bound), with their % (`found`: the
     run's percents(), when the caller has them already)."""
+    return sorted(_with_percent(run, collectives, found), key=lambda row: row[1])[:count]
+
+
+def _with_percent(run: Run, collectives: list[str] | None, found: dict[int, float] | None) -> list:
+    """(point, % of bound) for the run's rows that have a bound, of the collectives asked for."""
     found = found if found is not None else percents(run)
-    rows = [
+    return [
         (p, found[p["index"]])
         for p in run.points
         if p["index"] in found and (collectives is None or p["collective"] in collectives)
     ]
-    return sorted(rows, key=lambda row: row[1])[:count]
 
 
 IMPOSSIBLE_PERCENT = 150.0  # α and β are measured (±10-40% here), so a row a little past 100% is noise
@@ -215,14 +219,7 @@ def beyond(run: Run, collectives: list[str] | None = None, found: dict[int, floa
     IMPOSSIBLE_PERCENT), the furthest past it first: a lower bound cannot be beaten, so the bound's premise failed
     there: the data did not take the path the bound charges for. The lab's MPICH, whose traffic between
     emulated hosts went through shared memory, read 1456% of the link's bound at 1 MiB."""
-    found = found if found is not None else percents(run)
-    rows = [
-        (p, found[p["index"]])
-        for p in run.points
-        if p["index"] in found
-        and found[p["index"]] > IMPOSSIBLE_PERCENT
-        and (collectives is None or p["collective"] in collectives)
-    ]
+    rows = [(p, pct) for p, pct in _with_percent(run, collectives, found) if pct > IMPOSSIBLE_PERCENT]
     return sorted(rows, key=lambda row: -row[1])
 
 

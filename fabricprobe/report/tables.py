@@ -201,6 +201,11 @@ def series_table(
     return table
 
 
+def _at_percent(rows: list) -> str:
+    """Rows and their % of bound, for the report's bound lines: "allreduce 1 MiB on 2 at 77%; ..."."""
+    return "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in rows)
+
+
 def render_run(run: Run, console: Console, collectives: list[str] | None = None) -> None:
     console.print(run_header(run))
     points = [
@@ -223,13 +228,13 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     far = furthest(run, collectives, found=of_bound)
     if far:
         console.print(f"[bold]bound[/] ({describe(fabric)}; docs/methodology.md)")
-        console.print("furthest from their bound: " + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in far))
+        console.print("furthest from their bound: " + _at_percent(far))
     impossible = beyond(run, collectives, found=of_bound)
     if impossible:
         console.print(
             f"[bold red]faster than their bound[/] ({len(impossible)} row(s): the data did not take the path the "
             "bound charges for, e.g. traffic between nodes that never crossed their link): "
-            + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in impossible[:3])
+            + _at_percent(impossible[:3])
         )
 
 
@@ -299,14 +304,8 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
             or ("-" if len(s.algorithms) > 1 else "(one algorithm)"),
         )
     far, impossible = furthest(run, collectives), beyond(run, collectives)
-    bound_line = (
-        "\nfurthest from their bound (lower bound / median): "
-        + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in far)
-        if far
-        else ""
-    ) + (
-        "\nfaster than their bound (the data did not take the path it charges for): "
-        + "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in impossible[:3])
+    bound_line = ("\nfurthest from their bound (lower bound / median): " + _at_percent(far) if far else "") + (
+        "\nfaster than their bound (the data did not take the path it charges for): " + _at_percent(impossible[:3])
         if impossible
         else ""
     )
