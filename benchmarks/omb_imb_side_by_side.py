@@ -22,6 +22,13 @@ different moments.
 `--aa` adds a second OMB run to every repetition (an A/A test: OMB against itself, by the same
 protocol), so the table shows how far two launches of one unchanged program land apart. A ratio
 between tools means something only where it lies outside that column.
+
+`--probe CORE_PINGPONG` (benchmarks/core_pingpong.c, compiled) runs the no-MPI core-to-core round trip
+before and after every launch and names the launch's machine mode: fast when both round trips are
+under `--probe-split` ns, slow when both are over, changed otherwise. A second table then gives each
+tool's speedup over OMB twice: over the repetitions where both launches ran in one mode (both fast or
+both slow), and over those where one ran fast and the other slow. That is the comparison which shows whether a gap
+between tools follows the tools or the machine's mode.
 """
 
 from __future__ import annotations
@@ -96,6 +103,18 @@ def fabricprobe(args, launch, env, iters: int, warmup: int, workdir: str) -> dic
     return out
 
 
+def probed(args, work):
+    """(work's result, the machine's mode around it): the core-to-core round trip before and after."""
+    if not args.probe:
+        return work(), "unprobed"
+    before = float(run([str(args.probe), "300000"], os.environ).strip())
+    result = work()
+    after = float(run([str(args.probe), "300000"], os.environ).strip())
+    if max(before, after) < args.probe_split:
+        return result, "fast"
+    return result, "slow" if min(before, after) >= args.probe_split else "changed"
+
+
 def summary(ratios: list[float]) -> str:
     return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})" if ratios else "-"
 
@@ -111,6 +130,8 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--aa", action="store_true", help="also run OMB a second time per repetition (A/A)")
+    parser.add_argument("--probe", type=Path, help="benchmarks/core_pingpong.c compiled: name each launch's mode")
+    parser.add_argument("--probe-split", type=float, default=200.0, help="ns between the fast and slow modes")
     args = parser.parse_args()
     for path in (args.omb / "collective" / "osu_allreduce", args.omb / "pt2pt" / "osu_latency", args.imb):
         if not os.access(path, os.X_OK):
@@ -120,35 +141,53 @@ def main() -> None:
     lines = run([args.mpiexec, "--version"], env).splitlines()
     version = next((x.strip() for x in lines if "Open MPI" in x or "Version:" in x), lines[0] if lines else "?")
     ratios: dict[tuple, list[float]] = {}
+    by_mode: dict[tuple, list[float]] = {}  # (bench, size, tool, "same mode" | "modes differ") -> ratios
+    modes: list[dict[str, str]] = []
     with tempfile.TemporaryDirectory() as workdir:
         msglen = os.path.join(workdir, "msglen")
         Path(msglen).write_text("\n".join(map(str, SIZES)) + "\n")
         tools = ["omb", "imb", "fabricprobe"] + (["omb again"] if args.aa else [])
         for rep in range(args.reps):
             got: dict[str, dict] = {}
+            mode: dict[tuple, str] = {}  # (tool, bench) -> the machine's mode around that launch
             k = rep % len(tools)
             for tool in tools[k:] + tools[:k]:
-                if tool.startswith("omb"):
-                    got[tool] = {
-                        b: omb(args, launch, env, b, args.iters, args.warmup) for b in ("allreduce", "latency")
-                    }
-                elif tool == "imb":
-                    got["imb"] = {b: imb(args, launch, env, b, args.iters, msglen) for b in ("allreduce", "latency")}
-                else:
-                    got["fabricprobe"] = fabricprobe(args, launch, env, args.iters, args.warmup, workdir)
+                got[tool] = {}
+                if tool == "fabricprobe":
+                    got[tool], m = probed(
+                        args, lambda: fabricprobe(args, launch, env, args.iters, args.warmup, workdir)
+                    )
+                    mode.update({(tool, b): m for b in ("allreduce", "latency")})
+                    continue
+                for b in ("allreduce", "latency"):
+                    if tool == "imb":
+                        work = lambda b=b: imb(args, launch, env, b, args.iters, msglen)  # noqa: E731
+                    else:
+                        work = lambda b=b: omb(args, launch, env, b, args.iters, args.warmup)  # noqa: E731
+                    got[tool][b], mode[(tool, b)] = probed(args, work)
+            modes.append({f"{t} {b}": m for (t, b), m in mode.items()})
             for bench in ("allreduce", "latency"):
                 for size in SIZES:
                     ref = got["omb"][bench].get(size)
                     if not ref:
                         continue
                     fp = got["fabricprobe"][bench].get(size)
-                    if fp:
-                        ratios.setdefault((bench, size, "fabricprobe Avg"), []).append(ref / fp[0])
-                        ratios.setdefault((bench, size, "fabricprobe median"), []).append(ref / fp[1])
-                    if got["imb"][bench].get(size):
-                        ratios.setdefault((bench, size, "IMB"), []).append(ref / got["imb"][bench][size])
-                    if args.aa and got["omb again"][bench].get(size):
-                        ratios.setdefault((bench, size, "OMB again"), []).append(ref / got["omb again"][bench][size])
+                    theirs = {
+                        "fabricprobe Avg": fp[0] if fp else None,
+                        "fabricprobe median": fp[1] if fp else None,
+                        "IMB": got["imb"][bench].get(size),
+                        "OMB again": got.get("omb again", {}).get(bench, {}).get(size),
+                    }
+                    for column, value in theirs.items():
+                        if not value:
+                            continue
+                        ratios.setdefault((bench, size, column), []).append(ref / value)
+                        tool = {"IMB": "imb", "OMB again": "omb again"}.get(column, "fabricprobe")
+                        pair = {mode[("omb", bench)], mode[(tool, bench)]}
+                        if pair in ({"fast"}, {"slow"}):
+                            by_mode.setdefault((bench, size, column, "same mode"), []).append(ref / value)
+                        elif pair <= {"fast", "slow"} and len(pair) == 2:
+                            by_mode.setdefault((bench, size, column, "modes differ"), []).append(ref / value)
             print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
     print(f"{version}, {args.n} ranks, {args.reps} interleaved repetitions, {args.iters} iterations")
     print()
@@ -159,6 +198,26 @@ def main() -> None:
         for size in SIZES:
             cells = [summary(ratios.get((bench, size, k), [])) for k in columns]
             print(f"| {label} | {size} | " + " | ".join(cells) + " |")
+    if args.probe:
+        print()
+        print(f"The machine's mode around each launch (core-to-core round trip split at {args.probe_split:g} ns):")
+        for rep, m in enumerate(modes, 1):
+            print(f"- repetition {rep}: " + ", ".join(f"{k} {v}" for k, v in sorted(m.items())))
+        print()
+        print("Speedup over OMB, the repetitions split by the machine's mode around the two launches compared")
+        print("(median, range, number of repetitions):")
+        print()
+        split_columns = [c for c in columns if c != "fabricprobe median"]
+        print("| test | size | " + " | ".join(f"{c}: same mode | {c}: modes differ" for c in split_columns) + " |")
+        print("|---" * (2 * len(split_columns) + 2) + "|")
+        for bench, label in (("allreduce", "allreduce float sum"), ("latency", "latency (half round trip)")):
+            for size in SIZES:
+                cells = []
+                for c in split_columns:
+                    for split in ("same mode", "modes differ"):
+                        got_ratios = by_mode.get((bench, size, c, split), [])
+                        cells.append(f"{summary(got_ratios)} [{len(got_ratios)}]" if got_ratios else "-")
+                print(f"| {label} | {size} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
