@@ -27,8 +27,9 @@ between tools means something only where it lies outside that column.
 before and after every launch and names the launch's machine mode: fast when both round trips are
 under `--probe-split` ns, slow when both are over, changed otherwise. A second table then gives each
 tool's speedup over OMB twice: over the repetitions where both launches ran in one mode (both fast or
-both slow), and over those where one ran fast and the other slow. That is the comparison which shows whether a gap
-between tools follows the tools or the machine's mode.
+both slow), and over those where one ran fast and the other slow. A third pools each tool's launches
+that ran fast throughout and compares their medians. These show whether a gap between tools follows
+the tools or the machine's mode. `--sizes` narrows the sizes (more repetitions in the same time).
 """
 
 from __future__ import annotations
@@ -69,13 +70,13 @@ def rows(text: str, columns: int) -> dict[int, list[float]]:
 
 
 def omb(args, launch, env, bench: str, iters: int, warmup: int) -> dict[int, float]:
-    lo, hi = min(SIZES), max(SIZES)
+    lo, hi = min(args.sizes), max(args.sizes)
     if bench == "allreduce":
         argv = [str(args.omb / "collective" / "osu_allreduce"), "-f", "-T", "mpi_float"]
     else:
         argv = [str(args.omb / "pt2pt" / "osu_latency")]
     text = run(launch + argv + ["-m", f"{lo}:{hi}", "-i", str(iters), "-x", str(warmup)], env)
-    return {size: values[0] for size, values in rows(text, 2).items() if size in SIZES}  # Avg Latency(us)
+    return {size: values[0] for size, values in rows(text, 2).items() if size in args.sizes}  # Avg Latency(us)
 
 
 def imb(args, launch, env, bench: str, iters: int, msglen: str) -> dict[int, float]:
@@ -83,7 +84,7 @@ def imb(args, launch, env, bench: str, iters: int, msglen: str) -> dict[int, flo
     text = run(launch + [str(args.imb), name, "-msglen", msglen, "-iter", str(iters), "-npmin", str(args.n)], env)
     # Allreduce: #bytes #repetitions t_min t_max t_avg; PingPong: #bytes #repetitions t Mbytes/sec
     pick = (lambda v: v[3]) if bench == "allreduce" else (lambda v: v[1])
-    return {size: pick(values) for size, values in rows(text, 4).items() if size in SIZES}
+    return {size: pick(values) for size, values in rows(text, 4).items() if size in args.sizes}
 
 
 def fabricprobe(args, launch, env, iters: int, warmup: int, workdir: str) -> dict[str, dict[int, tuple]]:
@@ -91,7 +92,7 @@ def fabricprobe(args, launch, env, iters: int, warmup: int, workdir: str) -> dic
     if os.path.exists(path):
         os.unlink(path)
     sweep = [sys.executable, "-m", "fabricprobe", "sweep", "-o", path, "--collectives", "allreduce,latency"]
-    sweep += ["--sizes", ",".join(map(str, SIZES)), "--dtypes", "float32", "--ops", "sum", "--timer", "native"]
+    sweep += ["--sizes", ",".join(map(str, args.sizes)), "--dtypes", "float32", "--ops", "sum", "--timer", "native"]
     sweep += ["--iters", str(iters), "--warmup", str(warmup), "--ci-target", "0", "--pairs", "intra"]
     sweep += ["--progress", "none", "--quiet"]
     run(launch + sweep, env)
@@ -131,6 +132,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--aa", action="store_true", help="also run OMB a second time per repetition (A/A)")
     parser.add_argument("--probe", type=Path, help="benchmarks/core_pingpong.c compiled: name each launch's mode")
+    parser.add_argument(
+        "--sizes", type=lambda v: [int(x) for x in v.split(",")], default=SIZES, help="bytes, comma-separated"
+    )
     parser.add_argument("--probe-split", type=float, default=200.0, help="ns between the fast and slow modes")
     args = parser.parse_args()
     for path in (args.omb / "collective" / "osu_allreduce", args.omb / "pt2pt" / "osu_latency", args.imb):
@@ -143,9 +147,10 @@ def main() -> None:
     ratios: dict[tuple, list[float]] = {}
     by_mode: dict[tuple, list[float]] = {}  # (bench, size, tool, "same mode" | "modes differ") -> ratios
     modes: list[dict[str, str]] = []
+    pooled: dict[tuple, list[float]] = {}  # (bench, size, column, mode) -> that tool's launches' times, µs
     with tempfile.TemporaryDirectory() as workdir:
         msglen = os.path.join(workdir, "msglen")
-        Path(msglen).write_text("\n".join(map(str, SIZES)) + "\n")
+        Path(msglen).write_text("\n".join(map(str, args.sizes)) + "\n")
         tools = ["omb", "imb", "fabricprobe"] + (["omb again"] if args.aa else [])
         for rep in range(args.reps):
             got: dict[str, dict] = {}
@@ -167,7 +172,7 @@ def main() -> None:
                     got[tool][b], mode[(tool, b)] = probed(args, work)
             modes.append({f"{t} {b}": m for (t, b), m in mode.items()})
             for bench in ("allreduce", "latency"):
-                for size in SIZES:
+                for size in args.sizes:
                     ref = got["omb"][bench].get(size)
                     if not ref:
                         continue
@@ -178,11 +183,13 @@ def main() -> None:
                         "IMB": got["imb"][bench].get(size),
                         "OMB again": got.get("omb again", {}).get(bench, {}).get(size),
                     }
+                    pooled.setdefault((bench, size, "OMB", mode[("omb", bench)]), []).append(ref)
                     for column, value in theirs.items():
                         if not value:
                             continue
-                        ratios.setdefault((bench, size, column), []).append(ref / value)
                         tool = {"IMB": "imb", "OMB again": "omb again"}.get(column, "fabricprobe")
+                        pooled.setdefault((bench, size, column, mode[(tool, bench)]), []).append(value)
+                        ratios.setdefault((bench, size, column), []).append(ref / value)
                         pair = {mode[("omb", bench)], mode[(tool, bench)]}
                         if pair in ({"fast"}, {"slow"}):
                             by_mode.setdefault((bench, size, column, "same mode"), []).append(ref / value)
@@ -195,7 +202,7 @@ def main() -> None:
     print("| test | size | " + " | ".join(f"{c} vs OMB" for c in columns) + " |")
     print("|---" * (len(columns) + 2) + "|")
     for bench, label in (("allreduce", "allreduce float sum"), ("latency", "latency (half round trip)")):
-        for size in SIZES:
+        for size in args.sizes:
             cells = [summary(ratios.get((bench, size, k), [])) for k in columns]
             print(f"| {label} | {size} | " + " | ".join(cells) + " |")
     if args.probe:
@@ -211,12 +218,27 @@ def main() -> None:
         print("| test | size | " + " | ".join(f"{c}: same mode | {c}: modes differ" for c in split_columns) + " |")
         print("|---" * (2 * len(split_columns) + 2) + "|")
         for bench, label in (("allreduce", "allreduce float sum"), ("latency", "latency (half round trip)")):
-            for size in SIZES:
+            for size in args.sizes:
                 cells = []
                 for c in split_columns:
                     for split in ("same mode", "modes differ"):
                         got_ratios = by_mode.get((bench, size, c, split), [])
                         cells.append(f"{summary(got_ratios)} [{len(got_ratios)}]" if got_ratios else "-")
+                print(f"| {label} | {size} | " + " | ".join(cells) + " |")
+        print()
+        print("Each tool's launches pooled by mode: the median of its launches that ran fast throughout,")
+        print("[how many], and OMB's fast median over it (the speedup, from launches in one mode only):")
+        print()
+        print("| test | size | OMB fast µs | " + " | ".join(f"{c} fast µs | {c} vs OMB" for c in split_columns) + " |")
+        print("|---" * (2 * len(split_columns) + 3) + "|")
+        for bench, label in (("allreduce", "allreduce float sum"), ("latency", "latency (half round trip)")):
+            for size in args.sizes:
+                ref = pooled.get((bench, size, "OMB", "fast"), [])
+                cells = [f"{statistics.median(ref):.2f} [{len(ref)}]" if ref else "-"]
+                for c in split_columns:
+                    mine = pooled.get((bench, size, c, "fast"), [])
+                    cells.append(f"{statistics.median(mine):.2f} [{len(mine)}]" if mine else "-")
+                    cells.append(f"{statistics.median(ref) / statistics.median(mine):.2f}" if mine and ref else "-")
                 print(f"| {label} | {size} | " + " | ".join(cells) + " |")
 
 

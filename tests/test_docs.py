@@ -67,6 +67,7 @@ FOREIGN_OPTIONS = {
     "--omb": "benchmarks/omb_imb_side_by_side.py",
     "--imb": "benchmarks/omb_imb_side_by_side.py",
     "--aa": "benchmarks/omb_imb_side_by_side.py",
+    "--probe": "benchmarks/omb_imb_side_by_side.py",
     "--transfer": "tests/drivers/check_algorithms.py",
     "--plant-fault": "tests/drivers/check_algorithms.py",
     "--ntasks-per-node": "srun (Slurm)",

@@ -1,0 +1,18 @@
+#!/bin/bash
+# OMB=OMB_MPI_DIR PINGPONG=./core_pingpong bash benchmarks/omb_4mib_by_mode.sh 6   (docs/performance.md)
+# For K rounds: the core-to-core probe, then OMB's and fabricprobe's (barrier mode, loop mode) 4 MiB
+# latency and allreduce, one launch each, then the probe again: does the 4 MiB gap follow the mode
+# (the machine's, or fabricprobe's --mode)?
+K=${1:-6}; PY=${PYTHON:-.venv-ompi/bin/python}; cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; O=${OMB:?OMB=.../libexec/osu-micro-benchmarks/mpi}; M=${MPIEXEC:-.venv-ompi/bin/mpiexec}
+fp() { rm -f "${TMPDIR:-/tmp}/fp4m.h5"; $M -n 2 $PY -m fabricprobe sweep -o "${TMPDIR:-/tmp}/fp4m.h5" --collectives $1 --sizes 4194304 --dtypes float32 --ops sum --timer native --iters 1000 --warmup 10 --ci-target 0 --pairs intra --progress none --quiet --mode $2 >/dev/null 2>&1; $PY -m fabricprobe report "${TMPDIR:-/tmp}/fp4m.h5" --format json | python3 -c "import json,sys; d=json.load(sys.stdin); print(' '.join(f\"{p['osu_avg_s']*1e6:.0f}\" for p in d['runs'][0]['points'] if p['bytes']==4194304 and p['status']=='ok'))"; }
+echo "round probe_ns omb_lat fp_lat_barrier fp_lat_loop omb_allreduce fp_allreduce_barrier fp_allreduce_loop probe_ns"
+for i in $(seq 1 $K); do
+  a=$(${PINGPONG:-./core_pingpong} 300000)
+  ol=$($M -n 2 $O/pt2pt/osu_latency -m 4194304:4194304 -i 1000 -x 10 | awk '$1==4194304{print $2}')
+  lb=$(fp latency barrier); ll=$(fp latency loop)
+  oa=$($M -n 2 $O/collective/osu_allreduce -f -T mpi_float -m 4194304:4194304 -i 1000 -x 10 | awk '$1==4194304{print $2}')
+  ab=$(fp allreduce barrier); al=$(fp allreduce loop)
+  z=$(${PINGPONG:-./core_pingpong} 300000)
+  echo "$i $a $ol $lb $ll $oa $ab $al $z"
+done
