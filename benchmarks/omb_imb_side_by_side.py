@@ -140,7 +140,7 @@ def main() -> None:
     binaries = [args.omb / "collective" / "osu_allreduce", args.omb / "pt2pt" / "osu_latency", args.imb]
     for path in binaries + ([args.probe] if args.probe else []):
         if not os.access(path, os.X_OK):
-            parser.exit(2, f"{parser.prog}: error: {path} is not an executable (build OMB and IMB first, and compile the probe)\n")
+            parser.exit(2, f"{parser.prog}: error: {path} is not an executable (build OMB, IMB and the probe first)\n")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     launch = [args.mpiexec, *args.mpiexec_args.split(), "-n", str(args.n)]
     lines = run([args.mpiexec, "--version"], env).splitlines()
