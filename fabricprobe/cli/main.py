@@ -34,6 +34,11 @@ from fabricprobe.mpienv.launcher import launched_by_mpiexec
 from fabricprobe.version import __version__
 
 NON_ROOT_EXIT_DELAY_S = 1.5
+# Between a rank's last line and its MPI_Abort: the launcher forwards the ranks' output from pipes and
+# stops reading them once it kills the job, so a line still in the pipe is lost. Seen in CI under
+# MPICH: the full-disk test's sweep exited 1 with its "No space left on device" line gone (1 run of
+# many; it passed 6 of 6 alone).
+ABORT_DELAY_S = 0.5
 
 
 def build_parser() -> Parser:
@@ -68,6 +73,11 @@ def build_parser() -> Parser:
 def _abort_mpi(code: int) -> None:
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.size > 1:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        time.sleep(ABORT_DELAY_S)  # the launcher reads what was said before it kills the job
         mpi.COMM_WORLD.Abort(code)
 
 
