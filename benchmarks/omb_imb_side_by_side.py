@@ -45,6 +45,12 @@ from pathlib import Path
 from fabricprobe.mpienv.launcher import run_launch
 
 SIZES = [8, 1024, 65536, 1 << 20, 4 << 20]
+COLUMN_TOOL = {  # a table column -> the tool whose launch it reads
+    "fabricprobe Avg": "fabricprobe",
+    "fabricprobe median": "fabricprobe",
+    "IMB": "imb",
+    "OMB again": "omb again",
+}
 
 
 def run(argv: list[str], env: dict[str, str]) -> str:
@@ -158,13 +164,13 @@ def main() -> None:
             mode: dict[tuple, str] = {}  # (tool, bench) -> the machine's mode around that launch
             k = rep % len(tools)
             for tool in tools[k:] + tools[:k]:
-                got[tool] = {}
                 if tool == "fabricprobe":
                     got[tool], m = probed(
                         args, lambda: fabricprobe(args, launch, env, args.iters, args.warmup, workdir)
                     )
                     mode.update({(tool, b): m for b in ("allreduce", "latency")})
                     continue
+                got[tool] = {}
                 for b in ("allreduce", "latency"):
                     if tool == "imb":
                         work = lambda b=b: imb(args, launch, env, b, args.iters, msglen)  # noqa: E731
@@ -188,13 +194,13 @@ def main() -> None:
                     for column, value in theirs.items():
                         if not value:
                             continue
-                        tool = {"IMB": "imb", "OMB again": "omb again"}.get(column, "fabricprobe")
+                        tool = COLUMN_TOOL[column]
                         pooled.setdefault((bench, size, column, mode[(tool, bench)]), []).append(value)
                         ratios.setdefault((bench, size, column), []).append(ref / value)
                         pair = {mode[("omb", bench)], mode[(tool, bench)]}
                         if pair in ({"fast"}, {"slow"}):
                             by_mode.setdefault((bench, size, column, "same mode"), []).append(ref / value)
-                        elif pair <= {"fast", "slow"} and len(pair) == 2:
+                        elif pair == {"fast", "slow"}:
                             by_mode.setdefault((bench, size, column, "modes differ"), []).append(ref / value)
             print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
     print(f"{version}, {args.n} ranks, {args.reps} interleaved repetitions, {args.iters} iterations")
