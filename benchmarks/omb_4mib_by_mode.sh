@@ -5,7 +5,8 @@
 # (the machine's, or fabricprobe's --mode)?
 K=${1:-6}; PY=${PYTHON:-.venv-ompi/bin/python}; cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; O=${OMB:?OMB=.../libexec/osu-micro-benchmarks/mpi}; M=${MPIEXEC:-.venv-ompi/bin/mpiexec}
-fp() { rm -f "${TMPDIR:-/tmp}/fp4m.h5"; $M -n 2 $PY -m fabricprobe sweep -o "${TMPDIR:-/tmp}/fp4m.h5" --collectives $1 --sizes 4194304 --dtypes float32 --ops sum --timer native --iters 1000 --warmup 10 --ci-target 0 --pairs intra --progress none --quiet --mode $2 >/dev/null 2>&1; $PY -m fabricprobe report "${TMPDIR:-/tmp}/fp4m.h5" --format json | python3 -c "import json,sys; d=json.load(sys.stdin); print(' '.join(f\"{p['osu_avg_s']*1e6:.0f}\" for p in d['runs'][0]['points'] if p['bytes']==4194304 and p['status']=='ok'))"; }
+. benchmarks/fp_sweep.sh; H=${TMPDIR:-/tmp}/fp4m.h5
+fp() { fp_sweep "$H" --collectives $1 --sizes 4194304 --dtypes float32 --ops sum --iters 1000 --warmup 10 --mode $2; local v; v=$(fp_avg "$H" 4194304); echo "${v#*=}"; }
 echo "round probe_ns omb_lat fp_lat_barrier fp_lat_loop omb_allreduce fp_allreduce_barrier fp_allreduce_loop probe_ns"
 for i in $(seq 1 $K); do
   a=$(${PINGPONG:-./core_pingpong} 300000)

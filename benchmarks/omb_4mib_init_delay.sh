@@ -9,6 +9,7 @@ K=${1:-10}; PY=${PYTHON:-.venv-ompi/bin/python}; cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; O=${OMB:?OMB=.../libexec/osu-micro-benchmarks/mpi}
 M=${MPIEXEC:-.venv-ompi/bin/mpiexec}; S=4194304; W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 "$(dirname "$M")/mpicc" -O2 -shared -fPIC -o "$W/libinit_delay.so" benchmarks/init_delay.c || exit 1
+. benchmarks/fp_sweep.sh
 D="-x LD_PRELOAD=$W/libinit_delay.so -x FP_INIT_DELAY=3"
 v() { awk -v s=$S '$1==s{print $2}'; }
 t() { case $1 in
@@ -17,14 +18,9 @@ t() { case $1 in
   latx) echo "latx=$($M -n 2 $O/pt2pt/osu_latency -m 1024:$S -i 500 -x 2000 | v)";;
   ar) echo "ar=$($M -n 2 $O/collective/osu_allreduce -f -T mpi_float -m 1024:$S -i 500 -x 10 | v)";;
   ard) echo "ard=$($M -n 2 $D $O/collective/osu_allreduce -f -T mpi_float -m 1024:$S -i 500 -x 10 | v)";;
-  fp) rm -f "$W/fp.h5"
-      $M -n 2 $PY -m fabricprobe sweep -o "$W/fp.h5" --collectives allreduce,latency --sizes 1024,65536,1048576,$S \
-        --dtypes float32 --ops sum --timer native --iters 500 --warmup 10 --ci-target 0 --pairs intra --progress none \
-        --quiet >/dev/null 2>&1
-      $PY -m fabricprobe report "$W/fp.h5" --format json | python3 -c "
-import json,sys
-p={q['collective']:q['osu_avg_s']*1e6 for q in json.load(sys.stdin)['runs'][0]['points'] if q['bytes']==$S}
-print(f\"fplat={p['latency']:.1f} fpar={p['allreduce']:.1f}\")";;
+  fp) fp_sweep "$W/fp.h5" --collectives allreduce,latency --sizes 1024,65536,1048576,$S --dtypes float32 \
+        --ops sum --iters 500 --warmup 10
+      fp_avg "$W/fp.h5" $S | sed -e 's/latency=/fplat=/' -e 's/allreduce=/fpar=/';;
 esac; }
 names=(lat latd latx ar ard fp)
 for rep in $(seq 1 "$K"); do
