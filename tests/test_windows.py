@@ -101,6 +101,29 @@ def test_a_sweep_in_window_mode_counts_the_windows_a_rank_missed(tmp_path):
 
 
 @needs_mpi
+@pytest.mark.parametrize("late_batches", [windows.REDO_MAX, windows.REDO_MAX + 1])
+def test_a_batch_that_missed_every_window_is_run_again_with_wider_windows(tmp_path, late_batches):
+    """Rank 1 late for every window of its first batches (FABRICPROBE_FAULT_LATE_FIRST=1:b), as a rank
+    descheduled for a whole batch is: up to REDO_MAX such batches are run again with windows twice as
+    wide, left out of the point, which keeps its one batch of 40 (--ci-target 0); one more, and the
+    batch that missed everything counts, and the point is not runnable."""
+    out = tmp_path / "w.h5"
+    args = ["sweep", "--mode", "window", "--collectives", "allreduce", "--sizes", "8", "--quiet", "-o", str(out)]
+    args += ["--iters", "40", "--ci-target", "0", "--no-bound-probe"]
+    done = run_mpi(2, args, env={"FABRICPROBE_FAULT_LATE_FIRST": f"1:{late_batches}"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = load_runs(str(out))
+    (p,) = [p for p in run.points if p["collective"] == "allreduce"]
+    assert p["iterations"] == 40 and p["batches"] == 1
+    if late_batches <= windows.REDO_MAX:
+        assert p["status"] == "ok", p["note"]
+        assert p["window_s"] >= 2**late_batches * windows.MIN_WIDTH  # doubled at every run again
+        assert p["windows_missed"] < 40 and not np.isnan(run.samples(p["index"])).all()
+    else:
+        assert p["status"] == "not_runnable" and p["windows_missed"] == 40, p["note"]
+
+
+@needs_mpi
 def test_a_point_whose_every_window_was_missed_is_not_runnable(tmp_path):
     """Nothing timed is no measurement: a rank late for every window (FABRICPROBE_FAULT_LATE=1:1, as 4
     ranks on 2 cores nearly are) makes the point not runnable, with why, not a row of NaN called ok."""

@@ -12,6 +12,9 @@
                                                  read-only (tuning.plan.switch)
     FABRICPROBE_FAULT_LATE=<rank>:<k>            window mode: rank reaches every k-th window late (its
                                                  start moved a second back: it finds it passed)
+    FABRICPROBE_FAULT_LATE_FIRST=<rank>:<b>      window mode: rank reaches every window of each point's
+                                                 first b batches late, as a rank descheduled for a whole
+                                                 batch does
 
 They are read from the environment, so every run that uses them records them in its
 provenance (environment variables with the FABRICPROBE_ prefix are stored).
@@ -68,8 +71,13 @@ def hang_holding_the_interpreter_if_asked(phase: str, rank: int) -> None:
             libc.sleep(3600)
 
 
-def late_windows(rank: int, starts: np.ndarray) -> np.ndarray:
-    """`starts` with every k-th window a second in the past on the planted rank (FABRICPROBE_FAULT_LATE)."""
+def late_windows(rank: int, starts: np.ndarray, attempt: int = 0) -> np.ndarray:
+    """`starts` with every k-th window a second in the past on the planted rank (FABRICPROBE_FAULT_LATE),
+    or every window of a point's first b batches (FABRICPROBE_FAULT_LATE_FIRST; `attempt` counts the
+    point's batches from 0, those run again included)."""
+    first = _target("FABRICPROBE_FAULT_LATE_FIRST")
+    if first is not None and first[0].isdigit() and int(first[0]) == rank and attempt < first[1]:
+        return starts - 1.0
     target = _target("FABRICPROBE_FAULT_LATE")
     if target is None or not target[0].isdigit() or int(target[0]) != rank or target[1] < 1:
         return starts

@@ -163,7 +163,8 @@ POINT_FIELDS: list[tuple[str, str, str]] = [
         "windows_missed",
         "i8",
         "window mode: windows some rank reached after their start, left untimed on every rank (counted in "
-        "iterations, not in the statistics); 0 otherwise",
+        "iterations, not in the statistics; a batch that missed every window and was run again counts in "
+        "neither); 0 otherwise",
     ),
     ("min_s", "f8", "fastest iteration (iteration time = max over ranks)"),
     ("median_s", "f8", "median iteration"),
