@@ -26,11 +26,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
-VARIANTS = (
-    "fabricprobe loop, fabricprobe buffers",
-    "OMB loop, fabricprobe buffers",
-    "fabricprobe loop, OMB buffers",
-    "OMB loop, OMB buffers",
+VARIANTS = (  # (whose loop, whose buffers)
+    ("fabricprobe", "fabricprobe"),
+    ("OMB", "fabricprobe"),
+    ("fabricprobe", "OMB"),
+    ("OMB", "OMB"),
 )
 
 
@@ -79,11 +79,11 @@ def worker(lib_path: str, size: int, blocks: int) -> None:
     }
     for test, (fp_loop, omb_loop) in tests.items():
         fp_loop(*buffers["fabricprobe"])  # compiles or loads the loop before any block is timed
-        got: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        got: dict[tuple[str, str], list[float]] = {v: [] for v in VARIANTS}
         for b in range(blocks):
             for variant in VARIANTS if b % 2 else VARIANTS[::-1]:
-                loop = fp_loop if variant.startswith("fabricprobe loop") else omb_loop
-                t = loop(*buffers[variant.split(", ")[1].split()[0]])
+                loop_of, buffers_of = variant
+                t = (fp_loop if loop_of == "fabricprobe" else omb_loop)(*buffers[buffers_of])
                 if test == "allreduce":
                     t = comm.allreduce(t) / comm.size  # OMB's Avg: the mean over ranks
                 got[variant].append(t)
@@ -110,7 +110,8 @@ def main() -> None:
         subprocess.run(build, check=True)
         ratios: dict[str, list[float]] = {"latency": [], "allreduce": []}
         print(f"{args.bytes} B, n = 2, {args.blocks} blocks of 50 iterations per variant; us, median block mean")
-        print("test  " + " | ".join(VARIANTS) + " | OMB loop / fabricprobe loop, fabricprobe buffers")
+        names = [f"{loop} loop, {buffers} buffers" for loop, buffers in VARIANTS]
+        print("test  " + " | ".join(names) + " | OMB loop / fabricprobe loop, fabricprobe buffers")
         for _ in range(args.launches):
             cmd = [str(BIN / "mpiexec"), "-n", "2", sys.executable, __file__, "--worker", lib]
             cmd += ["--bytes", str(args.bytes), "--blocks", str(args.blocks)]

@@ -75,12 +75,18 @@ def late_windows(rank: int, starts: np.ndarray, attempt: int = 0) -> np.ndarray:
     """`starts` with every k-th window a second in the past on the planted rank (FABRICPROBE_FAULT_LATE),
     or every window of a point's first b batches (FABRICPROBE_FAULT_LATE_FIRST; `attempt` counts the
     point's batches from 0, those run again included)."""
-    first = _target("FABRICPROBE_FAULT_LATE_FIRST")
-    if first is not None and first[0].isdigit() and int(first[0]) == rank and attempt < first[1]:
+    first = _planted_on(rank, "FABRICPROBE_FAULT_LATE_FIRST")
+    if first is not None and attempt < first:
         return starts - 1.0
-    target = _target("FABRICPROBE_FAULT_LATE")
-    if target is None or not target[0].isdigit() or int(target[0]) != rank or target[1] < 1:
+    every = _planted_on(rank, "FABRICPROBE_FAULT_LATE")
+    if every is None or every < 1:
         return starts
     out = starts.copy()
-    out[:: target[1]] -= 1.0
+    out[::every] -= 1.0
     return out
+
+
+def _planted_on(rank: int, var: str) -> int | None:
+    """k of VAR=<rank>:<k> when the fault is planted on this rank, else None."""
+    target = _target(var)
+    return target[1] if target is not None and target[0].isdigit() and int(target[0]) == rank else None

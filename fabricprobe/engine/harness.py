@@ -86,22 +86,20 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
     total = batches = 0
     started = wtime()
     reason = STOP_FIXED
-    redo_left = windows.REDO_MAX
-    attempt = 0  # window batches scheduled, those run again included (a planted fault counts them)
+    redone = 0  # window batches that missed every window and were run again
     while n > 0:
         local = np.full(n, np.nan)  # a slot a loop does not write reads as "not timed", never as stale memory
         if windowed:  # every rank's clock reading for the same global moments
             windows.refresh(comm, clock)
             first = comm.bcast(clock.now() + max(windows.LEAD, width) if root else None, root=0)
-            local = faults.late_windows(comm.rank, clock.starts(first, width, n), attempt)
-            attempt += 1
+            local = faults.late_windows(comm.rank, clock.starts(first, width, n), batches + redone)
         batch(local, mode)
         gathered = np.empty((comm.size, n)) if root else None
         comm.Gather(local, gathered, root=0)
         redo = False
         if root and windowed:
             late = np.isnan(gathered).any(axis=0)  # a window some rank reached late: untimed on every rank
-            redo = bool(late.all()) and redo_left > 0
+            redo = bool(late.all()) and redone < windows.REDO_MAX
             if not redo:
                 gathered[:, late] = np.nan
                 missed += int(late.sum())
@@ -110,7 +108,7 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
         if windowed:
             width, redo = comm.bcast((width, redo), root=0)
             if redo:  # no window kept: nothing measured is dropped; the same batch again, windows twice as wide
-                redo_left -= 1
+                redone += 1
                 continue
         total += n
         batches += 1
