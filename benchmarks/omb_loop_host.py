@@ -1,0 +1,57 @@
+"""OMB's osu_latency loop run from a Python process, after whatever the process is told to do first.
+
+    mpiexec -n 2 python benchmarks/omb_loop_host.py LIB [--bytes 4194304] [--iters 500] [--first WHAT,...]
+
+LIB is benchmarks/omb_loops.c built as a shared library. The loop and its posix_memalign'd buffers are
+OMB's; only the process around them changes. With nothing first this is a minimal Python host (mpi4py
+and ctypes); --first imports modules (numpy, numba, fabricprobe.timing.loops: what a fabricprobe rank
+has loaded before it times), or spins ("spin") or sleeps ("sleep") 1.5 s, before the buffers are made
+and the loop runs. Used by benchmarks/omb_4mib_host.sh; prints rank 0's mean half round trip in µs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib
+import time
+
+from mpi4py import MPI
+
+PAUSE_S = 1.5  # about what the imports cost two ranks sharing two cores
+
+
+def before(what: str) -> None:
+    if what == "spin":
+        start = time.perf_counter()
+        while time.perf_counter() - start < PAUSE_S:
+            pass
+    elif what == "sleep":
+        time.sleep(PAUSE_S)
+    else:
+        importlib.import_module(what)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("lib")
+    parser.add_argument("--bytes", type=int, default=4 << 20)
+    parser.add_argument("--iters", type=int, default=500)
+    parser.add_argument("--first", default="")
+    args = parser.parse_args()
+    for what in filter(None, args.first.split(",")):
+        before(what)
+    lib = ctypes.CDLL(args.lib)
+    lib.pingpong.restype = ctypes.c_double
+    lib.pingpong.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]
+    lib.page_buffer.restype = ctypes.c_void_p
+    lib.page_buffer.argtypes = [ctypes.c_size_t, ctypes.c_int]
+    rank = MPI.COMM_WORLD.rank
+    send, recv = lib.page_buffer(args.bytes, 97), lib.page_buffer(args.bytes, 98)
+    us = lib.pingpong(send, recv, args.bytes, args.iters, rank)
+    if rank == 0:
+        print(f"{us:.1f}")
+
+
+if __name__ == "__main__":
+    main()
