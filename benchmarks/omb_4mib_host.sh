@@ -1,5 +1,5 @@
 #!/bin/bash
-# OMB=OMB_MPI_DIR bash benchmarks/omb_4mib_host.sh 24   (docs/performance.md, docs/data/launch_modes.md set 9)
+# OMB=OMB_MPI_DIR bash benchmarks/omb_4mib_host.sh 24   (docs/performance.md, docs/data/launch_modes.md sets 9, 9a, 9b)
 # Inside one launch OMB's 4 MiB loop and fabricprobe's agree (omb_loop_same_launch.py); across launches
 # fabricprobe's read faster. Is it the process around the loop? Per repetition, in an order that rotates,
 # Open MPI, n = 2, 4 MiB, 500 round trips after 10 warm-up, each its own launch:

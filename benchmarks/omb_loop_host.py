@@ -18,7 +18,7 @@ import time
 
 from mpi4py import MPI
 
-PAUSE_S = 1.5  # about what the imports cost two ranks sharing two cores
+PAUSE_S = 1.5  # longer than the imports alone (0.5 s for one process here), as fabricprobe's set-up before timing is
 
 
 def before(what: str) -> None:
