@@ -1,10 +1,11 @@
 #!/bin/bash
-# OMB=OMB_MPI_DIR bash benchmarks/omb_4mib_host.sh 24   (docs/performance.md, docs/data/launch_modes.md sets 9, 9a, 9b)
+# OMB=OMB_MPI_DIR bash benchmarks/omb_4mib_host.sh 24   (docs/performance.md, docs/data/launch_modes.md sets 9, 9a, 9b, 10)
 # Inside one launch OMB's 4 MiB loop and fabricprobe's agree (omb_loop_same_launch.py); across launches
 # fabricprobe's read faster. Is it the process around the loop? Per repetition, in an order that rotates,
 # Open MPI, n = 2, 4 MiB, 500 round trips after 10 warm-up, each its own launch:
 #   omb     osu_latency (-m 4194304:4194304 -i 500 -x 10)
 #   ombspin the same, MPI_Init returning after 1.5 s busy (LD_PRELOAD of init_delay.c, FP_INIT_SPIN)
+#   ombsleep the same, MPI_Init returning after 1.5 s asleep (FP_INIT_DELAY)
 #   c       OMB's loop and buffers in a plain C program (omb_loop_main.c + omb_loops.c)
 #   py      the same loop and buffers from a minimal Python process (omb_loop_host.py: mpi4py, ctypes)
 #   pyimp   the same after importing numpy, numba and fabricprobe.timing.loops (what a fabricprobe rank loads)
@@ -25,6 +26,8 @@ t() { case $1 in
   omb) $M -n 2 $O/pt2pt/osu_latency -m $S:$S -i 500 -x 10 | awk -v s=$S '$1==s{print $2}';;
   ombspin) $M -n 2 -x LD_PRELOAD="$W/libinit_delay.so" -x FP_INIT_SPIN=1.5 $O/pt2pt/osu_latency -m $S:$S -i 500 \
       -x 10 | awk -v s=$S '$1==s{print $2}';;
+  ombsleep) $M -n 2 -x LD_PRELOAD="$W/libinit_delay.so" -x FP_INIT_DELAY=1.5 $O/pt2pt/osu_latency -m $S:$S -i 500 \
+      -x 10 | awk -v s=$S '$1==s{print $2}';;
   c) $M -n 2 "$W/omb_loop_main" $S 500;;
   py) host;;
   pyimp) host --first numpy,numba,fabricprobe.timing.loops;;
@@ -33,7 +36,7 @@ t() { case $1 in
   fp) fp_sweep "$W/fp.h5" --collectives latency --sizes $S --iters 500 --warmup 10
       fp_avg "$W/fp.h5" $S | sed 's/latency=//';;
 esac; }
-names=(omb ombspin c py pyimp pyspin pysleep fp); N=${#names[@]}
+names=(omb ombspin ombsleep c py pyimp pyspin pysleep fp); N=${#names[@]}
 for rep in $(seq 1 "$K"); do
   line="rep $rep"
   for k in $(seq 0 $((N - 1))); do n=${names[$(( (k + rep) % N ))]}; line="$line $n=$(t $n)"; done
@@ -42,7 +45,7 @@ done | tee "$W/reps"
 python3 - "$W/reps" <<'PY'
 import re, statistics, sys
 reps = [dict((k, float(v)) for k, v in re.findall(r"(\w+)=([\d.]+)", line)) for line in open(sys.argv[1])]
-for name in ("omb", "ombspin", "c", "py", "pyimp", "pyspin", "pysleep", "fp"):
+for name in ("omb", "ombspin", "ombsleep", "c", "py", "pyimp", "pyspin", "pysleep", "fp"):
     ok = [r for r in reps if name in r and "omb" in r]
     q1, med, q3 = statistics.quantiles([r["omb"] / r[name] for r in ok], n=4)
     print(f"{name:8s} median {statistics.median(r[name] for r in ok):6.1f} us   OMB over it {med:.2f} ({q1:.2f}-{q3:.2f})  n={len(ok)}")
