@@ -1,5 +1,6 @@
 # Sourced by the OMB-beside-fabricprobe shell studies (omb_4mib_by_mode.sh, omb_4mib_warmup.sh,
-# omb_4mib_init_delay.sh), so the sweep they time and the statistic they read are written once.
+# omb_4mib_init_delay.sh, omb_4mib_host.sh), so the sweep they time and the statistics they read, fabricprobe's
+# and OMB's, are written once.
 # Needs M (mpiexec) and PY (python) set.
 
 # fp_sweep H5 ARG...: one 2-rank fabricprobe sweep into H5 (replaced), native timer, fixed iteration
@@ -18,3 +19,6 @@ import json, sys
 points = json.load(sys.stdin)['runs'][0]['points']
 print(' '.join(f\"{p['collective']}={p['osu_avg_s'] * 1e6:.1f}\" for p in points if p['bytes'] == $2 and p['status'] == 'ok'))"
 }
+
+# omb_avg BYTES: OMB's figure for that size (its second column: Avg latency, or MB/s) from OMB's output on stdin.
+omb_avg() { awk -v s="$1" '$1==s{print $2}'; }

@@ -10,9 +10,9 @@ fp() { fp_sweep "$H" --collectives $1 --sizes 4194304 --dtypes float32 --ops sum
 echo "round probe_ns omb_lat fp_lat_barrier fp_lat_loop omb_allreduce fp_allreduce_barrier fp_allreduce_loop probe_ns"
 for i in $(seq 1 $K); do
   a=$(${PINGPONG:-./core_pingpong} 300000)
-  ol=$($M -n 2 $O/pt2pt/osu_latency -m 4194304:4194304 -i 1000 -x 10 | awk '$1==4194304{print $2}')
+  ol=$($M -n 2 $O/pt2pt/osu_latency -m 4194304:4194304 -i 1000 -x 10 | omb_avg 4194304)
   lb=$(fp latency barrier); ll=$(fp latency loop)
-  oa=$($M -n 2 $O/collective/osu_allreduce -f -T mpi_float -m 4194304:4194304 -i 1000 -x 10 | awk '$1==4194304{print $2}')
+  oa=$($M -n 2 $O/collective/osu_allreduce -f -T mpi_float -m 4194304:4194304 -i 1000 -x 10 | omb_avg 4194304)
   ab=$(fp allreduce barrier); al=$(fp allreduce loop)
   z=$(${PINGPONG:-./core_pingpong} 300000)
   echo "$i $a $ol $lb $ll $oa $ab $al $z"

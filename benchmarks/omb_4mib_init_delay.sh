@@ -11,13 +11,12 @@ M=${MPIEXEC:-.venv-ompi/bin/mpiexec}; S=4194304; W=$(mktemp -d); trap 'rm -rf "$
 "$(dirname "$M")/mpicc" -O2 -shared -fPIC -o "$W/libinit_delay.so" benchmarks/init_delay.c || exit 1
 . benchmarks/fp_sweep.sh
 D="-x LD_PRELOAD=$W/libinit_delay.so -x FP_INIT_DELAY=3"
-v() { awk -v s=$S '$1==s{print $2}'; }
 t() { case $1 in
-  lat) echo "lat=$($M -n 2 $O/pt2pt/osu_latency -m 1024:$S -i 500 -x 10 | v)";;
-  latd) echo "latd=$($M -n 2 $D $O/pt2pt/osu_latency -m 1024:$S -i 500 -x 10 | v)";;
-  latx) echo "latx=$($M -n 2 $O/pt2pt/osu_latency -m 1024:$S -i 500 -x 2000 | v)";;
-  ar) echo "ar=$($M -n 2 $O/collective/osu_allreduce -f -T mpi_float -m 1024:$S -i 500 -x 10 | v)";;
-  ard) echo "ard=$($M -n 2 $D $O/collective/osu_allreduce -f -T mpi_float -m 1024:$S -i 500 -x 10 | v)";;
+  lat) echo "lat=$($M -n 2 $O/pt2pt/osu_latency -m 1024:$S -i 500 -x 10 | omb_avg $S)";;
+  latd) echo "latd=$($M -n 2 $D $O/pt2pt/osu_latency -m 1024:$S -i 500 -x 10 | omb_avg $S)";;
+  latx) echo "latx=$($M -n 2 $O/pt2pt/osu_latency -m 1024:$S -i 500 -x 2000 | omb_avg $S)";;
+  ar) echo "ar=$($M -n 2 $O/collective/osu_allreduce -f -T mpi_float -m 1024:$S -i 500 -x 10 | omb_avg $S)";;
+  ard) echo "ard=$($M -n 2 $D $O/collective/osu_allreduce -f -T mpi_float -m 1024:$S -i 500 -x 10 | omb_avg $S)";;
   fp) fp_sweep "$W/fp.h5" --collectives allreduce,latency --sizes 1024,65536,1048576,$S --dtypes float32 \
         --ops sum --iters 500 --warmup 10
       fp_avg "$W/fp.h5" $S | sed -e 's/latency=/fplat=/' -e 's/allreduce=/fpar=/';;

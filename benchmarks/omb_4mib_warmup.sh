@@ -8,8 +8,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; O=${OMB:?OMB=.
 fp() { fp_sweep "$H" --collectives latency --sizes 4194304 --iters 1000 --warmup 10; local v; v=$(fp_avg "$H" 4194304); echo "${v#*=}"; }
 echo "round omb_x10 omb_x3000 fabricprobe"
 for i in $(seq 1 $K); do
-  a=$($M -n 2 $O/pt2pt/osu_latency -m 4194304:4194304 -i 1000 -x 10 | awk '$1==4194304{print $2}')
-  b=$($M -n 2 $O/pt2pt/osu_latency -m 4194304:4194304 -i 1000 -x 3000 | awk '$1==4194304{print $2}')
+  a=$($M -n 2 $O/pt2pt/osu_latency -m 4194304:4194304 -i 1000 -x 10 | omb_avg 4194304)
+  b=$($M -n 2 $O/pt2pt/osu_latency -m 4194304:4194304 -i 1000 -x 3000 | omb_avg 4194304)
   c=$(fp)
   echo "$i $a $b $c"
 done
