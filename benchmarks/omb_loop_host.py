@@ -5,8 +5,9 @@
 LIB is benchmarks/omb_loops.c built as a shared library. The loop and its posix_memalign'd buffers are
 OMB's; only the process around them changes. With nothing first this is a minimal Python host (mpi4py
 and ctypes); --first imports modules (numpy, numba, fabricprobe.timing.loops: what a fabricprobe rank
-has loaded before it times), or spins ("spin") or sleeps ("sleep") 1.5 s, before the buffers are made
-and the loop runs. Used by benchmarks/omb_4mib_host.sh; prints rank 0's mean half round trip in µs.
+has loaded before it times), or spins ("spin") or sleeps ("sleep") 1.5 s ("spin:0.5": 0.5 s), or starts one idle thread
+("thread": numpy's OpenBLAS starts one on this 2-core machine), before the buffers are made and the loop
+runs. Used by benchmarks/omb_4mib_host.sh; prints rank 0's mean half round trip in µs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib
+import threading
 import time
 
 from mpi4py import MPI
@@ -22,12 +24,16 @@ PAUSE_S = 1.5  # longer than the imports alone (0.5 s for one process here), as 
 
 
 def before(what: str) -> None:
+    what, _, seconds = what.partition(":")
+    pause = float(seconds or PAUSE_S)
     if what == "spin":
         start = time.perf_counter()
-        while time.perf_counter() - start < PAUSE_S:
+        while time.perf_counter() - start < pause:
             pass
     elif what == "sleep":
-        time.sleep(PAUSE_S)
+        time.sleep(pause)
+    elif what == "thread":
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
     else:
         importlib.import_module(what)
 
