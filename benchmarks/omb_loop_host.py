@@ -4,10 +4,15 @@
 
 LIB is benchmarks/omb_loops.c built as a shared library. The loop and its posix_memalign'd buffers are
 OMB's; only the process around them changes. With nothing first this is a minimal Python host (mpi4py
-and ctypes); --first imports modules (numpy, numba, fabricprobe.timing.loops: what a fabricprobe rank
-has loaded before it times), or spins ("spin") or sleeps ("sleep") 1.5 s ("spin:0.5": 0.5 s), or starts one idle thread
-("thread": numpy's OpenBLAS starts one on this 2-core machine), before the buffers are made and the loop
-runs. Used by benchmarks/omb_4mib_host.sh; prints rank 0's mean half round trip in µs.
+and ctypes, MPI_Init done on import). --first does each WHAT in turn, after MPI_Init and before the
+buffers are made and the loop runs:
+    a module name     import it (numpy, numba, fabricprobe.timing.loops: what a fabricprobe rank has
+                      loaded before it times)
+    spin[:S]          S seconds (1.5) of busy Python
+    sleep[:S]         S seconds (1.5) asleep
+    thread            start one idle thread (numpy's OpenBLAS starts one on this 2-core machine)
+    env:NAME=VALUE    set an environment variable (for the imports after it: OPENBLAS_NUM_THREADS=1)
+Used by benchmarks/omb_4mib_host.sh and omb_4mib_first.sh; prints rank 0's mean half round trip in µs.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib
+import os
 import threading
 import time
 
@@ -24,16 +30,18 @@ PAUSE_S = 1.5  # longer than the imports alone (0.5 s for one process here), as 
 
 
 def before(what: str) -> None:
-    what, _, seconds = what.partition(":")
-    pause = float(seconds or PAUSE_S)
+    what, _, arg = what.partition(":")
     if what == "spin":
         start = time.perf_counter()
-        while time.perf_counter() - start < pause:
+        while time.perf_counter() - start < float(arg or PAUSE_S):
             pass
     elif what == "sleep":
-        time.sleep(pause)
+        time.sleep(float(arg or PAUSE_S))
     elif what == "thread":
         threading.Thread(target=threading.Event().wait, daemon=True).start()
+    elif what == "env":
+        name, _, value = arg.partition("=")
+        os.environ[name] = value
     else:
         importlib.import_module(what)
 
