@@ -12,7 +12,8 @@
 #   pyspin  the same after 1.5 s of busy Python; pysleep after 1.5 s asleep
 #   fp      fabricprobe's latency sweep at 4 MiB (fp_sweep.sh), its osu_avg_s
 # Prints every repetition (µs, rank 0's mean half round trip), then per variant the median µs and OMB's
-# time over the variant's, median (q1-q3) over the repetitions: above 1, the variant read faster.
+# time over the variant's, median (q1-q3) over the repetitions, with the sign test of
+# benchmarks/paired_ratios.py: above 1, the variant read faster.
 K=${1:-10}; PY=${PYTHON:-.venv-ompi/bin/python}; cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; O=${OMB:?OMB=.../libexec/osu-micro-benchmarks/mpi}
 M=${MPIEXEC:-.venv-ompi/bin/mpiexec}; S=4194304; W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -41,11 +42,4 @@ for rep in $(seq 1 "$K"); do
   for k in $(seq 0 $((N - 1))); do n=${names[$(( (k + rep) % N ))]}; line="$line $n=$(t $n)"; done
   echo "$line"
 done | tee "$W/reps"
-python3 - "$W/reps" <<'PY'
-import re, statistics, sys
-reps = [dict((k, float(v)) for k, v in re.findall(r"(\w+)=([\d.]+)", line)) for line in open(sys.argv[1])]
-for name in ("omb", "ombspin", "ombsleep", "c", "py", "pyimp", "pyspin", "pysleep", "fp"):
-    ok = [r for r in reps if name in r and "omb" in r]
-    q1, med, q3 = statistics.quantiles([r["omb"] / r[name] for r in ok], n=4)
-    print(f"{name:8s} median {statistics.median(r[name] for r in ok):6.1f} us   OMB over it {med:.2f} ({q1:.2f}-{q3:.2f})  n={len(ok)}")
-PY
+python3 benchmarks/paired_ratios.py "$W/reps" omb

@@ -4,13 +4,12 @@
 
 REPS (a file, or - for standard input) holds lines "rep K name=µs name=µs ..." (omb_4mib_first.sh,
 omb_4mib_host.sh; docs/data/launch_modes.md); other lines are skipped, so sets of one script pasted
-one after another pool. OLD=NEW renames a variant (two scripts' names
-for the same process).
+one after another pool. OLD=NEW renames a variant (two scripts' names for the same process).
 
 Launches on this machine swing 20-40% with the moment they run in, so a variant is judged by the ratio
-base/variant inside each repetition, where the two launches ran seconds apart: its median (q1-q3), in
-how many repetitions the variant read faster, and the exact two-sided sign test's p for that count (no
-assumption about the ratios' spread). Above 1, the variant read faster.
+base/variant inside each repetition, where the two launches ran seconds apart: the variant's median µs,
+the ratio's median (q1-q3), in how many repetitions the variant read faster, and the exact two-sided
+sign test's p for that count (no assumption about the ratios' spread). Above 1, the variant read faster.
 """
 
 from __future__ import annotations
@@ -41,8 +40,9 @@ def main() -> None:
         q1, median, q3 = statistics.quantiles(ratios, n=4)
         faster = sum(x > 1 for x in ratios)
         p = sign_test(faster, len(ratios))
-        spread = f"({q1:.2f}-{q3:.2f})"
-        print(f"{base}/{name:10s} {median:.3f} {spread}  faster in {faster}/{len(ratios)}  sign test p={p:.3f}")
+        us = statistics.median(r[name] for r in reps if name in r)
+        spread = f"{median:.3f} ({q1:.2f}-{q3:.2f})"
+        print(f"{base}/{name:10s} {us:6.1f} us  {spread}  faster in {faster}/{len(ratios)}  sign test p={p:.3f}")
 
 
 if __name__ == "__main__":
