@@ -3,8 +3,8 @@
  * after it, busy, so OMB times its first size as late after MPI_Init as fabricprobe does (its imports,
  * set-up and validation come first), with the CPU idle or busy meanwhile. FP_INIT_TOUCH_MB=M makes it
  * first allocate M MiB and write every page (kept; freed at once with FP_INIT_TOUCH_FREE=1), and
- * FP_INIT_DLOPEN=PATH load that library, so OMB's
- * process holds what a fabricprobe rank holds before its buffers are made (benchmarks/omb_4mib_first.sh).
+ * FP_INIT_DLOPEN=PATH load that library, so that OMB's process holds what a fabricprobe rank holds
+ * before its buffers are made (benchmarks/omb_4mib_first.sh; docs/performance.md, "The setting").
  * Build: mpicc -shared -fPIC -o libinit_delay.so init_delay.c -ldl */
 #include <dlfcn.h>
 #include <mpi.h>

@@ -1,15 +1,14 @@
 #!/bin/bash
 # OMB=OMB_MPI_DIR bash benchmarks/omb_4mib_first.sh K NAME=FIRST ...   (docs/data/launch_modes.md sets 12, 14-20)
-# OMB's 4 MiB loop and buffers from a Python process (omb_loop_host.py) that first does FIRST (its
-# --first list: modules to import, spin:S, sleep:S, thread, env:NAME=VALUE, level:LEVEL, touch:MB,
-# dlopen:PATH; empty for a minimal host),
-# or, where FIRST is fp:ARG,ARG..., fabricprobe's own 4 MiB latency sweep (fp_sweep.sh) given those
-# extra arguments (fp: alone for the sweep as it is; fp:--no-validate without its validation), or, where
-# it is omb:NAME=VALUE,..., OMB's binary with benchmarks/init_delay.c preloaded and those variables set
-# (omb:FP_INIT_TOUCH_MB=256 writes and keeps 256 MiB after MPI_Init; FP_INIT_DLOPEN=PATH loads a
-# library), beside OMB's binary itself (osu_latency -m
-# 4194304:4194304 -i 500 -x 10, the variant "omb"). K repetitions, in each every variant its own launch in
-# an order that rotates: Open MPI, n = 2, 4 MiB, 500 round trips after 10 warm-up. E.g. set 12:
+# OMB's 4 MiB loop and buffers from a Python process (omb_loop_host.py) that first does FIRST (its --first
+# list: modules to import, spin:S, sleep:S, thread, env:NAME=VALUE, level:LEVEL, touch:MB, dlopen:PATH;
+# empty for a minimal host); or, where FIRST is fp:ARG,ARG..., fabricprobe's own 4 MiB latency sweep
+# (fp_sweep.sh) given those extra arguments (fp: alone for the sweep as it is, fp:--no-validate without
+# its validation); or, where it is omb:NAME=VALUE,..., OMB's binary with benchmarks/init_delay.c preloaded
+# and those variables set (omb:FP_INIT_TOUCH_MB=256 writes and keeps 256 MiB after MPI_Init); each beside
+# OMB's binary itself (osu_latency -m 4194304:4194304 -i 500 -x 10, the variant "omb"). K repetitions, in
+# each every variant its own launch in an order that rotates: Open MPI, n = 2, 4 MiB, 500 round trips
+# after 10 warm-up. E.g. set 12:
 #   bash benchmarks/omb_4mib_first.sh 24 py= spin05=spin:0.5 spin15=spin:1.5 spin3=spin:3 \
 #        sleep15=sleep:1.5 all=numpy,numba,fabricprobe.timing.loops all_sleep=numpy,numba,fabricprobe.timing.loops,sleep:1.5
 # Prints every repetition (µs, rank 0's mean half round trip); then per variant OMB's time over it,

@@ -5,8 +5,8 @@
 LIB is benchmarks/omb_loops.c built as a shared library. The loop and its posix_memalign'd buffers are
 OMB's; only the process around them changes. With nothing first this is a minimal Python host (mpi4py
 and ctypes, MPI initialised at mpi4py's default thread level, multiple; OMB and fabricprobe initialise
-at single). --first does each WHAT in turn, after MPI_Init and before the
-buffers are made and the loop runs:
+at single). --first does each WHAT in turn, after MPI_Init and before the buffers are made and the loop
+runs:
     a module name     import it (numpy, numba, fabricprobe.timing.loops: what a fabricprobe rank has
                       loaded before it times)
     spin[:S]          S seconds (1.5) of busy Python
