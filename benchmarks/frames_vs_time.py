@@ -17,6 +17,7 @@ import re
 import statistics
 import sys
 
+from paired_ratios import repetitions
 from scipy.stats import spearmanr
 
 CONTIGUOUS = 128  # mean stretches per 1024-page buffer: 32 KiB or more unbroken on average
@@ -24,12 +25,7 @@ CONTIGUOUS = 128  # mean stretches per 1024-page buffer: 32 KiB or more unbroken
 
 def main() -> None:
     reps_path, frames_path = sys.argv[1:]
-    times = {}
-    for line in open(reps_path):
-        if line.startswith("rep "):
-            rep = line.split()[1]
-            for name, us in re.findall(r"(\w+)=([\d.]+)", line):
-                times[(rep, name)] = float(us)
+    times = {(rep, name): us for rep, found in repetitions(open(reps_path)) for name, us in found.items()}
     found: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for line in open(frames_path):
         m = re.match(r"frames (\d+):(\w+) rank=\d+ send=(-?\d+)/(\d+) recv=(-?\d+)/(\d+)", line)

@@ -26,12 +26,20 @@ def sign_test(wins: int, n: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def repetitions(lines, alias: dict[str, str] | None = None) -> list[tuple[str, dict[str, float]]]:
+    """(K, {name: µs}) for each line "rep K name=µs ..." (benchmarks/frames_vs_time.py reads them too)."""
+    alias = alias or {}
+    return [
+        (x.split()[1], {alias.get(k, k): float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", x)})
+        for x in lines
+        if x.startswith("rep ")
+    ]
+
+
 def main() -> None:
     path, base, *renames = sys.argv[1:]
     alias = dict(r.split("=", 1) for r in renames)
-    lines = [x for x in (sys.stdin if path == "-" else open(path)) if x.startswith("rep ")]
-    reps = [{alias.get(k, k): float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", x)} for x in lines]
-    reps = [r for r in reps if base in r]
+    reps = [r for _, r in repetitions(sys.stdin if path == "-" else open(path), alias) if base in r]
     names = list(dict.fromkeys(k for r in reps for k in r if k != base))
     for name in names:
         ratios = [r[base] / r[name] for r in reps if name in r]
