@@ -1,7 +1,7 @@
 # Sourced by the OMB-beside-fabricprobe shell studies (omb_4mib_by_mode.sh, omb_4mib_warmup.sh,
 # omb_4mib_init_delay.sh, omb_4mib_host.sh), so the sweep they time and the statistics they read, fabricprobe's
 # and OMB's, are written once.
-# Needs M (mpiexec) and PY (python) set.
+# Needs M (mpiexec) and PY (python) set; omb also O (OMB's libexec/osu-micro-benchmarks/mpi) and S (bytes).
 
 # fp_sweep H5 ARG...: one 2-rank fabricprobe sweep into H5 (replaced), native timer, fixed iteration
 # count (--ci-target 0), intra-node pairs, quiet; ARG... adds collectives, sizes, iterations, mode.
@@ -22,3 +22,7 @@ print(' '.join(f\"{p['collective']}={p['osu_avg_s'] * 1e6:.1f}\" for p in points
 
 # omb_avg BYTES: OMB's figure for that size (its second column: Avg latency, or MB/s) from OMB's output on stdin.
 omb_avg() { awk -v s="$1" '$1==s{print $2}'; }
+
+# omb [-x NAME=VALUE ...]: OMB's osu_latency at S bytes as the 4 MiB studies run it (500 round trips after 10
+# warm-up), its Avg in µs; the arguments go to mpiexec (preloaded shims and their variables).
+omb() { $M -n 2 "$@" $O/pt2pt/osu_latency -m $S:$S -i 500 -x 10 | omb_avg $S; }

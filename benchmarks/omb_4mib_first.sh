@@ -26,7 +26,6 @@ M=${MPIEXEC:-.venv-ompi/bin/mpiexec}; S=4194304; W=$(mktemp -d); trap 'rm -rf "$
 . benchmarks/fp_sweep.sh
 declare -A first; names=(omb)
 for arm in "$@"; do names+=("${arm%%=*}"); first[${arm%%=*}]=${arm#*=}; done; N=${#names[@]}
-omb() { $M -n 2 "$@" $O/pt2pt/osu_latency -m $S:$S -i 500 -x 10 | omb_avg $S; }  # "$@": mpiexec's -x options
 fx() { [ -n "$FRAMES" ] && echo "-x FP_FRAMES_LOG=$FRAMES -x FP_ARM=$rep:$1"; }  # the frames log, this launch's name
 t() { if [ "$1" = omb ]; then omb ${FRAMES:+-x LD_PRELOAD=$W/libbuffer_frames.so} $(fx omb)
   elif [[ ${first[$1]} == omb:* ]]; then a=${first[$1]#omb:}

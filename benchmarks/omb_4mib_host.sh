@@ -23,7 +23,6 @@ $CC -O2 -o "$W/omb_loop_main" benchmarks/omb_loop_main.c benchmarks/omb_loops.c 
 $CC -O2 -shared -fPIC -o "$W/libinit_delay.so" benchmarks/init_delay.c || exit 1
 . benchmarks/fp_sweep.sh
 host() { $M -n 2 $PY benchmarks/omb_loop_host.py "$W/libomb_loops.so" --bytes $S --iters 500 "$@"; }
-omb() { $M -n 2 "$@" $O/pt2pt/osu_latency -m $S:$S -i 500 -x 10 | omb_avg $S; }  # "$@": mpiexec's -x options
 t() { case $1 in
   omb) omb;;
   ombspin) omb -x LD_PRELOAD="$W/libinit_delay.so" -x FP_INIT_SPIN=1.5;;
