@@ -1,10 +1,12 @@
 /* LD_PRELOAD shim for benchmarks/omb_4mib_first.sh: where in physical memory a rank's message buffers lie.
  * The first MPI_Send and the first MPI_Recv of 1 MiB or more give the send and receive buffers, whose page
  * frames each rank reads then from /proc/self/pagemap (root sees frame numbers; OMB frees its buffers
- * before MPI_Finalize); at MPI_Finalize it appends to $FP_FRAMES_LOG one line: "frames ARM rank=R send=RUNS recv=RUNS pages=P", RUNS being how many
- * physically contiguous stretches the buffer's 4 KiB pages make (1: one unbroken stretch; P: no two
- * neighbours adjacent). ARM is $FP_ARM. Loops that reach MPI through their own handle on libmpi (numba's,
- * so fabricprobe's sweep) are not seen.
+ * before MPI_Finalize). At MPI_Finalize it appends to $FP_FRAMES_LOG one line,
+ * "frames ARM rank=R send=RUNS/REGIONS recv=RUNS/REGIONS pages=P": RUNS is how many physically contiguous,
+ * ascending stretches the buffer's pages make (1: one unbroken stretch; P: no page followed by the next
+ * frame), REGIONS how many 2 MiB-aligned stretches of physical memory hold them (a host backing this VM
+ * with 2 MiB pages needs a translation for each). ARM is $FP_ARM. Loops that reach MPI through their own
+ * handle on libmpi (numba's, so fabricprobe's sweep) are not seen.
  * Build: mpicc -shared -fPIC -o libbuffer_frames.so buffer_frames.c */
 #include <fcntl.h>
 #include <mpi.h>
@@ -15,43 +17,38 @@
 
 static long found[2], regions[2], pages;
 
-static long runs(const void *buf, size_t len, long *region_count);
-
-static void note(int which, const void *buf, int count, MPI_Datatype type) {
-    int size;
-    if (found[which] || PMPI_Type_size(type, &size) != MPI_SUCCESS || (size_t)count * size < (1u << 20)) return;
-    found[which] = runs(buf, (size_t)count * size, &regions[which]);
-    pages = ((size_t)count * size + 4095) / 4096;
-}
-
 static int by_value(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
 static long runs(const void *buf, size_t len, long *region_count) {
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t first = (uintptr_t)buf / page, last = ((uintptr_t)buf + len - 1) / page;
+    size_t k = last - first + 1;
+    uint64_t *entry = malloc(k * sizeof *entry);  /* one pagemap entry per page, in one read */
     int fd = open("/proc/self/pagemap", O_RDONLY);
-    if (fd < 0) return -1;
-    long page = sysconf(_SC_PAGESIZE), n = 0, k = 0;
-    uint64_t prev = 0, *region = malloc((len / page + 2) * sizeof *region);
-    for (uintptr_t a = (uintptr_t)buf & ~(uintptr_t)(page - 1); a < (uintptr_t)buf + len; a += page) {
-        uint64_t e;
-        if (!region || pread(fd, &e, 8, (off_t)(a / page) * 8) != 8 || !(e >> 63)) {
-            close(fd);
-            free(region);
-            return -1;
-        }
-        uint64_t pfn = e & ((1ULL << 55) - 1);
-        if (!n || pfn != prev + 1) n++;
-        prev = pfn;
-        region[k++] = pfn >> 9;  /* 512 frames of 4 KiB: 2 MiB */
+    long n = 0;
+    int ok = entry && fd >= 0 && pread(fd, entry, k * 8, (off_t)first * 8) == (ssize_t)(k * 8);
+    if (fd >= 0) close(fd);
+    for (size_t i = 0; ok && i < k; i++) {
+        if (!(entry[i] >> 63)) ok = 0;  /* a page not present */
+        entry[i] &= (1ULL << 55) - 1;   /* its frame number */
+        n += !i || entry[i] != entry[i - 1] + 1;
     }
-    close(fd);
-    qsort(region, k, sizeof *region, by_value);
+    for (size_t i = 0; ok && i < k; i++) entry[i] >>= 9;  /* 512 frames of 4 KiB: 2 MiB */
+    if (ok) qsort(entry, k, sizeof *entry, by_value);
     *region_count = 0;
-    for (long i = 0; i < k; i++) *region_count += !i || region[i] != region[i - 1];
-    free(region);
-    return n;
+    for (size_t i = 0; ok && i < k; i++) *region_count += !i || entry[i] != entry[i - 1];
+    free(entry);
+    return ok ? n : -1;
+}
+
+static void note(int which, const void *buf, int count, MPI_Datatype type) {
+    int size;
+    if (found[which] || PMPI_Type_size(type, &size) != MPI_SUCCESS || (size_t)count * size < (1u << 20)) return;
+    found[which] = runs(buf, (size_t)count * size, &regions[which]);
+    pages = ((size_t)count * size + 4095) / 4096;
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
