@@ -1,3 +1,3 @@
-from fabricprobe.cli.main import main
+from fabricprobe.cli.start import main
 
 raise SystemExit(main())
