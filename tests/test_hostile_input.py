@@ -134,6 +134,7 @@ CONFIG_FIELDS = {  # a wrong type for each field a configuration file holds
     "root": -1,
     "point_timeout": float("nan"),
     "hugepages": "yes",
+    "early_buffers": "32",
     "quick": 1,
     "sizes": ["8"],
     "densities": [0.1, "x"],

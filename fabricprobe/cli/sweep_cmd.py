@@ -188,6 +188,17 @@ def add_parser(sub: Any) -> None:
         "pages, as OMB and a plain C malloc get)",
     )
     t.add_argument(
+        "--early-buffers",
+        type=whole_type("--early-buffers", 0, 1 << 20),
+        default=0,
+        metavar="MIB",
+        help="OMB's buffer setting: each rank maps and writes MIB MiB at its start, before fabricprobe's "
+        "imports write ~200 MiB, and takes its message buffers from them (OMB makes its buffers right after "
+        "MPI_Init; on the test VM Open MPI's 4 MiB ping-pong read up to 1.3x slower that way, "
+        "docs/performance.md). About 3 × the largest message is enough; what did not fit is counted in the "
+        "report. Default 0: buffers are mapped when a point needs them",
+    )
+    t.add_argument(
         "--order",
         choices=ORDERS,
         help="the points' order: fixed (communicator sizes outermost, sizes rising, algorithms innermost) "
@@ -281,7 +292,7 @@ def add_parser(sub: Any) -> None:
             a.dest: a.default
             for group in (g, s, t, d, v)
             for a in group._group_actions
-            if a.dest not in ("progress", "quiet")
+            if a.dest not in ("progress", "quiet", "early_buffers")  # early_buffers: the process's, not the file's
         }
     )
     _DEFAULTS["quick"] = False
@@ -358,6 +369,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         root=args.root,
         point_timeout=args.point_timeout,
         hugepages=args.hugepages,
+        early_buffers=args.early_buffers,
         buffer=args.buffer,
         gpudirect=args.gpudirect,
         stage_chunk=parse_size(args.stage_chunk),

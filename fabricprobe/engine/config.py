@@ -99,6 +99,9 @@ class SweepConfig:
     root: int = 0
     point_timeout: float = 120.0
     hugepages: bool = False
+    # MiB of message-buffer memory each rank mapped and wrote at its start (memory/arena.py, OMB's
+    # setting); 0: buffers mapped when a point needs them. The process applies it, before this is read.
+    early_buffers: int = 0
     buffer: str = "host"  # host, cupy or numba (fabricprobe.memory)
     gpudirect: str = "both"  # device buffers: on, off or both (fabricprobe.engine.gpudirect)
     stage_chunk: int = 1 << 20  # bytes per chunk of the pipelined staging
@@ -175,6 +178,7 @@ class SweepConfig:
             ("--point-timeout", self.point_timeout, 0),
             ("--root", self.root, 0),
             ("--stage-chunk", self.stage_chunk, 1024),
+            ("--early-buffers", self.early_buffers, 0),
         ):
             if not value >= minimum:  # NaN fails too
                 raise UsageError(f"{option} must be at least {minimum:g} (got {value:g})")
@@ -218,6 +222,9 @@ class SweepConfig:
                 f"invalid launch {self.launch_group!r} {self.launch_index} of {self.launches}: "
                 "a name of letters, digits, _ - . and an index below the count"
             )
+        if self.early_buffers and (self.hugepages or self.buffer != "host"):
+            other = "--hugepages" if self.hugepages else f"--buffer {self.buffer}"
+            raise UsageError(f"--early-buffers gives host buffers on 4 KiB pages, as OMB's: leave out {other}")
         if self.buffer != "host" and self.timer == "native":
             raise UsageError(
                 "--timer native cannot time device buffers: their copies and stream synchronisations "
@@ -285,6 +292,7 @@ _SCALARS = {
     "root": int,
     "point_timeout": float,
     "hugepages": bool,
+    "early_buffers": int,
     "buffer": str,
     "gpudirect": str,
     "stage_chunk": int,

@@ -81,6 +81,8 @@ def run_launches(
         path = job_file(output, job.to_json())
         say(f"launch {index + 1} of {count} (group {group}, order {job.order}, seed {seed})")
         args = ["sweep", "--config", path, "-o", output, "--progress", "plain", "--quiet"]
+        if job.early_buffers:  # applied at each rank's start, so on the command line as well as in the file
+            args += ["--early-buffers", str(job.early_buffers)]
         try:
             out = run_fabricprobe(base, args, {}, timeout=None, on_line=lambda line: say(f"  {line.rstrip()}"))
             code = out.returncode

@@ -26,6 +26,7 @@ from fabricprobe.engine.sweep import execute
 from fabricprobe.engine.switching import LibrarySwitch
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import EXIT_INTERRUPTED, StorageError, UsageError
+from fabricprobe.memory import arena
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import first_collective, init_mpi
 from fabricprobe.mpienv.launcher import env_rank, env_size, launched_by_mpiexec
@@ -61,6 +62,8 @@ def run_sweep(
     # The per-point watchdog starts with the first point; a rank that hangs before it (in MPI's
     # start-up, or in the topology's communicator splits, e.g. a rank launched with another MCA
     # environment) would hold the job forever. This one covers the set-up, with the same limit.
+    if not resume:
+        _early_buffers_applied(config)  # before MPI starts or a file is opened: nothing written
     setup = Watchdog(config.point_timeout, env_rank())
     # MPI_Init runs inside mpi4py's import with the interpreter held: there only a process can watch
     first = "mpi4py.MPI" not in sys.modules or not sys.modules["mpi4py.MPI"].Is_initialized()
@@ -150,6 +153,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         run_id, stored, done, resumed_at, shape = _root_decides(comm, load)
         if stored.thread_level != config.thread_level:
             raise UsageError(f"the run used --thread-level {stored.thread_level}; resume it with the same level")
+        _early_buffers_applied(stored)
         config = stored
         warn(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
     else:
@@ -254,6 +258,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         finally:
             watch.stop()
     rss = comm.gather(peak_rss_mib(), root=0)  # what the sweep cost in memory, rank 0 (the collector) apart
+    buffers = comm.gather(arena.record(), root=0)  # each rank's memory written before its message buffers
     if writer is not None:
         writer.update_run(
             {
@@ -262,6 +267,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
                 "notes": outcome.notes,
                 "rank0_peak_rss_mib": round(rss[0], 1),
                 "peak_rss_mib": round(max(rss), 1),
+                "buffer_memory": {key: [b[key] for b in buffers] for key in buffers[0]},
                 **({"bound_probe": probe} if probe else {}),
                 **({"clock_sync": sync} if sync is not None else {}),
                 **({"runtime_switch": job.switch.record()} if job.switch is not None else {}),
@@ -347,6 +353,20 @@ def _interrupts_end_the_run(job: _Job):
             signal.signal(sig, handler)
         os.close(read_end)
         os.close(write_end)
+
+
+def _early_buffers_applied(config: SweepConfig) -> None:
+    """--early-buffers acts at the process's first step (cli/start.py), before any configuration is read:
+    a run's stored options or a --config file can ask for it but not apply it, so what they ask must be
+    what this process did."""
+    reserved = arena.record()["early_mib"]
+    if config.early_buffers and config.early_buffers != reserved:
+        raise UsageError(
+            f"the run's options ask for --early-buffers {config.early_buffers}, which acts at start-up: "
+            f"give --early-buffers {config.early_buffers} on the fabricprobe command line too"
+        )
+    if reserved and not config.early_buffers:
+        raise UsageError(f"--early-buffers {reserved} was given but the run's options (stored or --config) have none")
 
 
 def peak_rss_mib() -> float:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.report.buffers import difference
 from fabricprobe.report.labels import speedup
 from fabricprobe.report.launches import aggregated_points, group_of
 from fabricprobe.stats import point_noise
@@ -115,6 +116,9 @@ def compare(a: Side, b: Side, collectives: list[str] | None = None) -> Compariso
             out.mismatches.append(f"{coll}: measured only in {a.label if sa else b.label}")
     if not out.rows and not out.mismatches:
         raise UsageError(f"{a.label} and {b.label} have no points in common")
+    buffers = difference(a.run.attrs, b.run.attrs, a.label, b.label)
+    if buffers:
+        out.mismatches.append(buffers)
     return out
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
 from fabricprobe.report.bound import beyond, describe, fabric_of, furthest, percents
+from fabricprobe.report.buffers import header_line
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.kernels import kernel_tables
@@ -71,6 +72,9 @@ def run_header(run: Run) -> Panel:
             f"MPI start-up: MPI_Init {min(init):.3g}–{max(init):.3g} ms (mean {sum(init) / len(init):.3g}) over "
             f"{len(init)} ranks; to the end of the first barrier {min(first):.3g}–{max(first):.3g} ms"
         )
+    buffers = header_line(a)
+    if buffers:
+        lines.append(buffers)
     sync = a.get("clock_sync") or {}
     if sync:
         worst = lambda key: max((abs(x) for x in sync.get(key) or [0.0]), default=0.0) * 1e6  # noqa: E731

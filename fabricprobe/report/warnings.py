@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from fabricprobe.mpienv.spinning import spin_warning
+from fabricprobe.report.buffers import buffer_note, buffer_warning
 from fabricprobe.store import Run
 from fabricprobe.store.schema import EMPTY
 
@@ -30,6 +31,9 @@ def run_warnings(run: Run) -> list[str]:
     spinning = spin_warning(attrs)
     if spinning:
         out.append(spinning + ".")
+    missed = buffer_warning(attrs)
+    if missed:
+        out.append(missed + ".")
     requested, provided = attrs.get("thread_level_requested"), attrs.get("thread_level_provided")
     if requested and provided and requested != provided:
         out.append(f"thread level {requested} was requested but the library provided {provided}.")
@@ -64,5 +68,6 @@ def run_warnings(run: Run) -> list[str]:
 
 
 def run_notes(run: Run) -> list[str]:
-    """What the plan left out, and why."""
-    return list(run.attrs.get("notes") or [])
+    """What the plan left out, and why; and what the buffers' setting means for the rows (report/buffers.py)."""
+    setting = buffer_note(run)
+    return list(run.attrs.get("notes") or []) + ([setting] if setting else [])

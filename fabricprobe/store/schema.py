@@ -227,6 +227,7 @@ JSON_ATTRS = (
     "bound_probe",
     "clock_sync",
     "startup",
+    "buffer_memory",
 )
 
 
