@@ -2,7 +2,8 @@
 
 `fabricprobe sweep --early-buffers MIB` maps and writes each rank's message-buffer memory here, while the
 process has written only the interpreter's few MiB, as OMB's ranks make their buffers right after
-MPI_Init; importing the command line (numpy, numba, h5py, rich) then writes about 200 MiB more
+MPI_Init; importing the command line (numpy, numba, h5py, rich) and setting up then write 66 MiB more
+before the first message buffer (RssAnon 6 MiB here, 72 MiB there, on the test VM)
 (fabricprobe/memory/arena.py says why this matters). The option is also declared in sweep's parser,
 which checks its value and rejects it elsewhere.
 """

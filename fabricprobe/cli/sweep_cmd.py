@@ -193,10 +193,11 @@ def add_parser(sub: Any) -> None:
         default=0,
         metavar="MIB",
         help="OMB's buffer setting: each rank maps and writes MIB MiB at its start, before fabricprobe's "
-        "imports write ~200 MiB, and takes its message buffers from them (OMB makes its buffers right after "
-        "MPI_Init; on the test VM Open MPI's 4 MiB ping-pong read up to 1.3x slower that way, "
-        "docs/performance.md). About 3 × the largest message is enough; what did not fit is counted in the "
-        "report. Default 0: buffers are mapped when a point needs them",
+        "imports write ~66 MiB more, and takes its message buffers from them, as OMB makes its buffers right "
+        "after MPI_Init (on the test VM Open MPI's 4 MiB ping-pong then read as OMB's, 1.03, where by default "
+        "it read 1.12 faster; docs/performance.md). Give at least the send and receive buffers of the largest "
+        "point (2 × the message for latency and allreduce, more for allgather and alltoall); what did not fit "
+        "is made late and the report says how much was needed. Default 0: buffers are made when a point needs them",
     )
     t.add_argument(
         "--order",
