@@ -137,3 +137,20 @@ def test_the_arena_module_imports_no_numpy():
     code = "import sys, fabricprobe.memory.arena; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_run_whose_options_and_process_disagree_on_early_buffers_is_refused(fresh):
+    """--config and --resume bring a stored early_buffers: the process must have reserved just that."""
+    from fabricprobe.engine.config import SweepConfig
+    from fabricprobe.engine.session import _early_buffers_applied
+    from fabricprobe.errors import UsageError
+
+    _early_buffers_applied(SweepConfig())  # neither: nothing to say
+    with pytest.raises(UsageError, match="give --early-buffers 8 on the fabricprobe command line"):
+        _early_buffers_applied(SweepConfig(early_buffers=8))
+    fresh.reserve(4)
+    with pytest.raises(UsageError, match="--early-buffers 4 was given but the run's options"):
+        _early_buffers_applied(SweepConfig())
+    with pytest.raises(UsageError, match="give --early-buffers 8"):
+        _early_buffers_applied(SweepConfig(early_buffers=8))
+    _early_buffers_applied(SweepConfig(early_buffers=4))

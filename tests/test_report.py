@@ -221,3 +221,38 @@ def test_every_ratio_is_a_speedup_above_one_when_faster(sweep_file):
     ((case, by_size),) = gpudirect_groups([staged, direct, pipelined]).items()
     cells = [list(c.cells)[0] for c in gpudirect_table(case, by_size).columns]
     assert cells[4:6] == ["4.00×", "2.00×"]  # direct and pipelined: speedups over staging
+
+
+def _buffer_run(vendor: str, early: int, size: int, written=(72.0, 71.5), missed=(0, 0)):
+    from types import SimpleNamespace
+
+    attrs = {
+        "mpi_vendor": vendor,
+        "buffer_memory": {
+            "early_mib": [early] * 2,
+            "written_before_mib": list(written),
+            "missed": list(missed),
+            "peak_used_mib": [8.0, 8.0],
+        },
+    }
+    point = {"collective": "latency", "bytes": size, "buffer": "host", "status": "ok"}
+    return SimpleNamespace(attrs=attrs, points=[point])
+
+
+def test_the_report_says_what_the_message_buffers_were_made_after():
+    from fabricprobe.report import buffers
+
+    late = _buffer_run("Open MPI", 0, 4 << 20)
+    assert "made when first needed, when each rank had written 72 MiB" in buffers.header_line(late.attrs)
+    assert "--early-buffers MIB" in buffers.buffer_note(late)
+    assert buffers.buffer_note(_buffer_run("MPICH", 0, 4 << 20)) is None  # seen to matter on Open MPI only
+    assert buffers.buffer_note(_buffer_run("Open MPI", 0, 64 << 10)) is None  # below 1 MiB: not seen to matter
+    early = _buffer_run("Open MPI", 32, 4 << 20, written=(5.9, 6.4))
+    assert buffers.buffer_note(early) is None and buffers.buffer_warning(early.attrs) is None
+    assert "from 32 MiB each rank wrote at its start, when it had written 6 MiB" in buffers.header_line(early.attrs)
+    short = _buffer_run("Open MPI", 4, 4 << 20, missed=(2, 0))
+    assert "give at least --early-buffers 8" in buffers.buffer_warning(short.attrs)
+    assert "message buffers differ" in buffers.difference(early.attrs, late.attrs, "A", "B")
+    assert buffers.difference(late.attrs, late.attrs, "A", "B") is None
+    older = {"mpi_vendor": "Open MPI"}  # a file from before the record: nothing claimed
+    assert buffers.header_line(older) is None and buffers.difference(older, late.attrs, "A", "B") is None
