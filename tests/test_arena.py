@@ -19,7 +19,7 @@ linux = pytest.mark.skipif(arena.rss_anon_mib() is None, reason="RssAnon is read
 def fresh(monkeypatch):
     """arena's process-wide state, as a process that has reserved nothing yet."""
     monkeypatch.setattr(arena, "EARLY", None)
-    monkeypatch.setattr(arena, "_STATE", {"early_mib": 0, "written_before_mib": None, "missed": 0, "held": 0})
+    monkeypatch.setattr(arena, "SETTING", arena.Setting())
     return arena
 
 

@@ -28,10 +28,16 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+from dataclasses import dataclass
 
 PAGE = mmap.PAGESIZE
 LARGE = 1 << 20  # the first buffer this large marks the moment `written_before_mib` is read (late buffers)
 OPTION = "--early-buffers"
+
+
+def pages(nbytes: int) -> int:
+    """`nbytes` rounded up to whole pages."""
+    return -(-nbytes // PAGE) * PAGE
 
 
 class Arena:
@@ -39,7 +45,7 @@ class Arena:
     back are merged with their free neighbours)."""
 
     def __init__(self, nbytes: int) -> None:
-        self.size = -(-nbytes // PAGE) * PAGE
+        self.size = pages(nbytes)
         self.region = mmap.mmap(-1, self.size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         # Every page written now, so each has its physical frame before anything else is written.
         ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(self.region)), 1, self.size)
@@ -50,7 +56,7 @@ class Arena:
 
     def take(self, nbytes: int) -> int | None:
         """The offset of a free block of at least `nbytes` (whole pages), or None when none is left."""
-        length = max(-(-nbytes // PAGE) * PAGE, PAGE)
+        length = max(pages(nbytes), PAGE)
         for i, (offset, room) in enumerate(self.free):
             if room >= length:
                 if room == length:
@@ -81,8 +87,18 @@ class Arena:
         return memoryview(self.region)[offset : offset + nbytes]
 
 
+@dataclass
+class Setting:
+    """What this process's message buffers were made after (`record` gives it to the run)."""
+
+    early_mib: int = 0  # reserved at start; 0: buffers made when first needed
+    written_before_mib: float | None = None  # RssAnon at the moment the module docstring names
+    missed: int = 0  # buffers that did not fit in the early memory
+    held: int = 0  # the most bytes the message buffers held at once
+
+
 EARLY: Arena | None = None
-_STATE: dict[str, float | int | None] = {"early_mib": 0, "written_before_mib": None, "missed": 0, "held": 0}
+SETTING = Setting()
 
 
 def rss_anon_mib() -> float | None:
@@ -118,8 +134,8 @@ def reserve(mib: int) -> None:
     global EARLY
     if mib <= 0 or EARLY is not None:
         return
-    _STATE["written_before_mib"] = rss_anon_mib()
-    _STATE["early_mib"] = mib
+    SETTING.written_before_mib = rss_anon_mib()
+    SETTING.early_mib = mib
     EARLY = Arena(mib << 20)
 
 
@@ -130,7 +146,7 @@ def take(nbytes: int) -> tuple[memoryview, int] | None:
         return None
     offset = EARLY.take(nbytes)
     if offset is None:
-        _STATE["missed"] = int(_STATE["missed"] or 0) + 1
+        SETTING.missed += 1
         return None
     return EARLY.view(offset, nbytes), offset
 
@@ -142,24 +158,23 @@ def give(offset: int) -> None:
 
 def note_held(nbytes: int) -> None:
     """The message buffers now hold `nbytes` in all (early or not): the record keeps the most."""
-    _STATE["held"] = max(int(_STATE["held"] or 0), nbytes)
+    SETTING.held = max(SETTING.held, nbytes)
 
 
 def note_buffer(nbytes: int) -> None:
     """A message buffer is being made late: the first of `LARGE` bytes or more reads RssAnon."""
-    if EARLY is None and nbytes >= LARGE and _STATE["written_before_mib"] is None:
-        _STATE["written_before_mib"] = rss_anon_mib()
+    if EARLY is None and nbytes >= LARGE and SETTING.written_before_mib is None:
+        SETTING.written_before_mib = rss_anon_mib()
 
 
 def record() -> dict[str, float | int]:
     """This rank's setting, for the run's `buffer_memory` attribute (engine/session.py gathers it):
     early_mib (0: late buffers), written_before_mib (-1: not read), missed, and peak_used_mib: the most
     the message buffers held at once, in whole pages (what --early-buffers must at least give)."""
-    written = _STATE["written_before_mib"]
-    peak = int(_STATE["held"] or 0)
+    written = SETTING.written_before_mib
     return {
-        "early_mib": int(_STATE["early_mib"] or 0),
+        "early_mib": SETTING.early_mib,
         "written_before_mib": round(written, 1) if written is not None else -1.0,
-        "missed": int(_STATE["missed"] or 0),
-        "peak_used_mib": round(peak / (1 << 20), 1),
+        "missed": SETTING.missed,
+        "peak_used_mib": round(SETTING.held / (1 << 20), 1),
     }

@@ -41,7 +41,7 @@ class BufferPool:
                 self._give_back(held)
             held = (key, *message_buffer(length, dtype, hugepages))
             self._held[role] = held
-            arena.note_held(sum(-(-h[1].nbytes // PAGE) * PAGE for h in self._held.values()))
+            arena.note_held(sum(arena.pages(h[1].nbytes) for h in self._held.values()))
         return held[1]
 
     def clear(self) -> None:

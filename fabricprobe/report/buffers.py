@@ -33,30 +33,38 @@ def _span(values: list[float]) -> str:
     return f"{lo:.0f} MiB" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f} MiB"
 
 
-def early_mib(attrs: dict[str, Any]) -> int:
+def _setting(attrs: dict[str, Any]) -> tuple[int, str] | None:
+    """(early MiB, 0 for buffers made when needed; what the ranks had written), None for a run that
+    predates the record."""
     record = _record(attrs)
-    return max(record["early_mib"]) if record else 0
+    return (max(record["early_mib"]), _span(record["written_before_mib"])) if record else None
+
+
+def early_mib(attrs: dict[str, Any]) -> int:
+    setting = _setting(attrs)
+    return setting[0] if setting else 0
 
 
 def describe(attrs: dict[str, Any]) -> str | None:
-    """The setting in a phrase ("made late, after 72 MiB written"), None for a run that predates the record."""
-    record = _record(attrs)
-    if record is None:
+    """The setting in a phrase ("made when first needed, after 72 MiB written by each rank"), None for a
+    run that predates the record."""
+    setting = _setting(attrs)
+    if setting is None:
         return None
-    written = _span(record["written_before_mib"])
-    if early_mib(attrs):
-        return f"from {early_mib(attrs)} MiB written at each rank's start, after {written} (OMB's setting)"
+    early, written = setting
+    if early:
+        return f"from {early} MiB written at each rank's start, after {written} (OMB's setting)"
     return f"made when first needed, after {written} written by each rank"
 
 
 def header_line(attrs: dict[str, Any]) -> str | None:
-    record = _record(attrs)
-    if record is None:
+    setting = _setting(attrs)
+    if setting is None:
         return None
-    written = _span(record["written_before_mib"])
-    if early_mib(attrs):
+    early, written = setting
+    if early:
         return (
-            f"message buffers: from {early_mib(attrs)} MiB each rank wrote at its start, when it had written "
+            f"message buffers: from {early} MiB each rank wrote at its start, when it had written "
             f"{written} (RssAnon): OMB's setting, --early-buffers"
         )
     return (
@@ -81,16 +89,16 @@ def buffer_warning(attrs: dict[str, Any]) -> str | None:
 def buffer_note(run: Run) -> str | None:
     """Open MPI, buffers made late, and host points of 1 MiB or more: say what OMB's setting would change."""
     attrs = run.attrs
-    record = _record(attrs)
+    setting = _setting(attrs)
     large = [
         p
         for p in run.points
         if p["collective"] != EMPTY and p["bytes"] >= AFFECTED_FROM and p["buffer"] == "host" and p["status"] == "ok"
     ]
-    if record is None or early_mib(attrs) or attrs.get("mpi_vendor") != "Open MPI" or not large:
+    if setting is None or setting[0] or attrs.get("mpi_vendor") != "Open MPI" or not large:
         return None
     return (
-        f"this run's message buffers were made after each rank had written {_span(record['written_before_mib'])}; "
+        f"this run's message buffers were made after each rank had written {setting[1]}; "
         "OMB makes its own right after MPI_Init. On Open MPI's shared memory at 1 MiB and more that alone moves "
         "the time: on the test VM OMB's 4 MiB ping-pong read 1.09× faster with 64 MiB written first and 1.31× "
         "with 1024 MiB (docs/performance.md). `fabricprobe sweep --early-buffers MIB` measures in OMB's setting."
@@ -99,7 +107,7 @@ def buffer_note(run: Run) -> str | None:
 
 def difference(a: dict[str, Any], b: dict[str, Any], label_a: str, label_b: str) -> str | None:
     """compare: the two runs' settings, where they differ (early against late)."""
-    if bool(early_mib(a)) == bool(early_mib(b)) or describe(a) is None or describe(b) is None:
+    if describe(a) is None or describe(b) is None or bool(early_mib(a)) == bool(early_mib(b)):
         return None
     return (
         f"message buffers differ: {label_a}'s {describe(a)}, {label_b}'s {describe(b)}; on Open MPI's shared "
