@@ -61,6 +61,8 @@ def test_the_early_memory_is_written_when_it_is_reserved():
         (["sweep", "--sizes", "4M"], 0),
         (["sweep", "--early-buffers", "-3"], 0),  # left to the parser, which refuses it
         (["sweep", "--early-buffers", "lots"], 0),
+        (["sweep", "--early-buffers", "²"], 0),  # a digit to str.isdigit, not to int()
+        (["sweep", "--early-buffers", str(arena.MAX_MIB + 1)], 0),  # above the parser's bound
         (["sweep", "--early-buffers"], 0),
         (["sweep", "--", "--early-buffers", "32"], 0),
     ],
@@ -154,3 +156,18 @@ def test_a_run_whose_options_and_process_disagree_on_early_buffers_is_refused(fr
     with pytest.raises(UsageError, match="give --early-buffers 8"):
         _early_buffers_applied(SweepConfig(early_buffers=8))
     _early_buffers_applied(SweepConfig(early_buffers=4))
+
+
+def test_a_reservation_the_kernel_refuses_is_said_in_one_line_when_the_sweep_starts(fresh, monkeypatch):
+    from fabricprobe.engine.config import SweepConfig
+    from fabricprobe.engine.session import _early_buffers_applied
+    from fabricprobe.errors import UsageError
+
+    def refused(nbytes):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(arena, "Arena", refused)
+    fresh.reserve(8)
+    assert fresh.EARLY is None and fresh.record()["early_mib"] == 0
+    with pytest.raises(UsageError, match=r"--early-buffers 8: could not map 8 MiB \(Cannot allocate memory\)"):
+        _early_buffers_applied(SweepConfig(early_buffers=8))

@@ -81,6 +81,7 @@ def test_each_launch_of_a_series_gets_the_setting(tmp_path):
     [
         (["--early-buffers", "8", "--hugepages"], "leave out --hugepages"),
         (["--early-buffers", "-1"], "--early-buffers"),
+        (["--early-buffers", "²"], "--early-buffers"),
         (["--early-buffers", "8", "--buffer", "numba"], "leave out --buffer numba"),
     ],
 )

@@ -15,7 +15,7 @@ from fabricprobe.engine.config import FULL, GROUPS, KNOWN, MAX_LAUNCHES, ORDERS,
 from fabricprobe.engine.gpudirect import GPUDIRECT
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
 from fabricprobe.inputs import MAX_ITERATIONS, MAX_RANKS, MAX_SECONDS, real, real_type, whole_list, whole_type
-from fabricprobe.memory import BUFFER_KINDS
+from fabricprobe.memory import BUFFER_KINDS, arena
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
 from fabricprobe.mpienv.topology import parse_ranks_per_node
@@ -189,7 +189,7 @@ def add_parser(sub: Any) -> None:
     )
     t.add_argument(
         "--early-buffers",
-        type=whole_type("--early-buffers", 0, 1 << 20),
+        type=whole_type("--early-buffers", 0, arena.MAX_MIB),
         default=0,
         metavar="MIB",
         help="OMB's buffer setting: each rank maps and writes MIB MiB at its start, before fabricprobe's "

@@ -359,6 +359,8 @@ def _early_buffers_applied(config: SweepConfig) -> None:
     """--early-buffers acts at the process's first step (cli/start.py), before any configuration is read:
     a run's stored options or a --config file can ask for it but not apply it, so what they ask must be
     what this process did."""
+    if arena.SETTING.failed:
+        raise UsageError(arena.SETTING.failed)
     reserved = arena.record()["early_mib"]
     if config.early_buffers and config.early_buffers != reserved:
         raise UsageError(

@@ -30,9 +30,13 @@ import mmap
 import os
 from dataclasses import dataclass
 
+from fabricprobe.errors import UsageError
+from fabricprobe.inputs import whole
+
 PAGE = mmap.PAGESIZE
 LARGE = 1 << 20  # the first buffer this large marks the moment `written_before_mib` is read (late buffers)
 OPTION = "--early-buffers"
+MAX_MIB = 1 << 20  # the option's bound (sweep's parser holds values to it too)
 
 
 def pages(nbytes: int) -> int:
@@ -95,6 +99,7 @@ class Setting:
     written_before_mib: float | None = None  # RssAnon at the moment the module docstring names
     missed: int = 0  # buffers that did not fit in the early memory
     held: int = 0  # the most bytes the message buffers held at once
+    failed: str = ""  # why the reservation asked for could not be made (the sweep refuses to run)
 
 
 EARLY: Arena | None = None
@@ -125,7 +130,10 @@ def requested_mib(argv: list[str]) -> int:
             value = arg.split("=", 1)[1]
         else:
             continue
-        return int(value) if value.isdigit() else 0
+        try:
+            return whole(value, OPTION, 0, MAX_MIB)
+        except UsageError:
+            return 0
     return 0
 
 
@@ -134,9 +142,14 @@ def reserve(mib: int) -> None:
     global EARLY
     if mib <= 0 or EARLY is not None:
         return
-    SETTING.written_before_mib = rss_anon_mib()
+    written = rss_anon_mib()
+    try:
+        EARLY = Arena(mib << 20)
+    except OSError as exc:  # e.g. more than the kernel will map; said in one line once the sweep starts
+        SETTING.failed = f"{OPTION} {mib}: could not map {mib} MiB ({exc.strerror or exc})"
+        return
+    SETTING.written_before_mib = written
     SETTING.early_mib = mib
-    EARLY = Arena(mib << 20)
 
 
 def take(nbytes: int) -> tuple[memoryview, int] | None:
