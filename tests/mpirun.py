@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from inprocess import IN_PROCESS, run_in_process
 
 from fabricprobe.mpienv.launcher import LAUNCH_ATTEMPTS, launcher_failed_to_start, run_launch
 
@@ -170,9 +171,17 @@ def run_in_terminal(shell_command: str, timeout: float = 120) -> subprocess.Comp
 
 
 def run_local(
-    args: list[str], *, env: dict[str, str] | None = None, timeout: float = 120, cwd: str | Path | None = None
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    cwd: str | Path | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Run `fabricprobe ARGS` as a single process, without mpiexec."""
+    """Run `fabricprobe ARGS` without mpiexec: in this process for the commands that only read and write
+    files (tests/inprocess.py), as a process of its own for the others or when `process` is asked."""
+    if not process and args and args[0] in IN_PROCESS:
+        return run_in_process(args, env=env, cwd=cwd)
     clean = mpi_env(env)
     for key in list(clean):
         if key.startswith(("OMPI_COMM_WORLD", "PMIX_", "PMI_")):
