@@ -24,6 +24,27 @@ class StartedMpi(AssertionError):
     """An in-process command imported mpi4py.MPI (which runs MPI_Init): run it as a process."""
 
 
+class Tripwire(BaseException):
+    """A command that was to be refused reached MPI_Init or started a process (a BaseException, so that
+    the command line's handler of internal errors lets it through to fail the test)."""
+
+
+@contextlib.contextmanager
+def _tripwires():
+    """MPI_Init and every new process raise Tripwire: for commands that must be refused before either."""
+    import fabricprobe.mpienv.init as init
+
+    def trip(*args, **kwargs):
+        raise Tripwire(f"got past the checks: reached {args[:1]}")
+
+    saved = init.init_mpi, subprocess.run, subprocess.Popen
+    init.init_mpi, subprocess.run, subprocess.Popen = trip, trip, trip
+    try:
+        yield
+    finally:
+        init.init_mpi, subprocess.run, subprocess.Popen = saved
+
+
 @contextlib.contextmanager
 def _environment(env: dict[str, str] | None, cwd: str | Path | None):
     saved = dict(os.environ)
@@ -40,14 +61,16 @@ def _environment(env: dict[str, str] | None, cwd: str | Path | None):
 
 
 def run_in_process(
-    args: list[str], *, env: dict[str, str] | None = None, cwd: str | Path | None = None
+    args: list[str], *, env: dict[str, str] | None = None, cwd: str | Path | None = None, refused: bool = False
 ) -> subprocess.CompletedProcess:
-    """`fabricprobe ARGS` through cli.main.main in this process, as a CompletedProcess."""
+    """`fabricprobe ARGS` through cli.main.main in this process, as a CompletedProcess. `refused`: the
+    command must be refused before MPI or any process starts (both are tripwires then)."""
     from fabricprobe.cli import main as cli_main
 
     had_mpi = "mpi4py.MPI" in sys.modules
     out, err = io.StringIO(), io.StringIO()
-    with _environment(env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    trips = _tripwires() if refused else contextlib.nullcontext()
+    with _environment(env, cwd), trips, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = cli_main.main([str(a) for a in args])
         except SystemExit as exc:  # argparse's --help and usage errors

@@ -1,4 +1,6 @@
-"""Bad input: one clear line from rank 0, exit status 2, no traceback, nothing written."""
+"""Bad input: one clear line, exit status 2, no traceback, nothing written, and neither MPI nor any process
+started: the commands run in this process with both tripwired (tests/inprocess.py); the same under
+mpiexec in test_bad_input_mpi.py."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import os
 
 import h5py
 import pytest
-from mpirun import error_lines, need_ranks, run_local, run_mpi
+from inprocess import run_in_process
+from mpirun import error_lines, run_local
 
 BAD_SWEEPS = [
     (["-b", "8x"], "invalid size"),
@@ -40,7 +43,19 @@ BAD_SWEEPS = [
 ]
 
 
-def _assert_clean_failure(out, fragment, results):
+# Refused only once the library is known: rank counts (MPI started), a stored run's library, tune-sweep's
+# launcher and algorithm names (it asks the library in a process of its own). These run as processes;
+# the rest in this process, where MPI and every new process are tripwires.
+AFTER_THE_LIBRARY = ("--root", "--resume", "--mpiexec", "--only")
+
+
+def _refuse(args: list[str], cwd=None):
+    if any(a in AFTER_THE_LIBRARY for a in args):
+        return run_local(args, cwd=cwd, process=True)
+    return run_in_process(args, cwd=cwd, refused=True)
+
+
+def assert_clean_failure(out, fragment, results):
     assert out.returncode == 2, out.stderr
     lines = error_lines(out.stderr)
     assert len(lines) == 1, out.stderr
@@ -51,50 +66,7 @@ def _assert_clean_failure(out, fragment, results):
 
 @pytest.mark.parametrize("args,fragment", BAD_SWEEPS)
 def test_bad_sweep_options_single_process(args, fragment, results):
-    _assert_clean_failure(run_local(["sweep", "-o", str(results), *args]), fragment, results)
-
-
-@pytest.mark.mpi
-@pytest.mark.parametrize("args,fragment", BAD_SWEEPS[:4] + BAD_SWEEPS[11:12])
-def test_bad_sweep_options_under_mpiexec_print_once(args, fragment, results):
-    _assert_clean_failure(run_mpi(2, ["sweep", "-o", str(results), *args]), fragment, results)
-
-
-@pytest.mark.mpi
-def test_unwritable_output(tmp_path):
-    missing = tmp_path / "no" / "such" / "dir" / "r.h5"
-    out = run_mpi(2, ["sweep", "-o", str(missing), "--quick"])
-    _assert_clean_failure(out, "does not exist", missing)
-    out = run_mpi(2, ["sweep", "-o", str(tmp_path), "--quick"])
-    assert out.returncode == 2 and "is a directory" in error_lines(out.stderr)[0]
-
-
-@pytest.mark.mpi
-def test_existing_file_that_is_not_ours_is_left_alone(tmp_path):
-    other = tmp_path / "data.h5"
-    with h5py.File(other, "w") as f:
-        f["x"] = 1
-    before = other.read_bytes()
-    out = run_mpi(2, ["sweep", "-o", str(other), "--quick"])
-    assert out.returncode == 2 and "not a fabricprobe results file" in error_lines(out.stderr)[0]
-    assert other.read_bytes() == before
-
-
-@pytest.mark.mpi
-def test_mismatched_options_across_ranks(tmp_path):
-    """An MPMD launch whose ranks disagree is refused before anything is measured."""
-    found = need_ranks(2)
-    import sys
-
-    from mpirun import mpi_env, run_launched
-
-    results = tmp_path / "r.h5"
-    prog = [sys.executable, "-m", "fabricprobe", "sweep", "-o", str(results), "--sizes", "8"]
-    argv = found.argv(1) + prog + ["-d", "float32", ":", "-n", "1"] + prog + ["-d", "float64"]
-    if found.vendor == "Open MPI":
-        argv = [found.mpiexec, "--oversubscribe", "-n", "1"] + argv[4:]
-    out = run_launched(argv, env=mpi_env(), timeout=120)
-    _assert_clean_failure(out, "options differ between ranks", results)
+    assert_clean_failure(_refuse(["sweep", "-o", str(results), *args]), fragment, results)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +87,7 @@ def test_bad_files(args, fragment, tmp_path):
     with h5py.File(other, "w") as f:
         f["x"] = 1
     args = [a.format(text=text, other=other) for a in args]
-    out = run_local(args, cwd=tmp_path)
+    out = _refuse(args, cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     assert len(error_lines(out.stderr)) == 1 and fragment in out.stderr
     assert "Traceback" not in out.stderr
@@ -125,16 +97,10 @@ def test_version_and_help():
     out = run_local(["--version"])
     assert out.returncode == 0 and out.stdout.startswith("fabricprobe ")
     for sub in ([], ["sweep"], ["report"], ["info"]):
-        out = run_local([*sub, "--help"])
+        out = run_in_process([*sub, "--help"], refused=True)
         assert out.returncode == 0 and "usage: fabricprobe" in out.stdout, sub
-    out = run_local([])
+    out = run_in_process([], refused=True)
     assert out.returncode == 2 and "required" in error_lines(out.stderr)[0]
-
-
-@pytest.mark.mpi
-def test_help_under_mpiexec_prints_once():
-    out = run_mpi(2, ["sweep", "--help"])
-    assert out.returncode == 0 and out.stdout.count("usage: fabricprobe sweep") == 1
 
 
 def test_python_dash_m(tmp_path):
@@ -179,7 +145,7 @@ def test_python_dash_m(tmp_path):
     ],
 )
 def test_bad_numbers_lists_and_names_in_other_commands(args, fragment, tmp_path):
-    out = run_local(args, cwd=tmp_path)
+    out = _refuse(args, cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     lines = error_lines(out.stderr)
     assert len(lines) == 1 and fragment in lines[0], out.stderr
