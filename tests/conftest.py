@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +28,33 @@ os.environ["TMPDIR"] = str(JOBS_TMPDIR)
 # test_onelaunch_mpi (285 s -> 142 s).
 os.environ.setdefault("OMPI_MCA_btl", "^ofi")
 os.environ.setdefault("OMPI_MCA_mtl", "^ofi")
+
+
+# `process`: the test starts a process (an mpiexec job, fabricprobe, a lab, a stand-in launcher); `mpi`
+# tests do. The unit tests are the rest, and `nox -s quick` runs them with FABRICPROBE_TESTS_UNIT=1, under
+# which starting a process fails the test: a test that needs one must say so.
+UNIT_ONLY = os.environ.get("FABRICPROBE_TESTS_UNIT") == "1"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "process: starts a process (an mpiexec job, fabricprobe, a lab)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("mpi"):
+            item.add_marker(pytest.mark.process)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process(request, monkeypatch):
+    if UNIT_ONLY and not request.node.get_closest_marker("process"):
+
+        def refuse(*args, **kwargs):
+            pytest.fail(f"{request.node.nodeid} starts a process ({args[:1]}): mark it pytest.mark.process")
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    yield
 
 
 @pytest.fixture(autouse=True)

@@ -132,6 +132,7 @@ def test_early_buffers_read_what_was_written_before_the_reservation(fresh):
     assert fresh.record()["early_mib"] == 4 and fresh.EARLY.size == 4 << 20
 
 
+@pytest.mark.process
 def test_the_arena_module_imports_no_numpy():
     """It runs at the process's first step: importing it must not write numpy's memory first."""
     import subprocess

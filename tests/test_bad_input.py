@@ -49,6 +49,14 @@ BAD_SWEEPS = [
 AFTER_THE_LIBRARY = ("--root", "--resume", "--mpiexec", "--only")
 
 
+def _params(cases: list[tuple[list[str], str]]) -> list:
+    """The cases, those refused only after the library is known marked as starting a process."""
+    return [
+        pytest.param(args, fragment, marks=[pytest.mark.process] if set(args) & set(AFTER_THE_LIBRARY) else [])
+        for args, fragment in cases
+    ]
+
+
 def _refuse(args: list[str], cwd=None):
     if any(a in AFTER_THE_LIBRARY for a in args):
         return run_local(args, cwd=cwd, process=True)
@@ -64,21 +72,23 @@ def assert_clean_failure(out, fragment, results):
     assert not results.exists()
 
 
-@pytest.mark.parametrize("args,fragment", BAD_SWEEPS)
+@pytest.mark.parametrize("args,fragment", _params(BAD_SWEEPS))
 def test_bad_sweep_options_single_process(args, fragment, results):
     assert_clean_failure(_refuse(["sweep", "-o", str(results), *args]), fragment, results)
 
 
 @pytest.mark.parametrize(
     "args,fragment",
-    [
-        (["report", "missing.h5"], "no such file"),
-        (["report", "{text}"], "not HDF5"),
-        (["report", "{other}"], "not a fabricprobe results file"),
-        (["report", "{text}", "--format", "xml"], "invalid choice"),
-        (["sweep", "--resume", "{other}"], "not a fabricprobe results file"),
-        (["sweep", "--run", "1"], "needs --resume"),
-    ],
+    _params(
+        [
+            (["report", "missing.h5"], "no such file"),
+            (["report", "{text}"], "not HDF5"),
+            (["report", "{other}"], "not a fabricprobe results file"),
+            (["report", "{text}", "--format", "xml"], "invalid choice"),
+            (["sweep", "--resume", "{other}"], "not a fabricprobe results file"),
+            (["sweep", "--run", "1"], "needs --resume"),
+        ]
+    ),
 )
 def test_bad_files(args, fragment, tmp_path):
     text = tmp_path / "text.h5"
@@ -94,7 +104,7 @@ def test_bad_files(args, fragment, tmp_path):
 
 
 def test_version_and_help():
-    out = run_local(["--version"])
+    out = run_in_process(["--version"], refused=True)
     assert out.returncode == 0 and out.stdout.startswith("fabricprobe ")
     for sub in ([], ["sweep"], ["report"], ["info"]):
         out = run_in_process([*sub, "--help"], refused=True)
@@ -103,6 +113,7 @@ def test_version_and_help():
     assert out.returncode == 2 and "required" in error_lines(out.stderr)[0]
 
 
+@pytest.mark.process
 def test_python_dash_m(tmp_path):
     import subprocess
     import sys
@@ -119,30 +130,38 @@ def test_python_dash_m(tmp_path):
 
 @pytest.mark.parametrize(
     "args,fragment",
-    [
-        (["tune-sweep", "-n", "2", "--mpiexec", "/nonexistent/mpiexec"], "no such executable"),
-        (["tune-sweep", "-n", "4", "--comm-sizes", "2,,4"], "an item is empty"),
-        (["tune-sweep", "-n", "2", "--collectives", "allreduce", "--only", "nosuchalg"], "--only nosuchalg"),
-        (["tune-sweep", "-n", "2", "--collectives", "allreduce", "--algorithms", "nosuch"], "--algorithms 'nosuch'"),
-        (["tune-sweep", "-n", "2", "--collectives", "alltoall", "--algorithms", "ring"], "not a fabricprobe algorithm"),
-        (["tune-sweep", "-n", "4", "--ranks-per-node", "3,3"], "adds up to 6 ranks"),
-        (["tune-sweep", "-n", "4", "--ranks-per-node", "2x"], "invalid --ranks-per-node"),
-        (["tune-sweep", "-n", "4", "--density", "0.01,x"], "invalid --density 'x'"),
-        (["train", "sparse_dp", "--device", "cupy"], "--device cupy: dp_sgd, hybrid and easgd --mode sync"),
-        (["train", "easgd", "--mode", "fcfs", "--device", "cupy"], "async EASGD"),
-        (["tune", "r.h5", "--min-gain", "-1"], "invalid --min-gain"),
-        (["tune", "r.h5", "--min-gain", "nan"], "invalid --min-gain"),
-        (["tune", "r.h5", "--proven-only"], "give --verify too"),
-        (["model", "r.h5", "--scale", "2x2,,4x4"], "an item is empty"),
-        (["train", "dp_sgd", "--hidden", "64,,32"], "an item is empty"),
-        (["tune-sweep", "-n", "2", "--budget", "0"], "invalid --budget"),
-        (["tune-sweep", "-n", "2", "--budget", "1.5"], "invalid --budget"),
-        (["tune-sweep", "-n", "2", "--budget", "nan"], "invalid --budget"),
-        (["tune-sweep", "-n", "2", "--budget", "0.2", "--collectives", "sparse_allreduce"], "library algorithms"),
-        (["tune-eval", "missing.h5"], "no such file"),
-        (["tune-eval", "x.h5", "--replay", "0"], "budgets are fractions"),
-        (["tune-eval", "x.h5", "--replay", "a,b"], "expected fractions"),
-    ],
+    _params(
+        [
+            (["tune-sweep", "-n", "2", "--mpiexec", "/nonexistent/mpiexec"], "no such executable"),
+            (["tune-sweep", "-n", "4", "--comm-sizes", "2,,4"], "an item is empty"),
+            (["tune-sweep", "-n", "2", "--collectives", "allreduce", "--only", "nosuchalg"], "--only nosuchalg"),
+            (
+                ["tune-sweep", "-n", "2", "--collectives", "allreduce", "--algorithms", "nosuch"],
+                "--algorithms 'nosuch'",
+            ),
+            (
+                ["tune-sweep", "-n", "2", "--collectives", "alltoall", "--algorithms", "ring"],
+                "not a fabricprobe algorithm",
+            ),
+            (["tune-sweep", "-n", "4", "--ranks-per-node", "3,3"], "adds up to 6 ranks"),
+            (["tune-sweep", "-n", "4", "--ranks-per-node", "2x"], "invalid --ranks-per-node"),
+            (["tune-sweep", "-n", "4", "--density", "0.01,x"], "invalid --density 'x'"),
+            (["train", "sparse_dp", "--device", "cupy"], "--device cupy: dp_sgd, hybrid and easgd --mode sync"),
+            (["train", "easgd", "--mode", "fcfs", "--device", "cupy"], "async EASGD"),
+            (["tune", "r.h5", "--min-gain", "-1"], "invalid --min-gain"),
+            (["tune", "r.h5", "--min-gain", "nan"], "invalid --min-gain"),
+            (["tune", "r.h5", "--proven-only"], "give --verify too"),
+            (["model", "r.h5", "--scale", "2x2,,4x4"], "an item is empty"),
+            (["train", "dp_sgd", "--hidden", "64,,32"], "an item is empty"),
+            (["tune-sweep", "-n", "2", "--budget", "0"], "invalid --budget"),
+            (["tune-sweep", "-n", "2", "--budget", "1.5"], "invalid --budget"),
+            (["tune-sweep", "-n", "2", "--budget", "nan"], "invalid --budget"),
+            (["tune-sweep", "-n", "2", "--budget", "0.2", "--collectives", "sparse_allreduce"], "library algorithms"),
+            (["tune-eval", "missing.h5"], "no such file"),
+            (["tune-eval", "x.h5", "--replay", "0"], "budgets are fractions"),
+            (["tune-eval", "x.h5", "--replay", "a,b"], "expected fractions"),
+        ]
+    ),
 )
 def test_bad_numbers_lists_and_names_in_other_commands(args, fragment, tmp_path):
     out = _refuse(args, cwd=tmp_path)
@@ -152,6 +171,7 @@ def test_bad_numbers_lists_and_names_in_other_commands(args, fragment, tmp_path)
     assert "Traceback" not in out.stderr and not list(tmp_path.iterdir())
 
 
+@pytest.mark.process
 def test_tune_sweep_checks_its_output_before_any_job(tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")

@@ -170,6 +170,7 @@ def test_a_row_faster_than_its_bound_is_named_as_a_failed_premise(tmp_path):
 LAUNCHER = launcher()
 
 
+@pytest.mark.process
 @pytest.mark.skipif(LAUNCHER is None, reason="needs an MPI wheel's mpiexec")
 def test_a_sweep_without_point_to_point_tests_probes_for_the_bound(tmp_path):
     base = ["sweep", "--collectives", "allreduce", "--sizes", "8,64K", "--iters", "20", "--max-time", "0.05"]

@@ -148,6 +148,7 @@ def _compare(out: subprocess.CompletedProcess) -> dict:
     return found
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "extra, allreduce",
     [([], "tuned"), (["--mca", "coll_sm_priority", "40"], "sm"), (["--mca", "coll", "^tuned"], "basic")],
@@ -166,6 +167,7 @@ def test_the_resolution_agrees_with_open_mpis_own_selection_on_one_node(extra, a
     assert _compare(out)["paths"]["allreduce"]["component"] == allreduce
 
 
+@pytest.mark.process
 def test_each_point_says_what_served_it_and_the_report_says_it_once(tmp_path):
     found = launcher()
     if found is None or found.vendor not in ("Open MPI", "MPICH"):
@@ -199,6 +201,7 @@ def _lab_openmpi() -> None:
         pytest.skip("han is Open MPI's")
 
 
+@pytest.mark.process
 @needs_lab
 def test_han_across_two_hosts_agrees_with_the_library_and_reaches_the_report(lab, tmp_path):
     _lab_openmpi()
@@ -227,6 +230,7 @@ def test_han_across_two_hosts_agrees_with_the_library_and_reaches_the_report(lab
     assert "served on 4 ranks of 2 nodes: allreduce: han (inter-node: libnbc, node-local: tuned)" in report
 
 
+@pytest.mark.process
 @needs_lab
 def test_a_tuned_rule_han_keeps_from_being_read_is_not_consulted_never_verified(lab, tmp_path):
     _lab_openmpi()
@@ -281,6 +285,7 @@ def test_a_trace_whose_steps_only_change_order_is_no_proof_of_a_switch():
     assert verdicts == {"ring": INDISTINGUISHABLE, "rd": SWITCHED}
 
 
+@pytest.mark.process
 @needs_lab
 @pytest.mark.parametrize("hosts, per_host, tuned_consulted", [(2, 2, False), (4, 1, True)])
 def test_the_trace_shows_whether_a_forced_tuned_algorithm_runs(lab, hosts, per_host, tuned_consulted):

@@ -177,6 +177,7 @@ def test_plot_axes_are_logarithmic_and_labelled(files, tmp_path, monkeypatch):
     assert list(lat.get_lines()[0].get_xdata()) == SIZES
 
 
+@pytest.mark.process
 def test_plot_without_matplotlib_says_how_to_get_it(files, tmp_path):
     code = (
         "import sys; sys.modules['matplotlib'] = None; from fabricprobe.cli.main import main; "

@@ -41,6 +41,7 @@ def small_results(tmp_path_factory):
     return path
 
 
+@pytest.mark.process
 def test_no_escape_codes_when_mpiexec_writes_to_a_file_from_a_terminal(small_results, tmp_path):
     found = need_ranks(1)
     report = shlex.join(found.argv(1) + fabricprobe_argv() + ["report", str(small_results)])
@@ -53,6 +54,7 @@ def test_no_escape_codes_when_mpiexec_writes_to_a_file_from_a_terminal(small_res
     assert "allreduce" in text and ESC not in text
 
 
+@pytest.mark.process
 def test_no_color_and_force_color_beat_detection(small_results):
     plain = run_mpi(1, ["report", str(small_results)], env={"FORCE_COLOR": "1"})
     assert plain.returncode == 0 and ESC in plain.stdout

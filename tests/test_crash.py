@@ -116,6 +116,7 @@ def test_a_reader_holding_the_file_never_stops_a_sweep(tmp_path):
     assert [r.id for r in load_runs(str(path))] == ["0001", "0002"]
 
 
+@pytest.mark.process
 def test_unwritable_places_get_one_line(tmp_path):
     for target in ("/proc/fp.h5", str(tmp_path / "no" / "such" / "dir.h5")):
         out = run_local(["sweep", "-o", target, *SMALL])
@@ -129,6 +130,7 @@ def _truncate(path: Path) -> None:
     path.write_bytes(data[: len(data) // 2])
 
 
+@pytest.mark.process
 def test_every_reader_names_a_damaged_file_and_repair_salvages(tmp_path):
     path = tmp_path / "r.h5"
     _run_with_points(path, 4)
@@ -219,6 +221,7 @@ def test_interrupting_a_sweep_marks_the_run_interrupted(tmp_path, launched):
     assert proc.returncode in expected, (proc.returncode, rest[-2000:])
 
 
+@pytest.mark.process
 def test_a_size_too_large_for_memory_is_recorded_and_skipped(tmp_path):
     """--sizes 8,2G under a memory limit ended in a traceback with the run left "running"."""
     import shlex

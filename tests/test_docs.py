@@ -7,11 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fabricprobe.store.schema import JSON_ATTRS, POINT_DTYPE
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.process
 def test_cli_reference_is_current():
     generated = subprocess.run(
         [sys.executable, str(ROOT / "docs" / "gen_cli.py")], capture_output=True, text=True, check=True
@@ -19,6 +22,7 @@ def test_cli_reference_is_current():
     assert (ROOT / "docs" / "cli.md").read_text() == generated, "run: python docs/gen_cli.py > docs/cli.md"
 
 
+@pytest.mark.process
 def test_algorithm_table_is_current():
     """docs/algorithms.md's table is generated from the registry: every algorithm's summary and cost formula."""
     done = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_algorithms.py"), "--check"])

@@ -296,6 +296,7 @@ def test_fault_options_parse_and_restore():
 # ---- command line ----
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args",
     [
@@ -318,6 +319,7 @@ def test_bad_input_is_one_line_and_exit_2(args, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.process
 def test_doctor_never_writes_over_another_file(tmp_path):
     sweep = tmp_path / "results.h5"
     with h5py.File(sweep, "w") as f:
@@ -330,6 +332,7 @@ def test_doctor_never_writes_over_another_file(tmp_path):
 # ---- under mpiexec ----
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_doctor_under_mpiexec_measures_every_pair_once(n, tmp_path):
     path = tmp_path / "doctor.h5"

@@ -77,6 +77,7 @@ def test_xp_merge_and_scatter_add():
     assert want.tolist() == got.tolist() == [9.5, 0.0, 3.5, 3.5]
 
 
+@pytest.mark.process
 def test_numba_cuda_kernels_under_the_simulator():
     out = subprocess.run(
         [sys.executable, str(DRIVER)],
@@ -115,6 +116,7 @@ def _cupy_gpu():
     pytest.skip("needs CuPy and a GPU")
 
 
+@pytest.mark.process
 def test_numba_cuda_kernels_on_a_gpu():
     env = _driver_env(simulated=False)
     probe = subprocess.run(

@@ -158,6 +158,7 @@ def test_missing_gpu_packages_give_one_clear_reason():
         memory_for("fpga")
 
 
+@pytest.mark.process
 def test_a_numba_cuda_that_cannot_compile_stops_the_sweep_in_one_line(tmp_path):
     """The lent H100's image (numba-cuda 0.30.4 with numpy 2.5.2) died compiling its first kernel,
     mid-sweep, with a traceback. Planted here: numba.cuda.jit raises the same error."""
@@ -183,6 +184,7 @@ def test_a_numba_cuda_that_cannot_compile_stops_the_sweep_in_one_line(tmp_path):
     assert not (tmp_path / "r.h5").exists()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "argv,message",
     [
@@ -256,6 +258,7 @@ def _sweep(tmp_path, n: int, *extra: str):
     return out, (load_runs(str(path))[-1] if path.exists() else None)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("n", [1, 2])  # p = 1..9 on device buffers: the algorithm checker below
 def test_device_sweep_validates_every_transfer(tmp_path, n):
     out, run = _sweep(
@@ -287,6 +290,7 @@ def test_device_sweep_validates_every_transfer(tmp_path, n):
     assert "GPUDirect on vs off" in out.stdout
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("n", [3])  # more ranks for the uneven blocks; n = 1..9 on host buffers in test_sweep_mpi
 def test_gather_scatter_and_the_vector_forms_on_device_buffers(tmp_path, n):
     """The OMB/IMB collectives the registry added (issue 35) on device buffers, handed to MPI and staged
@@ -307,6 +311,7 @@ def test_gather_scatter_and_the_vector_forms_on_device_buffers(tmp_path, n):
     ]
 
 
+@pytest.mark.process
 def test_direct_is_recorded_not_runnable_on_a_library_that_is_not_cuda_aware(tmp_path):
     out, run = _sweep(tmp_path, 2, "--gpudirect", "both", "--collectives", "allreduce")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -320,6 +325,7 @@ def test_direct_is_recorded_not_runnable_on_a_library_that_is_not_cuda_aware(tmp
 
 # p = 1..9, each through one transfer (direct runs every reduction in the simulated GPU kernels, the
 # slow part here, so it takes the small p; the staging paths reduce on the host).
+@pytest.mark.process
 @pytest.mark.parametrize(
     "n,transfer",
     [
@@ -369,6 +375,7 @@ def test_every_algorithm_matches_the_library_on_device_buffers(n, transfer):
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 
 
+@pytest.mark.process
 def test_the_device_checker_catches_a_wrong_result():
     out = run_mpi(
         2,
@@ -382,6 +389,7 @@ def test_the_device_checker_catches_a_wrong_result():
     assert report["nfailures"] > 0
 
 
+@pytest.mark.process
 def test_point_to_point_on_device_buffers(tmp_path):
     """osu_latency/osu_bw/osu_bibw -d cuda D D (direct) and through pinned host memory (staged), on a
     3-rank job where one rank sits each intra pair out."""
@@ -409,6 +417,7 @@ def test_point_to_point_on_device_buffers(tmp_path):
     assert "latency library: GPUDirect on vs off" in out.stdout
 
 
+@pytest.mark.process
 def test_sparse_allreduce_runs_staged_on_device_buffers(tmp_path):
     out, run = _sweep(tmp_path, 2, "--collectives", "sparse_allreduce", "--density", "0.01,0.5", "--sizes", "4000")
     assert out.returncode == 0, out.stderr[-3000:]

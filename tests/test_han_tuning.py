@@ -182,6 +182,7 @@ def _trace(env: dict[str, str], nbytes: int = 65536) -> list[list[int]]:
     return json.loads(probe([_wrapper()], 4, "allreduce", nbytes, "trace", env))
 
 
+@pytest.mark.process
 @needs_lab
 @pytest.mark.usefixtures("lab")
 def test_a_planted_han_rules_file_changes_the_inter_node_step(tmp_path):
@@ -211,6 +212,7 @@ def test_a_planted_han_rules_file_changes_the_inter_node_step(tmp_path):
     assert without == traces["tuned"]  # han's default for the level is tuned: the file is what changed it
 
 
+@pytest.mark.process
 @needs_lab
 @pytest.mark.usefixtures("lab")
 def test_tune_sweep_then_tune_verify_on_two_hosts(tmp_path):
@@ -255,6 +257,7 @@ def test_tune_sweep_then_tune_verify_on_two_hosts(tmp_path):
         assert any(c["level"] == "global" and c["status"] == "verified" for c in checks), checks
 
 
+@pytest.mark.process
 def test_hans_rules_file_is_read_by_the_library_we_have():
     """The emitted file, loaded by this Open MPI: han reads it at start (even on one node, where it does
     not run) and dumps the rules it kept (coll_han_dump_dynamic_rules): each as written."""

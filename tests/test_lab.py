@@ -73,6 +73,7 @@ def test_launch_lines_for_both_libraries():
     assert launch.run_argv(spec, 5, ["sweep"])[1:3] == ["-n", "5"]
 
 
+@pytest.mark.process
 def test_agent_refuses_a_host_outside_the_lab(tmp_path):
     agent = tmp_path / "agent"
     agent.write_text(launch.agent_script(LabConfig("fplab", 2, 1, 0.0, "10.213.0.0/24")))
@@ -80,6 +81,7 @@ def test_agent_refuses_a_host_outside_the_lab(tmp_path):
     assert out.returncode == 255 and "not a host of lab fplab" in out.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args",
     [
@@ -179,6 +181,7 @@ def _layout(n: int) -> dict:
     return json.loads(out.stdout[out.stdout.index("{") :])
 
 
+@pytest.mark.process
 @needs_lab
 def test_every_allreduce_across_two_hosts_of_two(lab):
     per_host = 2 if more_ranks_than_cores() else 1
@@ -192,6 +195,7 @@ def test_every_allreduce_across_two_hosts_of_two(lab):
     _check("check_sparse.py", n)
 
 
+@pytest.mark.process
 @needs_lab
 def test_every_allreduce_across_three_uneven_hosts(lab):
     need_ranks(5)  # 5 ranks on 2 cores: Open MPI only (MPICH busy-polls)
@@ -202,6 +206,7 @@ def test_every_allreduce_across_three_uneven_hosts(lab):
     _check("check_sparse.py", 5)
 
 
+@pytest.mark.process
 @needs_lab
 def test_up_is_idempotent_and_rebuilds_on_change(lab):
     _up(2, 1, rate="1gbit")
@@ -214,6 +219,7 @@ def test_up_is_idempotent_and_rebuilds_on_change(lab):
     assert all("rate 100Mbit" in link["qdisc"] for link in status["links"].values())
 
 
+@pytest.mark.process
 @needs_lab
 def test_down_cleans_up_after_a_crash():
     _up(2, 1)
@@ -229,6 +235,7 @@ def _sent(host: str) -> int:
     )
 
 
+@pytest.mark.process
 @needs_lab
 def test_a_lab_sweep_records_the_lab(lab, tmp_path):
     _up(2, 1, rate="1gbit")
@@ -280,6 +287,7 @@ def _doctor(tmp_path, n: int) -> tuple[list[tuple[str, str]], str]:
     return [(f["kind"], f["where"]) for f in meta["diagnosis"]["findings"]], evidence
 
 
+@pytest.mark.process
 @needs_lab
 def test_the_doctor_names_the_slowed_link_and_then_the_busy_rank(lab, tmp_path):
     need_ranks(4)  # 4 ranks on 2 cores: Open MPI only (MPICH busy-polls)

@@ -52,6 +52,7 @@ def _down(state: Path, name: str) -> subprocess.CompletedProcess:
     return run_local(["lab", "down", "--name", name], timeout=60, env={"FABRICPROBE_LAB_STATE": str(state)})
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", ["..", "/", "/tmp", "../precious", "a/../..", "", "ab\n", "fp²", "FP", "x" * 9])
 def test_a_name_that_is_not_a_lab_name_is_refused_and_nothing_changes(world, name):
     top, state = world
@@ -78,6 +79,7 @@ def _decoy(tmp_path: Path, program: str) -> subprocess.Popen:
     return subprocess.Popen([str(exe), "300"])
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not IS_ROOT, reason="lab down needs root")
 def test_a_lab_never_brought_up_removes_nothing_and_kills_nothing(world, tmp_path):
     top, state = world
@@ -95,6 +97,7 @@ def test_a_lab_never_brought_up_removes_nothing_and_kills_nothing(world, tmp_pat
         decoy.kill()
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not IS_ROOT, reason="lab down needs root")
 def test_a_pid_file_of_an_owned_lab_signals_only_that_labs_daemon(world, tmp_path):
     """An owned lab whose pid files now name other processes (the daemons died, the pids were reused):
@@ -119,6 +122,7 @@ def test_a_pid_file_of_an_owned_lab_signals_only_that_labs_daemon(world, tmp_pat
             proc.kill()
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not IS_ROOT, reason="lab down needs root")
 def test_a_symlinked_lab_folder_is_not_followed(world, tmp_path):
     top, state = world
@@ -141,6 +145,7 @@ def _netns_reason() -> str | None:
     return None
 
 
+@pytest.mark.process
 @pytest.mark.skipif(_netns_reason() is not None, reason=str(_netns_reason()))
 def test_namespaces_not_made_by_the_lab_survive_down_and_stop_up(world):
     """Lab "fpo" owns fpo-sw and fpo0 only: a namespace fpo1 that someone else made (or lab "fpo1"'s
@@ -168,6 +173,7 @@ def test_namespaces_not_made_by_the_lab_survive_down_and_stop_up(world):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
+@pytest.mark.process
 def test_the_cli_names_are_checked_before_anything_else():
     """Every lab subcommand takes --name through check_name (argparse type), so none can reach a path."""
     for action in ("up", "down", "status", "run", "slow"):

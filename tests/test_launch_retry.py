@@ -50,24 +50,28 @@ def _launches(count) -> int:
     return int(count.read_text())
 
 
+@pytest.mark.process
 def test_run_launch_repeats_a_launch_that_never_started(tmp_path):
     argv, count = _fake(tmp_path, fail_first=2)
     out = run_launch(argv, timeout=60)
     assert out.returncode == 0 and _launches(count) == 3
 
 
+@pytest.mark.process
 def test_run_launch_gives_up_after_its_attempts(tmp_path):
     argv, count = _fake(tmp_path, fail_first=LAUNCH_ATTEMPTS + 1)
     out = run_launch(argv, timeout=60)
     assert out.returncode == 213 and _launches(count) == LAUNCH_ATTEMPTS
 
 
+@pytest.mark.process
 def test_any_other_failure_stands(tmp_path):
     argv, count = _fake(tmp_path, fail_first=1, message="rank 0 aborted")
     out = run_launch(argv, timeout=60)
     assert out.returncode == 213 and _launches(count) == 1
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("fail_first, launches", [(0, 1), (1, 2), (2, 3)])
 def test_a_sweep_read_line_by_line_is_launched_again(tmp_path, fail_first, launches):
     argv, count = _fake(tmp_path, fail_first=fail_first)
@@ -77,6 +81,7 @@ def test_a_sweep_read_line_by_line_is_launched_again(tmp_path, fail_first, launc
     assert _launches(count) == launches and proc.returncode == 0
 
 
+@pytest.mark.process
 def test_a_failed_sweep_is_not_launched_again(tmp_path):
     argv, count = _fake(tmp_path, fail_first=1, message="rank 0 aborted")
     proc = Launched(argv)
@@ -85,6 +90,7 @@ def test_a_failed_sweep_is_not_launched_again(tmp_path):
     assert _launches(count) == 1 and proc.returncode == 213 and "aborted" in "".join(proc.seen)
 
 
+@pytest.mark.process
 def test_a_terminal_launch_is_launched_again(tmp_path):
     argv, count = _fake(tmp_path, fail_first=1)
     out = run_in_terminal(shlex.join(argv), timeout=60)
@@ -106,6 +112,7 @@ def test_only_the_folders_of_launchers_that_are_gone_are_orphans(tmp_path):
     assert orphaned_session_dirs(tmp_path / "missing") == []
 
 
+@pytest.mark.process
 def test_a_launch_that_never_started_names_the_orphans(tmp_path):
     argv, count = _fake(tmp_path, fail_first=LAUNCH_ATTEMPTS)
     jobs = tmp_path / "jobs"
@@ -122,6 +129,7 @@ def test_a_launch_that_never_started_names_the_orphans(tmp_path):
     assert "session folder" not in out.stderr  # only the launch's own TMPDIR is looked at
 
 
+@pytest.mark.process
 def test_a_killed_open_mpi_launchers_folder_fails_the_launcher_given_its_pid(tmp_path):
     """The cause on the real library: kill a launcher (its folder stays), copy the folder, renamed,
     for the next few hundred pids, and launch: every attempt fails before a rank runs and the failure

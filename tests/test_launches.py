@@ -156,6 +156,7 @@ LAUNCHER = launcher()
 needs_mpi = pytest.mark.skipif(LAUNCHER is None, reason="needs an MPI wheel's mpiexec")
 
 
+@pytest.mark.process
 @needs_mpi
 def test_sweep_launches_k_runs_with_their_seeds_and_reports_the_group(tmp_path):
     out = tmp_path / "l.h5"
@@ -189,6 +190,7 @@ def test_sweep_launches_k_runs_with_their_seeds_and_reports_the_group(tmp_path):
     assert (grouped["a_launches"], grouped["b_launches"]) == (2, 2)
 
 
+@pytest.mark.process
 @needs_mpi
 def test_a_random_order_without_a_seed_draws_one_on_rank_0_and_records_it(tmp_path):
     """Every rank must measure the same order: rank 0 draws the seed, the run stores it, and the
@@ -205,6 +207,7 @@ def test_a_random_order_without_a_seed_draws_one_on_rank_0_and_records_it(tmp_pa
     assert [p["key"] for p in measured] == [p.key for p in planned if p.collective != "empty"]
 
 
+@pytest.mark.process
 def test_launches_refuse_to_run_under_a_launcher(tmp_path):
     env = {**mpi_env(), "PMI_SIZE": "2", "PMI_RANK": "0"}  # what a rank of MPICH's hydra sees
     argv = [sys.executable, "-m", "fabricprobe", "sweep", "--launches", "2", "-n", "2"]

@@ -135,6 +135,7 @@ def _trace(n: int, env: dict[str, str]) -> str:
     return out
 
 
+@pytest.mark.process
 @needs_lab
 @pytest.mark.usefixtures("lab")
 def test_the_written_ch4_tree_makes_the_composition_run_on_two_hosts(tmp_path):
@@ -157,6 +158,7 @@ def test_the_written_ch4_tree_makes_the_composition_run_on_two_hosts(tmp_path):
     assert at[1 << 20].status == VERIFIED and at[65536].status == VERIFIED, [c.as_dict() for c in checks]
 
 
+@pytest.mark.process
 @needs_lab
 @pytest.mark.usefixtures("lab")
 def test_with_one_rank_a_node_every_composition_leaves_the_same_trace():

@@ -36,6 +36,7 @@ def mpit_check(env: dict[str, str] | None = None) -> dict:
 # ---- the library loaded here ----
 
 
+@pytest.mark.process
 def test_an_algorithm_variable_is_found_read_written_and_read_back():
     found = mpit_check()
     assert found["found"] and found["writable"] and found["datatype"] == "int"
@@ -46,6 +47,7 @@ def test_an_algorithm_variable_is_found_read_written_and_read_back():
     assert found["missing"] and "no_such_algorithm" in found["bad_name"]
 
 
+@pytest.mark.process
 def test_value_names_are_the_values_the_library_reads_from_its_environment():
     """MPICH attaches no enumeration: recursive_doubling is 3 because the description lists it fourth.
     Set through the environment, the value read at start must carry that name."""
@@ -58,6 +60,7 @@ def test_value_names_are_the_values_the_library_reads_from_its_environment():
     assert found["start_name"] == "recursive_doubling"
 
 
+@pytest.mark.process
 def test_a_constant_variable_is_refused():
     found = mpit_check()
     if found["vendor"] != "Open MPI":

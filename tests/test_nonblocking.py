@@ -105,6 +105,7 @@ NB_SOME = "iallreduce,ibcast,ireduce,iallgather,ialltoall,ireduce_scatter,igathe
 PERSISTENT_SOME = "allreduce_persistent,bcast_persistent,alltoallv_persistent,barrier_persistent"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("n,timer", [(1, "native"), (2, "python"), (2, "native"), (3, "native"), (5, "python")])
 def test_non_blocking_and_persistent_against_the_library(n, timer, results):
     """Validated like their blocking twins (counts 0, 1, p, p+1 and 16 Ki a rank, two datatypes on
@@ -132,6 +133,7 @@ def test_non_blocking_and_persistent_against_the_library(n, timer, results):
             assert p["overall_s"] == p["compute_s"] == p["overlap_pct"] == 0
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("collective", ["iallreduce", "igatherv", "allreduce_persistent"])
 def test_a_planted_wrong_result_is_caught(collective, results):
     out = run_mpi(
@@ -145,6 +147,7 @@ def test_a_planted_wrong_result_is_caught(collective, results):
     assert points and all(p["status"] == "wrong" and p["wrong"] >= 1 for p in points)
 
 
+@pytest.mark.process
 def test_the_report_and_the_osu_export_show_the_overlap(results):
     out = run_mpi(
         2,

@@ -218,6 +218,7 @@ def test_a_damaged_point_row_costs_that_row_only(tmp_path):
     assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 3]
 
 
+@pytest.mark.process
 def test_a_damaged_root_header_is_one_line_naming_repair(tmp_path):
     path = tmp_path / "r.h5"
     _folded(path)
@@ -306,6 +307,7 @@ def test_no_command_writes_over_a_link_a_device_or_a_results_file(tmp_path, resu
     assert after == before and (target != "symlink" or out_path.is_symlink())
 
 
+@pytest.mark.process
 def test_a_sweep_never_writes_results_through_a_symbolic_link(tmp_path, results):
     link = tmp_path / "link.h5"
     link.symlink_to(results)
@@ -317,6 +319,7 @@ def test_a_sweep_never_writes_results_through_a_symbolic_link(tmp_path, results)
 # ---- runs that lie ----
 
 
+@pytest.mark.process
 def test_a_rank_whose_launcher_is_gone_records_nothing(tmp_path):
     """A rank the launcher said was one of 2, started by MPI as a singleton (its mpiexec killed in its
     first 0.3 s): refused, and the file gains no run."""

@@ -69,6 +69,7 @@ def test_fetch_and_op_and_compare_and_swap_are_checked_on_both_sides():
         assert spec.check(origin) == 1 and spec.check(target) == 1
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("n", [2, 3])
 def test_every_one_sided_test_and_synchronization_against_the_library(n, results):
     """Every test with each of OMB's synchronizations (at 3 ranks one sits out: the window is the pair's),
@@ -88,6 +89,7 @@ def test_every_one_sided_test_and_synchronization_against_the_library(n, results
     assert {p["bytes"] for p in points if p["collective"] == "fop_latency"} == {8}  # one 64-bit integer
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("collective", ["put_latency", "get_bw", "acc_latency", "cas_latency"])
 def test_a_planted_wrong_result_is_caught(collective, results):
     rank = 0 if collective in ("get_bw", "cas_latency") else 1  # where the result is checked
@@ -98,6 +100,7 @@ def test_a_planted_wrong_result_is_caught(collective, results):
     assert points and all(p["status"] == "wrong" and p["wrong"] >= 1 for p in points)
 
 
+@pytest.mark.process
 def test_omb_s_text_for_the_one_sided_tests(results):
     out = run_mpi(2, ["sweep", "-o", str(results), "--collectives", "put_latency,get_bw", "--sizes", "8,4K"] + QUIET)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -141,6 +141,7 @@ class _Done:
     returncode, stdout, stderr = 0, "ok\n", ""
 
 
+@pytest.mark.process
 def test_the_launcher_is_found_by_its_vendor(clean_env, tmp_path, monkeypatch):
     monkeypatch.setattr(launcher_env, "_launcher_candidates", lambda vendor: [hydra, ompi])
     hydra = _fake(tmp_path, "mpiexec.mpich", "HYDRA build details:")

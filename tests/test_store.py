@@ -122,6 +122,7 @@ def test_output_path_checks(tmp_path):
         check_output_path(str(tmp_path / "missing" / "x.h5"))
 
 
+@pytest.mark.process
 def test_signal_waits_for_the_write_to_finish():
     """SIGTERM during a write is delivered after it, not in the middle."""
     code = (

@@ -345,6 +345,7 @@ def test_intel_adjust_covers_everything_without_gaps(measured):
         emit_intel.parse_adjust("1:0-100@1-2147483647")
 
 
+@pytest.mark.process
 def test_no_nccl_tuner_file_is_offered(measured):
     """NCCL's tuner CSV could only come from NCCL measurements on GPUs (none here): not an output."""
     from mpirun import error_lines, run_local
@@ -437,6 +438,7 @@ def test_intel_ranges_the_default_won_are_verified_as_the_preset_written(measure
     assert all("fastest measured preset, preset7" in line for line in lines)
 
 
+@pytest.mark.process
 def test_a_library_tool_that_fails_is_an_error_not_an_empty_answer(tmp_path):
     from fabricprobe.tuning.plan.intel import IntelMPI
 

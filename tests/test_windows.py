@@ -54,6 +54,7 @@ def test_a_window_reached_late_is_called_but_not_timed():
     assert 0 <= out[1] < 1e-5 and 0 <= out[3] < 1e-5  # from the window's start to the call's end
 
 
+@pytest.mark.process
 @needs_mpi
 def test_planted_offsets_and_drifts_are_corrected_by_the_sync():
     """Ranks 1 and 2 read clocks 0.5 s and 1 s ahead, running 50 and 100 ppm fast (3 ranks on 2 cores).
@@ -78,6 +79,7 @@ def test_planted_offsets_and_drifts_are_corrected_by_the_sync():
     assert found["fitted_drift"][2] == pytest.approx(100e-6, abs=30e-6), found
 
 
+@pytest.mark.process
 @needs_mpi
 def test_a_sweep_in_window_mode_counts_the_windows_a_rank_missed(tmp_path):
     """Rank 1 finds every 4th window already started (FABRICPROBE_FAULT_LATE=1:4): those calls are made
@@ -100,6 +102,7 @@ def test_a_sweep_in_window_mode_counts_the_windows_a_rank_missed(tmp_path):
         assert p["window_s"] > 0
 
 
+@pytest.mark.process
 @needs_mpi
 @pytest.mark.parametrize("late_batches", [windows.REDO_MAX, windows.REDO_MAX + 1])
 def test_a_batch_that_missed_every_window_is_run_again_with_wider_windows(tmp_path, late_batches):
@@ -123,6 +126,7 @@ def test_a_batch_that_missed_every_window_is_run_again_with_wider_windows(tmp_pa
         assert p["status"] == "not_runnable" and p["windows_missed"] == 40, p["note"]
 
 
+@pytest.mark.process
 @needs_mpi
 def test_a_point_whose_every_window_was_missed_is_not_runnable(tmp_path):
     """Nothing timed is no measurement: a rank late for every window (FABRICPROBE_FAULT_LATE=1:1, as 4

@@ -65,6 +65,7 @@ def _good_run(tmp_path: Path, sizes: str) -> Path:
     return refs
 
 
+@pytest.mark.process
 def test_the_check_passes_against_its_good_run_and_fails_when_slower(tmp_path):
     if launcher() is None:
         pytest.skip("no mpiexec")
@@ -83,6 +84,7 @@ def test_the_check_passes_against_its_good_run_and_fails_when_slower(tmp_path):
     assert failed.returncode != 0 and "performance" in failed.stdout.lower(), failed.stdout[-3000:]
 
 
+@pytest.mark.process
 def test_a_wrong_result_fails_the_sanity_check(tmp_path):
     if launcher() is None:
         pytest.skip("no mpiexec")
