@@ -26,6 +26,7 @@ import nox
 nox.options.reuse_existing_virtualenvs = False
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["lint", "tests", "site"]
+nox.options.report = os.environ.get("FABRICPROBE_NOX_REPORT")  # .ci/run: each session's result and seconds
 RUFF = "ruff==0.17.6"  # pinned: a newer formatter may format differently
 MATRIX = runpy.run_path(str(Path(__file__).parent / "tests" / "matrix.py"))
 PYTEST = ["pytest", "-q", "-rs", "-p", "no:cacheprovider"]  # -rs: every skip says why

@@ -51,7 +51,7 @@ def test_readme_quick_start_has_two_commands():
     commands = re.findall(r"```bash\n(.*?)\n```", quick, re.S)
     assert len(commands) == 2
     assert "mpiexec" in commands[0] and "sweep" in commands[0]
-    assert commands[1] == "python3 -m venv .venv-test && .venv-test/bin/pip install nox && .venv-test/bin/nox"
+    assert commands[1] == "python3 -m venv .venv-test && .venv-test/bin/pip install 'nox[uv]' && .venv-test/bin/nox"
     assert commands[1] in (ROOT / ".ci" / "run").read_text()
 
 
