@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from batch import Case, run_batch
 from mpirun import error_lines, run_mpi
 
 from fabricprobe.store import load_runs
@@ -14,20 +15,30 @@ pytestmark = pytest.mark.mpi
 ARGS = ["--sizes", "8,4K", "--iters", "20", "--warmup", "2", "--max-time", "0.2", "--progress", "plain", "--quiet"]
 
 
+WRONG = ["allreduce", "alltoall", "bcast", "gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv"]
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """Every planted wrong result of this module, in one launch (tests/batch.py)."""
+    cases = {
+        c: Case(["sweep", "-o", "{out}", *ARGS, "--collectives", f"{c},barrier"], {"FABRICPROBE_FAULT_WRONG": f"{c}:1"})
+        for c in WRONG
+    }
+    cases["no_validate"] = Case(
+        ["sweep", "-o", "{out}", *ARGS, "--collectives", "allreduce", "--no-validate"],
+        {"FABRICPROBE_FAULT_WRONG": "allreduce:1"},
+    )
+    return run_batch(2, cases, tmp_path_factory.mktemp("planted"))
+
+
 # gather and gatherv: rank 1 is not the root, so its planted element lands in a receive buffer the
 # standard leaves untouched there; the others corrupt rank 1's result.
-@pytest.mark.parametrize(
-    "collective",
-    ["allreduce", "alltoall", "bcast", "gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv"],
-)
-def test_validation_catches_a_planted_wrong_result(collective, results):
-    out = run_mpi(
-        2,
-        ["sweep", "-o", str(results), *ARGS, "--collectives", f"{collective},barrier"],
-        env={"FABRICPROBE_FAULT_WRONG": f"{collective}:1"},
-    )
+@pytest.mark.parametrize("collective", WRONG)
+def test_validation_catches_a_planted_wrong_result(collective, planted):
+    out = planted[collective]
     assert out.returncode == 1, out.stderr
-    run = load_runs(str(results))[-1]
+    run = load_runs(str(out.results))[-1]
     bad = [p for p in run.points if p["collective"] == collective]
     assert bad and all(p["status"] == "wrong" and p["wrong"] >= 1 for p in bad)
     others = [p for p in run.points if p["collective"] == "barrier"]
@@ -35,14 +46,10 @@ def test_validation_catches_a_planted_wrong_result(collective, results):
     assert run.attrs["environment"]["FABRICPROBE_FAULT_WRONG"] == f"{collective}:1"
 
 
-def test_no_validate_reports_not_validated(results):
-    out = run_mpi(
-        2,
-        ["sweep", "-o", str(results), *ARGS, "--collectives", "allreduce", "--no-validate"],
-        env={"FABRICPROBE_FAULT_WRONG": "allreduce:1"},
-    )
+def test_no_validate_reports_not_validated(planted):
+    out = planted["no_validate"]
     assert out.returncode == 0, out.stderr
-    points = [p for p in load_runs(str(results))[-1].points if p["collective"] == "allreduce"]
+    points = [p for p in load_runs(str(out.results))[-1].points if p["collective"] == "allreduce"]
     assert all(p["wrong"] == -1 and p["checked"] == 0 for p in points)
 
 

@@ -12,6 +12,9 @@
                                                  read-only (tuning.plan.switch)
     FABRICPROBE_FAULT_LATE=<rank>:<k>            window mode: rank reaches every k-th window late (its
                                                  start moved a second back: it finds it passed)
+    FABRICPROBE_FAULT_TIME=<seconds>             every timed call reads exactly that long, on every rank: a
+                                                 planted fabric, so that a test of what judges a timing
+                                                 (ReFrame's references) has fixed timings, whatever the load
     FABRICPROBE_FAULT_LATE_FIRST=<rank>:<b>      window mode: rank reaches every window of each point's
                                                  first b batches late, as a rank descheduled for a whole
                                                  batch does
@@ -84,6 +87,13 @@ def late_windows(rank: int, starts: np.ndarray, attempt: int = 0) -> np.ndarray:
     out = starts.copy()
     out[::every] -= 1.0
     return out
+
+
+def plant_times(local: np.ndarray) -> None:
+    """FABRICPROBE_FAULT_TIME: every timed slot of a batch (an untimed one stays NaN) reads that many seconds."""
+    value = os.environ.get("FABRICPROBE_FAULT_TIME")
+    if value:
+        local[~np.isnan(local)] = float(value)
 
 
 def _planted_on(rank: int, var: str) -> int | None:

@@ -94,6 +94,7 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
             first = comm.bcast(clock.now() + max(windows.LEAD, width) if root else None, root=0)
             local = faults.late_windows(comm.rank, clock.starts(first, width, n), batches + redone)
         batch(local, mode)
+        faults.plant_times(local)
         gathered = np.empty((comm.size, n)) if root else None
         comm.Gather(local, gathered, root=0)
         redo = False
