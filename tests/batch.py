@@ -29,12 +29,14 @@ class Case:
 
 @dataclass
 class Outcome:
-    """What the case did: its exit status, every rank's output in rank order, its results file."""
+    """What the case did: its exit status, every rank's output in rank order, its results file; and what
+    the job printed outside every case (the library's words at MPI_Finalize, the launcher's)."""
 
     returncode: int
     stdout: str
     stderr: str
     results: Path
+    job_stderr: str
 
 
 def run_batch(n: int, cases: dict[str, Case], folder: Path, timeout: float = 600) -> dict[str, Outcome]:
@@ -65,4 +67,4 @@ def _outcome(folder: Path, name: str, n: int, job: subprocess.CompletedProcess) 
     def joined(suffix: str) -> str:
         return "".join((folder / f"{name}.{r}.{suffix}").read_text(errors="replace") for r in range(n))
 
-    return Outcome(int(status.read_text()), joined("out"), joined("err"), folder / f"{name}.h5")
+    return Outcome(int(status.read_text()), joined("out"), joined("err"), folder / f"{name}.h5", job.stderr)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mpirun import more_ranks_than_cores, run_mpi
+from batch import Case, run_batch
+from mpirun import more_ranks_than_cores
 
 from fabricprobe.engine.overlap import measure_overlap, percent
 from fabricprobe.report.export import osu_header, osu_nbc_row
@@ -105,24 +106,62 @@ NB_SOME = "iallreduce,ibcast,ireduce,iallgather,ialltoall,ireduce_scatter,igathe
 PERSISTENT_SOME = "allreduce_persistent,bcast_persistent,alltoallv_persistent,barrier_persistent"
 
 
+def _against_the_library(n: int, timer: str) -> Case:
+    sizes = ",".join(str(c * 8 * n) for c in (0, 1, n, n + 1, 1 << 14))
+    args = ["sweep", "-o", "{out}", "--collectives", f"{NB_SOME},{PERSISTENT_SOME}", "--timer", timer]
+    args += ["--sizes", sizes, "-d", "float32,int64", "--in-place", "both", "--iters", "20", "--warmup", "2"]
+    return Case(args + ["--max-time", "0.1", "--progress", "none", "--quiet"])
+
+
+def _short(collective: str, sizes: str, env: dict | None = None) -> Case:
+    args = ["sweep", "-o", "{out}", "--collectives", collective, "--sizes", sizes, "--iters", "10"]
+    return Case(args + ["--max-time", "0.1", "--progress", "none", "--quiet"], env or {})
+
+
+PLANTED = ["iallreduce", "igatherv", "allreduce_persistent"]
+# Every sweep of this module, by rank count: one launch each (tests/batch.py).
+CASES = {
+    1: {"library-native": _against_the_library(1, "native")},
+    2: {
+        "library-python": _against_the_library(2, "python"),
+        "library-native": _against_the_library(2, "native"),
+        "overlap": _short("iallreduce", "8,64K"),
+        **{f"planted-{c}": _short(c, "8,4K", {"FABRICPROBE_FAULT_WRONG": f"{c}:1"}) for c in PLANTED},
+    },
+    3: {"library-native": _against_the_library(3, "native")},
+    5: {"library-python": _against_the_library(5, "python")},
+}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """sweep(n, name): the outcome of case `name` of CASES[n], all of that rank count run at its first use."""
+    done = {}
+
+    def outcome(n: int, name: str):
+        if n not in done:
+            done[n] = run_batch(n, CASES[n], tmp_path_factory.mktemp(f"n{n}"))
+        return done[n][name]
+
+    return outcome
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("n,timer", [(1, "native"), (2, "python"), (2, "native"), (3, "native"), (5, "python")])
-def test_non_blocking_and_persistent_against_the_library(n, timer, results):
+def test_non_blocking_and_persistent_against_the_library(n, timer, sweep):
     """Validated like their blocking twins (counts 0, 1, p, p+1 and 16 Ki a rank, two datatypes on
     reused buffers, in place and not), and the non-blocking ones carry an overlap measurement: the
     computation as long as the point's median, the whole at least that."""
     if n > 2 and not more_ranks_than_cores():
         pytest.skip("MPICH busy-polls")
-    sizes = ",".join(str(c * 8 * n) for c in (0, 1, n, n + 1, 1 << 14))
-    args = ["sweep", "-o", str(results), "--collectives", f"{NB_SOME},{PERSISTENT_SOME}", "--timer", timer]
-    args += ["--sizes", sizes, "-d", "float32,int64", "--in-place", "both", "--iters", "20", "--warmup", "2"]
-    out = run_mpi(n, args + ["--max-time", "0.1", "--progress", "none", "--quiet"])
+    out = sweep(n, f"library-{timer}")
     assert out.returncode == 0, out.stderr[-3000:]
-    points = [p for p in load_runs(str(results))[-1].points if p["collective"] != "empty"]
+    points = [p for p in load_runs(str(out.results))[-1].points if p["collective"] != "empty"]
     assert {p["collective"] for p in points} == set(f"{NB_SOME},{PERSISTENT_SOME}".split(","))
     assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points), [p["key"] for p in points if p["wrong"]]
     assert any(p["in_place"] for p in points) and {p["timer"] for p in points} == {timer}
-    assert "persistent request" not in out.stderr  # MPICH names each one never freed (specs release them)
+    # MPICH names each persistent request never freed, at MPI_Finalize (the specs release them)
+    assert "persistent request" not in out.stderr + out.job_stderr
     if n > 1 and "libnbc" in {p["served_by"] for p in points}:  # Open MPI: libnbc serves them all
         assert {p["served_by"] for p in points} == {"libnbc"}
     for p in points:
@@ -134,27 +173,19 @@ def test_non_blocking_and_persistent_against_the_library(n, timer, results):
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("collective", ["iallreduce", "igatherv", "allreduce_persistent"])
-def test_a_planted_wrong_result_is_caught(collective, results):
-    out = run_mpi(
-        2,
-        ["sweep", "-o", str(results), "--collectives", collective, "--sizes", "8,4K", "--iters", "10"]
-        + ["--max-time", "0.1", "--progress", "none", "--quiet"],
-        env={"FABRICPROBE_FAULT_WRONG": f"{collective}:1"},
-    )
+@pytest.mark.parametrize("collective", PLANTED)
+def test_a_planted_wrong_result_is_caught(collective, sweep):
+    out = sweep(2, f"planted-{collective}")
     assert out.returncode == 1, out.stderr[-2000:]
-    points = [p for p in load_runs(str(results))[-1].points if p["collective"] == collective]
+    points = [p for p in load_runs(str(out.results))[-1].points if p["collective"] == collective]
     assert points and all(p["status"] == "wrong" and p["wrong"] >= 1 for p in points)
 
 
 @pytest.mark.process
-def test_the_report_and_the_osu_export_show_the_overlap(results):
-    out = run_mpi(
-        2,
-        ["sweep", "-o", str(results), "--collectives", "iallreduce", "--sizes", "8,64K", "--iters", "10"]
-        + ["--max-time", "0.1", "--progress", "none", "--quiet"],
-    )
+def test_the_report_and_the_osu_export_show_the_overlap(sweep):
+    out = sweep(2, "overlap")
     assert out.returncode == 0, out.stderr[-2000:]
+    results = out.results
     from mpirun import run_local
 
     shown = run_local(["report", str(results), "--collectives", "iallreduce"])

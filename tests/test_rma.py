@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mpirun import more_ranks_than_cores, run_local, run_mpi
+from batch import Case as Command
+from batch import run_batch
+from mpirun import more_ranks_than_cores, run_local
 
 from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.specs import SPECS
@@ -69,17 +71,52 @@ def test_fetch_and_op_and_compare_and_swap_are_checked_on_both_sides():
         assert spec.check(origin) == 1 and spec.check(target) == 1
 
 
+def _every_test(n: int) -> Command:
+    args = ["sweep", "-o", "{out}", "--collectives", ",".join(RMA), "--rma-sync", ",".join(SYNCS)]
+    return Command(args + ["--sizes", "1,8,4K"] + QUIET)
+
+
+PLANTED = {"put_latency": 1, "get_bw": 0, "acc_latency": 1, "cas_latency": 0}  # the rank where it is checked
+# Every sweep of this module, by rank count: one launch each (tests/batch.py).
+CASES = {
+    2: {
+        "every": _every_test(2),
+        "omb-text": Command(["sweep", "-o", "{out}", "--collectives", "put_latency,get_bw", "--sizes", "8,4K"] + QUIET),
+        **{
+            f"planted-{c}": Command(
+                ["sweep", "-o", "{out}", "--collectives", c, "--sizes", "8,4K"] + QUIET,
+                {"FABRICPROBE_FAULT_WRONG": f"{c}:{rank}"},
+            )
+            for c, rank in PLANTED.items()
+        },
+    },
+    3: {"every": _every_test(3)},
+}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """sweep(n, name): the outcome of case `name` of CASES[n], all of that rank count run at its first use."""
+    done = {}
+
+    def outcome(n: int, name: str):
+        if n not in done:
+            done[n] = run_batch(n, CASES[n], tmp_path_factory.mktemp(f"n{n}"))
+        return done[n][name]
+
+    return outcome
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("n", [2, 3])
-def test_every_one_sided_test_and_synchronization_against_the_library(n, results):
+def test_every_one_sided_test_and_synchronization_against_the_library(n, sweep):
     """Every test with each of OMB's synchronizations (at 3 ranks one sits out: the window is the pair's),
     validated; put and get with flush timed natively, the rest through mpi4py."""
     if n > 2 and not more_ranks_than_cores():
         pytest.skip("MPICH busy-polls")
-    args = ["sweep", "-o", str(results), "--collectives", ",".join(RMA), "--rma-sync", ",".join(SYNCS)]
-    out = run_mpi(n, args + ["--sizes", "1,8,4K"] + QUIET)
+    out = sweep(n, "every")
     assert out.returncode == 0, out.stderr[-3000:]
-    points = [p for p in load_runs(str(results))[-1].points if p["collective"] != "empty"]
+    points = [p for p in load_runs(str(out.results))[-1].points if p["collective"] != "empty"]
     assert {(p["collective"], p["mode"]) for p in points} == {(c, s) for c in RMA for s in SYNCS}
     assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 for p in points), [
         (p["key"], p["status"], p["note"]) for p in points if p["status"] != "ok" or p["wrong"]
@@ -90,20 +127,19 @@ def test_every_one_sided_test_and_synchronization_against_the_library(n, results
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("collective", ["put_latency", "get_bw", "acc_latency", "cas_latency"])
-def test_a_planted_wrong_result_is_caught(collective, results):
-    rank = 0 if collective in ("get_bw", "cas_latency") else 1  # where the result is checked
-    args = ["sweep", "-o", str(results), "--collectives", collective, "--sizes", "8,4K"] + QUIET
-    out = run_mpi(2, args, env={"FABRICPROBE_FAULT_WRONG": f"{collective}:{rank}"})
+@pytest.mark.parametrize("collective", sorted(PLANTED))
+def test_a_planted_wrong_result_is_caught(collective, sweep):
+    out = sweep(2, f"planted-{collective}")
     assert out.returncode == 1, out.stderr[-2000:]
-    points = [p for p in load_runs(str(results))[-1].points if p["collective"] == collective]
+    points = [p for p in load_runs(str(out.results))[-1].points if p["collective"] == collective]
     assert points and all(p["status"] == "wrong" and p["wrong"] >= 1 for p in points)
 
 
 @pytest.mark.process
-def test_omb_s_text_for_the_one_sided_tests(results):
-    out = run_mpi(2, ["sweep", "-o", str(results), "--collectives", "put_latency,get_bw", "--sizes", "8,4K"] + QUIET)
+def test_omb_s_text_for_the_one_sided_tests(sweep):
+    out = sweep(2, "omb-text")
     assert out.returncode == 0, out.stderr[-2000:]
+    results = out.results
     osu = run_local(["report", str(results), "--format", "osu"]).stdout
     blocks = {b.strip().splitlines()[0]: b for b in osu.split("\n\n") if b.strip()}
     put = next(b for t, b in blocks.items() if t.startswith("# OSU MPI_Put Latency Test v7.4"))
