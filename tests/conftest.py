@@ -73,6 +73,19 @@ def pytest_report_header(config):
     return f"mpiexec: {found.mpiexec} ({found.vendor})" if found else "mpiexec: none (MPI tests skipped)"
 
 
+@pytest.fixture(scope="session")
+def sweep_file(tmp_path_factory) -> Path:
+    """One real sweep for the tests that only read one (report, exports, titles): 2 ranks, the default
+    collectives, tests and kernels at 8 B and 64 KiB. Read it; never write to it."""
+    from mpirun import run_mpi
+
+    path = tmp_path_factory.mktemp("shared") / "sweep.h5"
+    args = ["sweep", "-o", str(path), "--sizes", "8,64K", "--iters", "30", "--warmup", "2", "--max-time", "0.2"]
+    out = run_mpi(2, [*args, "--progress", "none", "--quiet"])
+    assert out.returncode == 0, out.stderr
+    return path
+
+
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
     """A path for a results file inside the test's own directory."""

@@ -33,12 +33,9 @@ def test_the_outermost_launcher_decides(chain, expected):
     assert outermost_launcher_stream(chain) == expected
 
 
-@pytest.fixture(scope="module")
-def small_results(tmp_path_factory):
-    path = tmp_path_factory.mktemp("console") / "r.h5"
-    out = run_mpi(1, ["sweep", "-o", str(path), "--collectives", "allreduce", "--sizes", "8", "--iters", "10"])
-    assert out.returncode == 0, out.stderr
-    return path
+@pytest.fixture
+def small_results(sweep_file):
+    return sweep_file  # the session's shared sweep (conftest.py)
 
 
 @pytest.mark.process

@@ -12,32 +12,6 @@ from mpirun import error_lines, run_local, run_mpi
 pytestmark = pytest.mark.mpi
 
 
-@pytest.fixture(scope="module")
-def sweep_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("report") / "r.h5"
-    out = run_mpi(
-        2,
-        [
-            "sweep",
-            "-o",
-            str(path),
-            "--sizes",
-            "8,64K",
-            "--iters",
-            "30",
-            "--warmup",
-            "2",
-            "--max-time",
-            "0.2",
-            "--progress",
-            "none",
-            "--quiet",
-        ],
-    )
-    assert out.returncode == 0, out.stderr
-    return path
-
-
 def test_table(sweep_file):
     out = run_local(["report", str(sweep_file)])
     assert out.returncode == 0, out.stderr
