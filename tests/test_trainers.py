@@ -65,45 +65,57 @@ def test_datasets_are_real_split_and_sharded():
 # ---- under MPI ----
 
 
-def _dp(n: int, algorithm: str, tmp_path: Path) -> np.ndarray:
-    path = tmp_path / f"p{n}-{algorithm}.npy"
-    out = run_mpi(n, [], python_args=[DRIVER, "dp", "--allreduce", algorithm, "--save", str(path)], timeout=600)
+ALGORITHMS = ["library", "ring", "rabenseifner", "recursive_doubling", "hierarchical"]
+
+
+def _dp(n: int, algorithms: list[str], tmp_path: Path, *extra: str) -> dict[str, tuple[np.ndarray, dict]]:
+    """dp_sgd on n ranks with each algorithm, in one launch: {algorithm: (parameters, what it reported)}."""
+    pattern = str(tmp_path / f"p{n}-{{algorithm}}{'-'.join(extra)}.npy")
+    argv = [DRIVER, "dp", "--allreduce", ",".join(algorithms), "--save", pattern, *extra]
+    out = run_mpi(n, [], python_args=argv, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert report["spread"] == 0.0  # every rank ends with the very same parameters
-    return np.load(path)
+    runs = json.loads(out.stdout.strip().splitlines()[-1])["runs"]
+    assert all(r["spread"] == 0.0 for r in runs.values())  # every rank ends with the very same parameters
+    return {a: (np.load(pattern.replace("{algorithm}", a)), runs[a]) for a in algorithms}
 
 
 @pytest.fixture(scope="module")
 def single_process_params(tmp_path_factory) -> np.ndarray:
-    return _dp(1, "library", tmp_path_factory.mktemp("single"))
+    return _dp(1, ["library"], tmp_path_factory.mktemp("single"))["library"][0]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """trained(n): every algorithm's parameters on n ranks, one launch per n."""
+    done = {}
+
+    def on(n: int) -> dict:
+        if n not in done:
+            done[n] = _dp(n, ALGORITHMS, tmp_path_factory.mktemp(f"dp{n}"))
+        return done[n]
+
+    return on
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("algorithm", ["library", "ring", "rabenseifner", "recursive_doubling", "hierarchical"])
-def test_dp_sgd_equals_single_process_training(algorithm, tmp_path, single_process_params):
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_dp_sgd_equals_single_process_training(algorithm, trained, single_process_params):
     single = single_process_params
     for n in (2, 4) if more_ranks_than_cores() else (2,):
-        np.testing.assert_allclose(_dp(n, algorithm, tmp_path), single, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(trained(n)[algorithm][0], single, rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("transfer", ["staged", "direct"])
-def test_dp_sgd_device_path_equals_host_training(transfer, tmp_path):
+def test_dp_sgd_device_path_equals_host_training(transfer, tmp_path, trained):
     """--device cupy's code (trainers.device) with numpy standing in for CuPy: staged copies every
     bucket down and the sum up; direct hands the arrays to the collective through a SyncComm (on a
     hierarchical algorithm, whose sub-communicators the proxy makes); both give the host's model to
     the bit. A real GPU runs it in tests/test_gpudirect.py's GPU-only tests (none here)."""
     n = 4 if more_ranks_than_cores() else 2
-    host = tmp_path / "host.npy"
-    out = run_mpi(n, [], python_args=[DRIVER, "dp", "--allreduce", "hierarchical", "--save", str(host)], timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    dev = tmp_path / "dev.npy"
-    argv = [DRIVER, "dp", "--allreduce", "hierarchical", "--save", str(dev), "--device", transfer]
-    out = run_mpi(n, [], python_args=argv, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert np.array_equal(np.load(dev), np.load(host)) and report["spread"] == 0.0
+    host = trained(n)["hierarchical"][0]
+    dev, report = _dp(n, ["hierarchical"], tmp_path, "--device", transfer)["hierarchical"]
+    assert np.array_equal(dev, host) and report["spread"] == 0.0
     copies = report["calls"] if transfer == "staged" else 0
     assert report["calls"] > 0 and report["downloads"] == report["uploads"] == copies
 

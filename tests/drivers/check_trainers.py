@@ -1,6 +1,7 @@
-"""Under mpiexec: (dp) run dp_sgd for a few steps in float64 and save the parameters (rank 0) so the
-test can compare p ranks with one; (hybrid) one hybrid step's gradient against the sequential
-model's gradient on the same global batch. Prints one JSON line on rank 0.
+"""Under mpiexec: (dp) run dp_sgd for a few steps in float64 with each allreduce algorithm of the
+list and save each one's parameters (rank 0) so the test can compare p ranks with one; (hybrid) one
+hybrid step's gradient against the sequential model's gradient on the same global batch. Prints one
+JSON line on rank 0.
 
 --device staged|direct runs dp_sgd's device path (trainers.device) with numpy standing in for CuPy:
 a memory with CuPy's interface whose "device" arrays are numpy arrays, counting its copies."""
@@ -73,27 +74,22 @@ def main() -> int:
             np.save(args.save, final.params)
             print(json.dumps({"nranks": comm.size, **copies()}))
         return 0
-    if args.what == "dp":
-        opts = Options(
-            epochs=1, batch=60, lr=0.2, dtype="float64", allreduce=args.allreduce, eval_every=10**9, bucket_bytes=20000
-        )
-        trainer = DPSGD(comm, data, opts, device)
-        log, _ = run(trainer)
-        params = comm.gather(trainer.model.params.copy(), root=0)
-        if comm.rank == 0:
-            spread = max(float(np.abs(p - params[0]).max()) for p in params)  # every rank holds the same model
-            np.save(args.save, params[0])
-            calls = len(log.buckets)
-            print(
-                json.dumps(
-                    {
-                        "nranks": comm.size,
-                        "spread": spread,
-                        "calls": calls,
-                        **copies(),
-                    }
-                )
+    if args.what == "dp":  # each algorithm of the list in turn, its parameters to --save with {algorithm} filled
+        runs = {}
+        for algorithm in args.allreduce.split(","):
+            memory.downloads = memory.uploads = 0
+            opts = Options(
+                epochs=1, batch=60, lr=0.2, dtype="float64", allreduce=algorithm, eval_every=10**9, bucket_bytes=20000
             )
+            trainer = DPSGD(comm, data, opts, device)
+            log, _ = run(trainer)
+            params = comm.gather(trainer.model.params.copy(), root=0)
+            if comm.rank == 0:
+                spread = max(float(np.abs(p - params[0]).max()) for p in params)  # every rank holds the same model
+                np.save(args.save.replace("{algorithm}", algorithm), params[0])
+                runs[algorithm] = {"spread": spread, "calls": len(log.buckets), **copies()}
+        if comm.rank == 0:
+            print(json.dumps({"nranks": comm.size, "runs": runs}))
         return 0
     opts = Options(batch=60, lr=0.2, dtype="float64", stages=args.stages, micro_batches=3, allreduce=args.allreduce)
     trainer = Hybrid(comm, data, opts, device)
