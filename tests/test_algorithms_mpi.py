@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from mpirun import run_mpi
+from mpirun import launcher, need_ranks, run_mpi
 
 pytestmark = pytest.mark.mpi
 DRIVER = str(Path(__file__).parent / "drivers" / "check_algorithms.py")
@@ -55,9 +55,20 @@ def test_a_rank_that_raises_ends_the_check_at_once_and_names_the_case():
     assert "IndexError: planted: the last rank fails" in out.stderr
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16])
-def test_every_algorithm_matches_the_library(n):
-    report = _run(n, large=LARGEST.get(n, LARGE))
+@pytest.fixture(scope="module")
+def each_size():
+    """p = 1..9 in one job of 9 ranks (tests/drivers/each_size.py: a communicator of the first p ranks
+    each time), or up to the ranks this MPI runs here; {p: report}."""
+    most = max(p for p in range(1, 10) if p <= (launcher().max_ranks if launcher() else 1))
+    each = ",".join(str(p) for p in range(1, most + 1))
+    large_at = ",".join(f"{p}={n}" for p, n in LARGEST.items())
+    out = run_mpi(most, [], python_args=[DRIVER, "--large", str(LARGE), "--large-at", large_at, "--each", each])
+    assert out.returncode == 0, out.stderr[-3000:]
+    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
+    return {r["nranks"]: r for r in reports}
+
+
+def _all_match(report: dict) -> None:
     from fabricprobe import collectives
 
     expected = {
@@ -69,6 +80,16 @@ def test_every_algorithm_matches_the_library(n):
     assert set(report["per_algorithm"]) == expected
     assert all(count >= 20 for count in report["per_algorithm"].values()), report["per_algorithm"]
     assert report["nfailures"] == 0, "\n".join(report["failures"])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])
+def test_every_algorithm_matches_the_library(n, each_size):
+    need_ranks(n)
+    _all_match(each_size[n])
+
+
+def test_every_algorithm_matches_the_library_on_16_ranks():
+    _all_match(_run(16))
 
 
 @pytest.mark.parametrize("n,layout", [(8, "4"), (8, "2"), (8, "3,3,2"), (7, "3,3,1"), (5, "2,3")])

@@ -1,6 +1,6 @@
 """Run under mpiexec: every hand-written algorithm must equal the MPI library's own result.
 
-    mpiexec -n P python tests/drivers/check_algorithms.py [--ranks-per-node 3,3,2] [--large N]
+    mpiexec -n P python tests/drivers/check_algorithms.py [--ranks-per-node 3,3,2] [--large N] [--each 1,2,3]
         [--buffer numba --transfer direct|staged|pipelined]   (device buffers; NUMBA_ENABLE_CUDASIM=1 without a GPU)
 
 Random inputs (seeded per rank and case); counts 0, 1, p-1, p, p+1, a few odd ones and `--large`;
@@ -26,7 +26,9 @@ from functools import partial
 import mpi4py
 
 mpi4py.rc.thread_level = "single"
+import each_size  # noqa: E402 - this folder is on the path when a driver runs
 import numpy as np  # noqa: E402
+from each_size import for_each_size  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from fabricprobe import collectives  # noqa: E402
@@ -200,7 +202,9 @@ PLANTED = {  # --plant-fault KIND: (collective, description, run)
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
+    parser.add_argument("--each", default=None, help="communicator sizes to check in turn (each_size.py)")
     parser.add_argument("--large", type=int, default=1 << 20)
+    parser.add_argument("--large-at", default="", help="P=N,...: another large count on a communicator of P")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES))
     parser.add_argument("--algorithms", default=None, help="only these (comma-separated)")
     parser.add_argument("--buffer", default="host", help="host, cupy or numba")
@@ -222,14 +226,20 @@ def main() -> int:
         coll, about, run = PLANTED[args.plant_fault]
         register(Algorithm("planted_fault", coll, about, run=run))
         args.collectives, args.algorithms = coll, "planted_fault"
-    comm = MPI.COMM_WORLD
-    p = comm.size
     if args.buffer != "host":
         global DEVICE
         from fabricprobe.engine.device_point import DeviceContext
         from fabricprobe.memory import memory_for
 
         DEVICE = (DeviceContext(memory_for(args.buffer), "", args.stage_chunk), args.transfer)
+    world = MPI.COMM_WORLD
+    for_each_size(world, each_size.sizes(args.each, world.size), lambda comm: check_all(comm, args))
+    return 0
+
+
+def check_all(comm, args) -> None:
+    """Every case of every algorithm asked on comm; rank 0 prints the report line."""
+    p = comm.size
     dtypes, all_ops = args.dtypes.split(","), args.ops.split(",")
     if args.ranks_per_node:
         sizes = topology.node_sizes(topology.parse_ranks_per_node(args.ranks_per_node), p)
@@ -252,7 +262,8 @@ def main() -> int:
                 ("float32", op) for op in ops if op != "sum" and "float32" in dtypes
             ]
             # For allgather and reduce_scatter the count is per rank: keep the whole buffer at --large.
-            large = args.large // p if coll in ("allgather", "reduce_scatter") else args.large
+            large = dict(map(int, pair.split("=")) for pair in args.large_at.split(",") if pair).get(p, args.large)
+            large = large // p if coll in ("allgather", "reduce_scatter") else large
             # In place only changes where the input is read from; the small counts cover it for every
             # dtype and op, so at the large count one in-place case (float32 sum) suffices.
             cases += [
@@ -290,9 +301,9 @@ def main() -> int:
                     "failures": failures[:50],
                     "nfailures": len(failures),
                 }
-            )
+            ),
+            flush=True,
         )
-    return 0
 
 
 if __name__ == "__main__":
