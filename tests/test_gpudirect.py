@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from mpirun import mpi_env, python_path, run_mpi
+from mpirun import launcher, mpi_env, need_ranks, python_path, run_mpi
 
 from fabricprobe import collectives
 from fabricprobe.engine import gpudirect
@@ -323,6 +323,30 @@ def test_direct_is_recorded_not_runnable_on_a_library_that_is_not_cuda_aware(tmp
     assert "not runnable" in out.stdout and "GPUDirect points will be recorded as not runnable" in out.stderr
 
 
+DEVICE_SIZES = {"pipelined": (1, 6, 8, 9), "direct": (2, 3), "staged": (4, 5, 7)}
+
+
+@pytest.fixture(scope="module")
+def device_checks():
+    """device_checks(transfer): {p: report} for that transfer's sizes, in one job (tests/drivers/each_size.py:
+    a communicator of the first p ranks each time)."""
+    done = {}
+
+    def reports(transfer: str) -> dict:
+        if transfer not in done:
+            most = launcher().max_ranks if launcher() else 1
+            each = [p for p in DEVICE_SIZES[transfer] if p <= most]
+            argv = [DRIVER, "--buffer", "numba", "--transfer", transfer, "--dtypes", "float32,float64"]
+            argv += ["--ops", "sum,max", "--large", "5000", "--each", ",".join(map(str, each))]
+            out = run_mpi(max(each), [], python_args=argv, env=mpi_env(SIM), timeout=600)
+            assert out.returncode == 0, out.stderr[-3000:]
+            found = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
+            done[transfer] = {r["nranks"]: r for r in found}
+        return done[transfer]
+
+    return reports
+
+
 # p = 1..9, each through one transfer (direct runs every reduction in the simulated GPU kernels, the
 # slow part here, so it takes the small p; the staging paths reduce on the host).
 @pytest.mark.process
@@ -340,30 +364,11 @@ def test_direct_is_recorded_not_runnable_on_a_library_that_is_not_cuda_aware(tmp
         (9, "pipelined"),
     ],
 )
-def test_every_algorithm_matches_the_library_on_device_buffers(n, transfer):
+def test_every_algorithm_matches_the_library_on_device_buffers(n, transfer, device_checks):
     """The correctness driver through the sweep's own device path: float32/float64, sum and max, counts
     0, 1, p−1, p, p+1, 7, 100 and 5000 (20 pipelined chunks), in place and not."""
-    out = run_mpi(
-        n,
-        [],
-        python_args=[
-            DRIVER,
-            "--buffer",
-            "numba",
-            "--transfer",
-            transfer,
-            "--dtypes",
-            "float32,float64",
-            "--ops",
-            "sum,max",
-            "--large",
-            "5000",
-        ],
-        env=mpi_env(SIM),
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    need_ranks(n)
+    report = device_checks(transfer)[n]
     pipelinable = ("allreduce", "reduce", "bcast")
     expected = {
         f"{c}/{a}"
