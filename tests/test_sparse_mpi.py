@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from mpirun import run_mpi
+from mpirun import launcher, need_ranks, run_mpi
 
 from fabricprobe.store import load_runs
 
@@ -36,9 +36,21 @@ def test_the_checker_catches_an_algorithm_that_adds_onto_a_reused_result():
     assert any("n=8000" in f for f in report["failures"])
 
 
+@pytest.fixture(scope="module")
+def each_size():
+    """p = 1..9 in one job of 9 ranks (tests/drivers/each_size.py: a communicator of the first p ranks
+    each time), or up to the ranks this MPI runs here; {p: report}."""
+    most = max(p for p in range(1, 10) if p <= (launcher().max_ranks if launcher() else 1))
+    out = run_mpi(most, [], python_args=[DRIVER, "--each", ",".join(map(str, range(1, most + 1)))], timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
+    return {r["nranks"]: r for r in reports}
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])
-def test_sparse_algorithms_match_their_definition(n):
-    report = _run(n)
+def test_sparse_algorithms_match_their_definition(n, each_size):
+    need_ranks(n)
+    report = each_size[n]
     assert report["checked"] >= 400
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 

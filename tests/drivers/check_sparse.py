@@ -2,7 +2,7 @@
 (fabricprobe.oracle.sparse_reference): exact variants = Σ_r topk(g_r), gTop-k = the butterfly with
 re-selection to k, computed independently in numpy.
 
-    mpiexec -n P python tests/drivers/check_sparse.py [--ranks-per-node 3,3,2]
+    mpiexec -n P python tests/drivers/check_sparse.py [--ranks-per-node 3,3,2] [--each 1,2,3]
 
 Inputs: the tie-heavy pattern, identical vectors on every rank (every index duplicated), all
 zeros, and disjoint supports; n from 0 to 20,000; k from one element to all of them. The result
@@ -20,8 +20,10 @@ import sys
 import mpi4py
 
 mpi4py.rc.thread_level = "single"
+import each_size  # noqa: E402 - this folder is on the path when a driver runs
 import numpy as np  # noqa: E402
-from check_algorithms import abort_naming  # noqa: E402 - this folder is on the path when a driver runs
+from check_algorithms import abort_naming  # noqa: E402
+from each_size import for_each_size  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from fabricprobe import collectives  # noqa: E402
@@ -65,6 +67,7 @@ def adds_onto_result(comm, sendbuf, recvbuf, op="sum", root=0):
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
+    parser.add_argument("--each", default=None, help="communicator sizes to check in turn (each_size.py)")
     parser.add_argument(
         "--plant-fault",
         nargs="?",
@@ -82,7 +85,13 @@ def main() -> int:
         else:
             register(Algorithm("planted_fault", "sparse_allreduce", "adds onto the result", run=adds_onto_result))
         names = ["planted_fault"]
-    comm = MPI.COMM_WORLD
+    world = MPI.COMM_WORLD
+    for_each_size(world, each_size.sizes(args.each, world.size), lambda comm: check_all(comm, args, names))
+    return 0
+
+
+def check_all(comm, args, names: list[str]) -> None:
+    """Every case of every sparse algorithm named on comm; rank 0 prints the report line."""
     p, r = comm.size, comm.rank
     if args.ranks_per_node:
         sizes = topology.node_sizes(topology.parse_ranks_per_node(args.ranks_per_node), p)
@@ -126,7 +135,6 @@ def main() -> int:
     failures = [f for per_rank in comm.gather(failures, root=0) or [] for f in per_rank]
     if r == 0:
         print(json.dumps({"nranks": p, "checked": checked, "failures": failures[:40], "nfailures": len(failures)}))
-    return 0
 
 
 if __name__ == "__main__":
