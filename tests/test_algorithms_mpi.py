@@ -92,9 +92,23 @@ def test_every_algorithm_matches_the_library_on_16_ranks():
     _all_match(_run(16))
 
 
-@pytest.mark.parametrize("n,layout", [(8, "4"), (8, "2"), (8, "3,3,2"), (7, "3,3,1"), (5, "2,3")])
-def test_hierarchical_on_virtual_topologies(n, layout):
-    report = _run(n, "--ranks-per-node", layout, "--collectives", "allreduce", "--algorithms", HIERARCHICAL)
+TOPOLOGIES = [(8, "4"), (8, "2"), (8, "3,3,2"), (7, "3,3,1"), (5, "2,3")]
+
+
+@pytest.fixture(scope="module")
+def on_topologies():
+    """Every virtual topology in one job of 8 ranks (each on a communicator of its size); {(p, layout): report}."""
+    cases = ";".join(f"{n}={layout}" for n, layout in TOPOLOGIES)
+    argv = [DRIVER, "--large", str(LARGE), "--layouts", cases, "--collectives", "allreduce"]
+    out = run_mpi(8, [], python_args=[*argv, "--algorithms", HIERARCHICAL])
+    assert out.returncode == 0, out.stderr[-3000:]
+    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
+    return {(r["nranks"], r["layout"]): r for r in reports}
+
+
+@pytest.mark.parametrize("n,layout", TOPOLOGIES)
+def test_hierarchical_on_virtual_topologies(n, layout, on_topologies):
+    report = on_topologies[(n, layout)]
     # Every named algorithm ran its full case list (all dtypes and ops at the small and large counts).
     assert sorted(report["per_algorithm"]) == sorted(f"allreduce/{a}" for a in HIERARCHICAL.split(","))
     assert all(count >= 150 for count in report["per_algorithm"].values()), report["per_algorithm"]

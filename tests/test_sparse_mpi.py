@@ -55,9 +55,22 @@ def test_sparse_algorithms_match_their_definition(n, each_size):
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 
 
-@pytest.mark.parametrize("n,layout", [(8, "3,3,2"), (5, "2,3"), (8, "4")])
-def test_sparse_algorithms_on_virtual_topologies(n, layout):
-    report = _run(n, "--ranks-per-node", layout)
+TOPOLOGIES = [(8, "3,3,2"), (5, "2,3"), (8, "4")]
+
+
+@pytest.fixture(scope="module")
+def on_topologies():
+    """Every virtual topology in one job of 8 ranks (each on a communicator of its size); {(p, layout): report}."""
+    cases = ";".join(f"{n}={layout}" for n, layout in TOPOLOGIES)
+    out = run_mpi(8, [], python_args=[DRIVER, "--layouts", cases], timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
+    return {(r["nranks"], r["layout"]): r for r in reports}
+
+
+@pytest.mark.parametrize("n,layout", TOPOLOGIES)
+def test_sparse_algorithms_on_virtual_topologies(n, layout, on_topologies):
+    report = on_topologies[(n, layout)]
     assert report["nfailures"] == 0, "\n".join(report["failures"])
 
 

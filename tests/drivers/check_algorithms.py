@@ -203,6 +203,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
     parser.add_argument("--each", default=None, help="communicator sizes to check in turn (each_size.py)")
+    parser.add_argument("--layouts", default=None, help="P=NODES;...: virtual topologies to check in turn")
     parser.add_argument("--large", type=int, default=1 << 20)
     parser.add_argument("--large-at", default="", help="P=N,...: another large count on a communicator of P")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES))
@@ -233,6 +234,11 @@ def main() -> int:
 
         DEVICE = (DeviceContext(memory_for(args.buffer), "", args.stage_chunk), args.transfer)
     world = MPI.COMM_WORLD
+    if args.layouts:  # one case per layout, each on a communicator of its size
+        for size, layout in each_size.layouts(args.layouts):
+            args.ranks_per_node = layout
+            for_each_size(world, [size], lambda comm: check_all(comm, args))
+        return 0
     for_each_size(world, each_size.sizes(args.each, world.size), lambda comm: check_all(comm, args))
     return 0
 
@@ -296,6 +302,7 @@ def check_all(comm, args) -> None:
             json.dumps(
                 {
                     "nranks": p,
+                    "layout": args.ranks_per_node,
                     "checked": checked,
                     "per_algorithm": per_algorithm,
                     "failures": failures[:50],

@@ -68,6 +68,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
     parser.add_argument("--each", default=None, help="communicator sizes to check in turn (each_size.py)")
+    parser.add_argument("--layouts", default=None, help="P=NODES;...: virtual topologies to check in turn")
     parser.add_argument(
         "--plant-fault",
         nargs="?",
@@ -86,6 +87,11 @@ def main() -> int:
             register(Algorithm("planted_fault", "sparse_allreduce", "adds onto the result", run=adds_onto_result))
         names = ["planted_fault"]
     world = MPI.COMM_WORLD
+    if args.layouts:  # one case per layout, each on a communicator of its size
+        for size, layout in each_size.layouts(args.layouts):
+            args.ranks_per_node = layout
+            for_each_size(world, [size], lambda comm: check_all(comm, args, names))
+        return 0
     for_each_size(world, each_size.sizes(args.each, world.size), lambda comm: check_all(comm, args, names))
     return 0
 
@@ -134,7 +140,17 @@ def check_all(comm, args, names: list[str]) -> None:
                             failures.append(f"{case} rank {r}: {error}")
     failures = [f for per_rank in comm.gather(failures, root=0) or [] for f in per_rank]
     if r == 0:
-        print(json.dumps({"nranks": p, "checked": checked, "failures": failures[:40], "nfailures": len(failures)}))
+        print(
+            json.dumps(
+                {
+                    "nranks": p,
+                    "layout": args.ranks_per_node,
+                    "checked": checked,
+                    "failures": failures[:40],
+                    "nfailures": len(failures),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ their communicator as an argument and never use COMM_WORLD, so a communicator of
 of p ranks is to them (tune-sweep measures communicator sizes the same way). The ranks outside it wait
 without spinning (a test-and-sleep barrier), so the ranks at work have the cores.
 
-Each checker's report line carries "nranks": the test reads one line per size."""
+Each checker's report line carries "nranks" (and "layout" with `--layouts 8=4;5=2,3`: virtual nodes of
+those sizes on a communicator of that many ranks): the test reads one line per case."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ def sizes(text: str | None, world_size: int) -> list[int]:
     if not all(1 <= p <= world_size for p in asked):
         raise SystemExit(f"--each {text}: every size between 1 and the job's {world_size} ranks")
     return asked
+
+
+def layouts(text: str | None) -> list[tuple[int, str]]:
+    """`8=4;8=3,3,2;5=2,3`: (communicator size, its virtual nodes' sizes) for each case."""
+    return [(int(p), layout) for p, layout in (item.split("=") for item in (text or "").split(";") if item)]
 
 
 def quiet_barrier(comm: Any, poll_s: float = 0.002) -> None:
