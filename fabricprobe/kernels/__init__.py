@@ -7,9 +7,10 @@
     scatter_add(dense, idx, val)   dense[idx] += val
     pack(dense, idx, out)   out = dense[idx] (the gather that puts selected values beside their indices)
 
-numpy arrays run Numba CPU kernels (kernels/cpu.py). Device arrays register their own
-backend with `register_backend` (the GPU kernels do), so every hand-written collective runs on
-whatever buffers it is given without knowing where they live.
+numpy arrays run Numba CPU kernels (kernels/cpu.py), loaded on the first call: a process that never
+reduces (a report, a tuning probe) never imports Numba, a third of fabricprobe's start-up. Device
+arrays register their own backend with `register_backend` (the GPU kernels do), so every hand-written
+collective runs on whatever buffers it is given without knowing where they live.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fabricprobe.kernels import cpu, sparse_cpu
-
-OPCODES = {"sum": cpu.SUM, "max": cpu.MAX, "min": cpu.MIN, "prod": cpu.PROD}
+from fabricprobe.kernels.opcodes import OPCODES
 
 
 class Backend:
@@ -45,16 +44,27 @@ class Backend:
         self.pack = pack
 
 
-CPU = Backend(
-    "numba-cpu",
-    cpu.reduce_into,
-    cpu.reduce_pair,
-    sparse_cpu.topk_indices,
-    sparse_cpu.merge_sum,
-    sparse_cpu.scatter_add,
-    sparse_cpu.pack,
-)
 _BACKENDS: dict[str, Backend] = {}  # array type's module prefix -> backend
+_CPU: list[Backend] = []  # the Numba CPU backend, once loaded
+
+
+def cpu_backend() -> Backend:
+    """The kernels for numpy arrays, compiled (or loaded from Numba's cache) on first use."""
+    if not _CPU:
+        from fabricprobe.kernels import cpu, sparse_cpu
+
+        _CPU.append(
+            Backend(
+                "numba-cpu",
+                cpu.reduce_into,
+                cpu.reduce_pair,
+                sparse_cpu.topk_indices,
+                sparse_cpu.merge_sum,
+                sparse_cpu.scatter_add,
+                sparse_cpu.pack,
+            )
+        )
+    return _CPU[0]
 
 
 def register_backend(module_prefix: str, backend: Backend) -> None:
@@ -77,7 +87,7 @@ def _register_gpu(module: str) -> None:
 
 def backend_for(arr: Any) -> Backend:
     if isinstance(arr, np.ndarray):
-        return CPU
+        return cpu_backend()
     module = type(arr).__module__
     _register_gpu(module)
     for prefix, backend in _BACKENDS.items():

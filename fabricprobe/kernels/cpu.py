@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-SUM, MAX, MIN, PROD = 0, 1, 2, 3
-
+from fabricprobe.kernels.opcodes import MAX, MIN, PROD, SUM  # noqa: F401  (cpu.SUM, ... for the GPU kernels)
 
 # One small function per op, each compiled on its own: in one function with the other ops' loops,
 # LLVM left `max` scalar (4.5× slower than sum at 4 MiB of float32, benchmarks/kernel_bandwidth.py),
