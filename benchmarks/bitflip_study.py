@@ -1,4 +1,4 @@
-"""docs/testing.md, the bit-flip study: one random bit flipped in a results file's journal, or in the HDF5
+"""docs/studies/2026-11-26-bitflips.md: one random bit flipped in a results file's journal, or in the HDF5
 file itself, trial after trial, and what every reader then makes of it.
 
     python benchmarks/bitflip_study.py [TRIALS] [SEED]     (default 300 of each; no MPI needed)

@@ -1,4 +1,4 @@
-"""docs/testing.md, the interrupt study (issue 32): SIGINT, SIGTERM or SIGKILL at a random instant from
+"""docs/studies/2026-11-26-interrupts.md (issue 32): SIGINT, SIGTERM or SIGKILL at a random instant from
 0 ms to the end of a sweep, sent to rank 0, to another rank or to mpiexec; then what is left.
 
     python benchmarks/interrupt_study.py [TRIALS] [SEED]     (default 120; the embedded MPI, 2 ranks)

@@ -1,7 +1,7 @@
 """`fabricprobe ARGS` run inside the test's own process, for the commands that only read and write files
 (report, compare, plot, model, repair, tune-eval): the same `fabricprobe.cli.main.main` the command
 line runs, its stdout and stderr captured, its exit status returned, in a fraction of the second a
-new interpreter pays for Python, numpy, numba and h5py (docs/testing.md, "Where the time goes").
+new interpreter pays for Python, numpy, numba and h5py (docs/testing.md, "How the suite stays fast").
 
 What a process alone can show stays a process (`run_local(..., process=True)`): `python -m`, the
 entry point, signals, a launcher's environment. A command that would start MPI here fails the test

@@ -81,7 +81,7 @@ def test_fold_is_idempotent(tmp_path):
 
 @pytest.mark.mpi
 def test_hundreds_of_kills_lose_nothing_short_form(tmp_path):
-    """The kill harness, short (benchmarks/kill_study.py runs hundreds; docs/testing.md has the count)."""
+    """The kill harness, short (benchmarks/kill_study.py runs hundreds: docs/studies/2026-11-26-kills.md)."""
     tally = kill_cycle(tmp_path / "k.h5", kills=25, seed=7)
     assert tally.clean, (tally.corrupted, tally.lost, tally.duplicated)
     assert tally.kills == 25

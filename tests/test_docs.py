@@ -130,3 +130,9 @@ def test_every_option_the_docs_name_exists():
         if option not in known
     }
     assert not missing, sorted(missing)
+
+
+def test_every_benchmark_script_is_in_its_readme():
+    folder = ROOT / "benchmarks"
+    text = (folder / "README.md").read_text()
+    assert not [p.name for p in folder.iterdir() if p.is_file() and p.name != "README.md" and f"`{p.name}`" not in text]

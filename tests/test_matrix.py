@@ -28,3 +28,8 @@ def test_every_test_file_is_in_exactly_one_list():
 def test_the_docs_name_every_file_both_wheels_run():
     text = DOC.read_text()
     assert all(f"`{name}`" in text for name in BOTH_WHEELS), [n for n in BOTH_WHEELS if f"`{n}`" not in text]
+
+
+def test_every_test_file_says_what_it_shows_in_the_tests_readme():
+    text = (TESTS / "README.md").read_text()
+    assert not [n for n in _test_files() if f"`{n}`" not in text]

@@ -496,7 +496,7 @@ def _ring_made_faster(measured: Path, planted: Path) -> None:
 
 def test_trainer_runs_the_hand_written_algorithm_the_tune_chose(tmp_path):
     """Open MPI, 4 ranks on 2 virtual nodes. The library's allreduce is made its linear algorithm
-    for the sweep (a site whose default is poor), and the ring's measured times are then halved in a
+    for the sweep (a site whose default is poor), and the ring's times are then set to half the library's in a
     copy of the file (_ring_made_faster), so that the tune names fabricprobe's ring: what is tested is
     the loop — measured, chosen, loaded, run and recorded per bucket — not which algorithm is faster.
     Measured, linear lost to the ring by 1.41× at 4 MiB here, but in one CI run (this 2-core machine's
