@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from typing import Callable
 
 from fabricprobe.errors import UsageError
@@ -56,6 +57,25 @@ def real(text: str, option: str, lo: float | None = None, hi: float | None = LAR
         raise UsageError(f"invalid {option} {text!r}: it must be finite")
     _range(value, option, lo, hi, lo_open, repr(text))
     return value
+
+
+def launcher_args(text: str, option: str = "--mpiexec-args") -> list[str]:
+    """Extra launcher arguments as the shell would split them (the one parser of --mpiexec-args), or
+    UsageError: an unbalanced quote was shlex's "No closing quotation" traceback."""
+    try:
+        return shlex.split(str(text))
+    except ValueError as e:
+        raise UsageError(f"invalid {option} {text!r}: {str(e).lower()}") from None
+
+
+def launcher_args_type(option: str = "--mpiexec-args") -> Callable[[str], str]:
+    """argparse type= for extra launcher arguments: checked when parsed, kept as typed."""
+
+    def check(text: str) -> str:
+        launcher_args(text, option)
+        return text
+
+    return check
 
 
 def whole_type(option: str, lo: int | None = None, hi: int | None = LARGEST) -> Callable[[str], int]:

@@ -117,7 +117,15 @@ def _cases() -> list[tuple[str, list[str]]]:
     for value in ["", "..", "/", "/tmp", "Bad", "a" * 9, "ab\n", "fp²", "1lab"]:
         for action in ("up", "down", "run", "status", "slow"):
             cases.append((f"lab {action} --name {value!r}", ["lab", action, "--name", value]))
+    for argv in (["sweep", "--launches", "2"], ["tune-sweep", "-n", "2"], ["tune", "{file}", "--verify"]):
+        for value in ['"', "--mca 'x", "a\\"]:  # unbalanced quotes, a trailing escape: shlex raised
+            cases.append((f"{argv[0]} --mpiexec-args {value!r}", [*argv, "--mpiexec-args", value]))
     return cases
+
+
+# A run named by something other than ASCII digits: str.isdigit took '²' and int() then raised. The
+# refusal names the file (no such run in it; FILE:² is no such file), so these are apart from CASES.
+BAD_RUNS = ["²", "-²", "٣", "1.5", "--1"]
 
 
 CONFIG_FIELDS = {  # a wrong type for each field a configuration file holds
@@ -192,7 +200,7 @@ def _tree(top: Path) -> dict[str, bytes]:
     return {str(p.relative_to(top)): p.read_bytes() for p in top.rglob("*") if p.is_file()}
 
 
-def _refused(argv: list[str], sandbox: Path, capsys) -> None:
+def _refused(argv: list[str], sandbox: Path, capsys, for_the_value: bool = True) -> None:
     argv = [a.replace("{file}", str(sandbox / "results.h5")) for a in argv]
     before = _tree(sandbox)
     try:
@@ -206,7 +214,8 @@ def _refused(argv: list[str], sandbox: Path, capsys) -> None:
     assert code == 2, (argv, code, err[-500:])
     assert len(lines) == 1 and lines[0].startswith("fabricprobe: error:"), (argv, err)
     assert "Traceback" not in err + out, argv
-    assert "results.h5" not in lines[0], (argv, lines[0])  # refused for the value, not for the file
+    if for_the_value:
+        assert "results.h5" not in lines[0], (argv, lines[0])  # refused for the value, not for the file
     assert _tree(sandbox) == before, argv
 
 
@@ -232,3 +241,16 @@ def test_a_configuration_file_of_the_wrong_types_is_refused_before_anything_runs
     config = sandbox / "run.json"
     config.write_text(json.dumps(data, allow_nan=True))
     _refused(["sweep", "--config", str(config)], sandbox, capsys)
+
+
+def test_a_configuration_file_nested_too_deeply_is_refused(sandbox, capsys):
+    """200,000 nested arrays: json's parser raised RecursionError, a traceback."""
+    config = sandbox / "deep.json"
+    config.write_text("[" * 200_000 + "]" * 200_000)
+    _refused(["sweep", "--config", str(config)], sandbox, capsys)
+
+
+@pytest.mark.parametrize("value", BAD_RUNS)
+def test_a_run_named_by_other_than_digits_is_refused(value, sandbox, capsys):
+    _refused(["report", "{file}", "--run", value], sandbox, capsys, for_the_value=False)
+    _refused(["compare", "{file}:" + value, "{file}"], sandbox, capsys, for_the_value=False)

@@ -14,7 +14,16 @@ from fabricprobe.console import warn_line
 from fabricprobe.engine.config import FULL, GROUPS, KNOWN, MAX_LAUNCHES, ORDERS, PAIRS, QUICK, SEED_MAX, SweepConfig
 from fabricprobe.engine.gpudirect import GPUDIRECT
 from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
-from fabricprobe.inputs import MAX_ITERATIONS, MAX_RANKS, MAX_SECONDS, real, real_type, whole_list, whole_type
+from fabricprobe.inputs import (
+    MAX_ITERATIONS,
+    MAX_RANKS,
+    MAX_SECONDS,
+    launcher_args_type,
+    real,
+    real_type,
+    whole_list,
+    whole_type,
+)
 from fabricprobe.memory import BUFFER_KINDS, arena
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
@@ -240,7 +249,9 @@ def add_parser(sub: Any) -> None:
         metavar="PATH",
         help="launcher (default: srun inside a Slurm allocation, else the library's mpiexec, beside Python or on PATH)",
     )
-    k.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
+    k.add_argument(
+        "--mpiexec-args", default="", metavar="ARGS", type=launcher_args_type(), help="extra launcher arguments, quoted"
+    )
 
     d = p.add_argument_group("device buffers (docs/gpu.md)")
     d.add_argument(

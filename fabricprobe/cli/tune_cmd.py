@@ -11,7 +11,7 @@ from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.cli.sweep_cmd import parse_comm_sizes
 from fabricprobe.console import error_line
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
-from fabricprobe.inputs import MAX_ITERATIONS, MAX_SECONDS, real_type, whole_type
+from fabricprobe.inputs import MAX_ITERATIONS, MAX_SECONDS, launcher_args_type, real_type, whole_type
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning.emit.registry import FORMATS
 from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
@@ -87,7 +87,9 @@ def add_parser(sub: Any) -> None:
         metavar="PATH",
         help="launcher (default: srun inside a Slurm allocation, else the library's mpiexec, beside Python or on PATH)",
     )
-    s.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
+    s.add_argument(
+        "--mpiexec-args", default="", metavar="ARGS", type=launcher_args_type(), help="extra launcher arguments, quoted"
+    )
     s.add_argument(
         "--switch",
         choices=("mpit", "launch"),
@@ -169,7 +171,9 @@ def add_parser(sub: Any) -> None:
         "the default, so the files keep proven rules only",
     )
     t.add_argument("--mpiexec", metavar="PATH", help="launcher for --verify")
-    t.add_argument("--mpiexec-args", default="", metavar="ARGS", help="extra launcher arguments, quoted")
+    t.add_argument(
+        "--mpiexec-args", default="", metavar="ARGS", type=launcher_args_type(), help="extra launcher arguments, quoted"
+    )
     t.set_defaults(handler=run_tune)
 
 

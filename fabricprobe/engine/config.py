@@ -260,6 +260,8 @@ class SweepConfig:
             raise UsageError(f"cannot read --config {path}: {exc.strerror}") from None
         except ValueError as exc:
             raise UsageError(f"--config {path} is not JSON: {exc}") from None
+        except RecursionError:  # json's parser recurses once per nested array or object
+            raise UsageError(f"--config {path} nests arrays or objects too deeply to be a configuration") from None
         if not isinstance(data, dict):
             raise UsageError(f"--config {path} holds no configuration object")
         try:

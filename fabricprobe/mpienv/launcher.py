@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 from pathlib import Path
 
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import launcher_args
 
 _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
@@ -242,7 +242,7 @@ def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
     name: find_launcher)."""
     from fabricprobe.mpienv import slurm_env
 
-    args = shlex.split(extra)
+    args = launcher_args(extra)
     if mpiexec is None and slurm_env.in_allocation():
         path = shutil.which("srun")
         if path is None:

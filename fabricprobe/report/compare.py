@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import is_digits
 from fabricprobe.report.buffers import difference
 from fabricprobe.report.labels import speedup
 from fabricprobe.report.launches import aggregated_points, group_of
@@ -43,7 +44,7 @@ def parse_side(text: str, one_launch: bool = False) -> Side:
     path, _, algorithm = text.partition("@")
     run_id = None
     head, sep, tail = path.rpartition(":")
-    if sep and (tail.isdigit() or (tail.startswith("-") and tail[1:].isdigit())):
+    if sep and (is_digits(tail) or (tail.startswith("-") and is_digits(tail[1:]))):
         path, run_id = head, tail
     runs = load_runs(path)
     run = select_run(runs, run_id, path)

@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import is_digits
 from fabricprobe.store import journal
 from fabricprobe.store.attrs import read_attrs
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
@@ -160,11 +161,11 @@ def select_run(runs: list[Run], which: str | None, path: str) -> Run:
     if which is None:
         return runs[-1]
     text = which.strip()
-    if text.lstrip("-").isdigit() and text.startswith("-"):
+    if text.startswith("-") and is_digits(text[1:]):
         pos = int(text)
         if -len(runs) <= pos < 0:
             return runs[pos]
-    elif text.isdigit():
+    elif is_digits(text):
         for run in runs:
             if int(run.id) == int(text):
                 return run
