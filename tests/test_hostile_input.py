@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from fabricprobe.cli import main as cli_main
+from fabricprobe.cli.parser import attach_values
 
 BAD_WHOLE = ["", " ", "x", "1.5", "-1", "²", "٣", "1e3", "nan", "inf", "10**12", "9" * 40, "0x10", "1_000"]
 BAD_REAL = ["", "x", "nan", "inf", "-inf", "1e999", "²", "٣.5", "1,5", "--", "0x1p3", "NaN"]
@@ -254,3 +255,12 @@ def test_a_configuration_file_nested_too_deeply_is_refused(sandbox, capsys):
 def test_a_run_named_by_other_than_digits_is_refused(value, sandbox, capsys):
     _refused(["report", "{file}", "--run", value], sandbox, capsys, for_the_value=False)
     _refused(["compare", "{file}:" + value, "{file}"], sandbox, capsys, for_the_value=False)
+
+
+@pytest.mark.parametrize("value", ["--oversubscribe", "-x FOO=1 --bind-to none", "--mca btl ^ofi"])
+def test_launcher_arguments_may_begin_with_a_dash(value):
+    """`--mpiexec-args "--oversubscribe"`, as the help suggests writing it, was refused by argparse."""
+    parser = cli_main.build_parser()
+    for argv in (["sweep", "--mpiexec-args", value], ["tune-sweep", "-n", "2", "--mpiexec-args", value]):
+        assert parser.parse_args(attach_values(argv)).mpiexec_args == value
+    assert attach_values(["sweep", "--mpiexec-args"]) == ["sweep", "--mpiexec-args"]  # no value: argparse says so

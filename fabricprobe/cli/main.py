@@ -27,7 +27,7 @@ from fabricprobe.cli import (
     tune_cmd,
     tune_eval_cmd,
 )
-from fabricprobe.cli.parser import HelpFormatter, Parser
+from fabricprobe.cli.parser import HelpFormatter, Parser, attach_values
 from fabricprobe.console import error_line, is_root
 from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, EXIT_WRONG, StorageError, UsageError
 from fabricprobe.mpienv.launcher import launched_by_mpiexec
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     _lenient_streams()
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(attach_values(sys.argv[1:] if argv is None else list(argv)))
         return int(args.handler(args) or 0)
     except UsageError as exc:
         error_line(str(exc))

@@ -10,6 +10,25 @@ from typing import IO
 from fabricprobe.console import is_root
 from fabricprobe.errors import UsageError
 
+# Options whose value is itself a command line, so it may begin with "-": argparse takes
+# `--mpiexec-args --oversubscribe` for two options and refuses it; `--mpiexec-args=--oversubscribe` works.
+COMMAND_LINE_OPTIONS = ("--mpiexec-args",)
+
+
+def attach_values(argv: list[str]) -> list[str]:
+    """argv with each COMMAND_LINE_OPTIONS option and its next word joined as OPTION=VALUE, so a value
+    such as "--oversubscribe" or "-x FOO" is read as the value it is."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in COMMAND_LINE_OPTIONS and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
