@@ -178,3 +178,34 @@ def test_tune_sweep_checks_its_output_before_any_job(tmp_path):
     out = run_local(["tune-sweep", "-n", "2", "--collectives", "allreduce", "-o", str(notes)], timeout=60)
     assert out.returncode == 2 and "not a fabricprobe results file" in error_lines(out.stderr)[0]
     assert notes.read_text() == "my notes\n" and "[1/" not in out.stderr  # no job was launched
+
+
+@pytest.mark.parametrize("where", ["arena", "imports", "parser"])
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(where, monkeypatch, capsys):
+    """Ctrl-C while the command line's modules load printed a KeyboardInterrupt traceback from inside
+    the imports (issue 53: tune-sweep, 5 of 5 tries 0.05-2.3 s after start)."""
+    import builtins
+    import sys
+
+    from fabricprobe.cli import main as cli_main
+    from fabricprobe.cli import start
+    from fabricprobe.memory import arena
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sys, "argv", ["fabricprobe", "tune-sweep", "-n", "2"])
+    if where == "arena":
+        monkeypatch.setattr(arena, "reserve", interrupt)
+    elif where == "imports":
+        real_import = builtins.__import__
+        monkeypatch.setattr(
+            builtins,
+            "__import__",
+            lambda name, *a, **k: interrupt() if name == "fabricprobe.cli.main" else real_import(name, *a, **k),
+        )
+    else:
+        monkeypatch.setattr(cli_main, "build_parser", interrupt)
+    assert start.main() == 130
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["fabricprobe: error: interrupted"], err

@@ -103,8 +103,8 @@ def _stdout_gone() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _lenient_streams()
-    parser = build_parser()
     try:
+        parser = build_parser()  # imports every subcommand: a Ctrl-C here is an interruption too
         args = parser.parse_args(attach_values(sys.argv[1:] if argv is None else list(argv)))
         return int(args.handler(args) or 0)
     except UsageError as exc:

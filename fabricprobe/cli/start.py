@@ -14,9 +14,14 @@ import sys
 
 
 def main() -> int:
-    from fabricprobe.memory import arena
+    try:
+        from fabricprobe.memory import arena
 
-    arena.reserve(arena.requested_mib(sys.argv[1:]))
-    from fabricprobe.cli.main import main as run
+        arena.reserve(arena.requested_mib(sys.argv[1:]))
+        from fabricprobe.cli.main import main as run
+    except KeyboardInterrupt:  # Ctrl-C while numpy, numba, h5py and rich load: a line, not their traceback
+        from fabricprobe.errors import EXIT_INTERRUPTED
 
+        sys.stderr.write("fabricprobe: error: interrupted\n")
+        return EXIT_INTERRUPTED
     return run()
