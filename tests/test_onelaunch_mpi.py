@@ -230,6 +230,11 @@ def test_an_interrupted_tune_sweep_resumes(tmp_path):
     measured = _labels(reduce_points, "reduce")
     assert set(measured) == _expected("reduce")
     assert all(found == {(c, b) for c in sorted({2, n}) for b in (8, 65536)} for found in measured.values())
+    again = run_local(
+        ["tune-sweep", "-n", str(n), *GRID, "-o", str(path), "--collectives", "allreduce,reduce", "--resume"]
+    )
+    assert again.returncode == 2 and "nothing to resume" in again.stderr, again.stderr[-1000:]
+    assert len(load_runs(str(path))) == len(after)
 
 
 def test_switch_launch_still_launches_one_job_per_algorithm(tmp_path):

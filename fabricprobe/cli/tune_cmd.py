@@ -244,6 +244,8 @@ def run_sweep(args: argparse.Namespace) -> int:
             f"[yellow]{fb.collective}/{fb.variant}[/] not run on {','.join(map(str, fb.comm_sizes))} ranks: the "
             f"library refuses it there ({fb.why.split(': ', 1)[-1]}); a launch of its own would too"
         )
+    if args.resume and not result.launches:  # was "none of 0 jobs measured anything", exit 1
+        raise UsageError(f"every tune-sweep job in {args.output} ran to its end; nothing to resume")
     return _report(result, args.output, console)
 
 
