@@ -426,8 +426,28 @@ def test_tune_bad_inputs(tmp_path):
     out = run_local(["tune", str(plain)])
     assert out.returncode == 2 and "tune-sweep" in error_lines(out.stderr)[0]
     other = tmp_path / "other.h5"
-    w = ResultsWriter(str(other))
-    vendor = "MPICH" if found.vendor == "Open MPI" else "Open MPI"
+    ours = tmp_path / "ours.h5"
+    for path, vendor in ((other, "MPICH" if found.vendor == "Open MPI" else "Open MPI"), (ours, found.vendor)):
+        _two_algorithms(path, vendor)
+    out = run_local(["tune", str(other), "-o", str(tmp_path / "x")])
+    assert out.returncode == 2 and "this environment's MPI" in error_lines(out.stderr)[0]
+    # a launcher that is not there is refused before any file is written (it wrote *.unverified first)
+    for option, value in (("--mpiexec", "/nonexistent/mpiexec"), ("--mpiexec-args", "'")):
+        out = run_local(["tune", str(ours), "--verify", "-o", str(tmp_path / "v"), option, value])
+        assert out.returncode == 2 and len(error_lines(out.stderr)) == 1, out.stderr
+        assert not (tmp_path / "v").exists() or not list((tmp_path / "v").iterdir())
+    text = tmp_path / "junk.h5"
+    text.write_text("junk")
+    assert run_local(["tune", str(text)]).returncode == 2
+    nested = run_launched(
+        found.argv(1) + [sys.executable, "-m", "fabricprobe", "tune-sweep", "-n", "2"], env=mpi_env(), timeout=120
+    )
+    assert nested.returncode == 2 and "not under mpiexec" in nested.stderr
+
+
+def _two_algorithms(path, vendor: str) -> None:
+    """A results file of `vendor` with the library's allreduce and a forced ring at 8 B."""
+    w = ResultsWriter(str(path))
     w.start_run({"mpi_vendor": vendor, "mpi_library_version": vendor, "nranks": 2})
     for i, alg in enumerate(("library", "library:ring")):
         w.append_point(
@@ -448,15 +468,7 @@ def test_tune_bad_inputs(tmp_path):
             },
             None,
         )
-    out = run_local(["tune", str(other), "-o", str(tmp_path / "x")])
-    assert out.returncode == 2 and "this environment's MPI" in error_lines(out.stderr)[0]
-    text = tmp_path / "junk.h5"
-    text.write_text("junk")
-    assert run_local(["tune", str(text)]).returncode == 2
-    nested = run_launched(
-        found.argv(1) + [sys.executable, "-m", "fabricprobe", "tune-sweep", "-n", "2"], env=mpi_env(), timeout=120
-    )
-    assert nested.returncode == 2 and "not under mpiexec" in nested.stderr
+    w.close()
 
 
 def test_tune_sweep_whose_every_job_fails_says_so_and_exits_1(tmp_path):

@@ -79,6 +79,8 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         if in_use != table.vendor:
             raise UsageError(f"{opts.file} was measured with {table.vendor}, but this environment's MPI is {in_use}")
         library = for_vendor(table.vendor)
+    if opts.verify:  # refused before any file is written (the launcher is asked again when verifying)
+        launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
     out = Path(opts.output)
     try:
         out.mkdir(parents=True, exist_ok=True)
