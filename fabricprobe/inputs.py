@@ -78,6 +78,17 @@ def launcher_args_type(option: str = "--mpiexec-args") -> Callable[[str], str]:
     return check
 
 
+def path_type(option: str = "-o") -> Callable[[str], str]:
+    """argparse type= for a file or folder name: an empty one was taken for the default path."""
+
+    def check(text: str) -> str:
+        if not str(text).strip():
+            raise UsageError(f"invalid {option} {text!r}: give a file name")
+        return text
+
+    return check
+
+
 def whole_type(option: str, lo: int | None = None, hi: int | None = LARGEST) -> Callable[[str], int]:
     """argparse type= for a whole-number option."""
     return lambda text: whole(text, option, lo, hi)

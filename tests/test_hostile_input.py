@@ -121,6 +121,9 @@ def _cases() -> list[tuple[str, list[str]]]:
     for argv in (["sweep", "--launches", "2"], ["tune-sweep", "-n", "2"], ["tune", "{file}", "--verify"]):
         for value in ['"', "--mca 'x", "a\\"]:  # unbalanced quotes, a trailing escape: shlex raised
             cases.append((f"{argv[0]} --mpiexec-args {value!r}", [*argv, "--mpiexec-args", value]))
+    for argv in (["sweep"], ["tune-sweep", "-n", "2"], ["tune", "{file}"], ["report", "{file}"], ["train", "dp_sgd"]):
+        for value in ("", " "):  # an empty name was taken for the default path
+            cases.append((f"{argv[0]} -o {value!r}", [*argv, "-o", value]))
     return cases
 
 
@@ -156,7 +159,9 @@ CONFIG_FIELDS = {  # a wrong type for each field a configuration file holds
     "assume_cuda_aware": "false",
     "dtypes": [1],
     "iterations_small_big": 10**12,
+    "sizes_huge": [10**30],  # stored a "complete" run with no point measured
 }
+RENAMED = {"iterations_small_big": "iterations_small", "sizes_huge": "sizes"}
 
 
 @pytest.fixture
@@ -237,7 +242,7 @@ def test_a_configuration_file_of_the_wrong_types_is_refused_before_anything_runs
     from fabricprobe.engine.config import SweepConfig
 
     data = SweepConfig().to_dict()
-    name = "iterations_small" if field == "iterations_small_big" else field
+    name = RENAMED.get(field, field)
     data[name] = CONFIG_FIELDS[field]
     config = sandbox / "run.json"
     config.write_text(json.dumps(data, allow_nan=True))

@@ -8,7 +8,7 @@ from typing import Any
 
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
-from fabricprobe.inputs import real_type, whole, whole_type
+from fabricprobe.inputs import path_type, real_type, whole, whole_type
 from fabricprobe.sizes import parse_size
 
 DEFAULT_OUTPUT = "fabricprobe-doctor.h5"
@@ -28,7 +28,14 @@ def add_parser(sub: Any) -> None:
         "  mpiexec -n 8 fabricprobe doctor\n"
         "  srun -N 4 --ntasks-per-node 2 fabricprobe doctor --confirm -o doctor.h5",
     )
-    p.add_argument("-o", "--output", default=DEFAULT_OUTPUT, metavar="FILE", help="doctor record; runs are appended")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=path_type(),
+        default=DEFAULT_OUTPUT,
+        metavar="FILE",
+        help="doctor record; runs are appended",
+    )
     p.add_argument(
         "--sizes", default="8,1M", metavar="SMALL,LARGE", help="ping-pong sizes: latency, bandwidth (bytes, K, M)"
     )

@@ -8,6 +8,7 @@ from typing import Any
 from fabricprobe.choices import choice_list
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.engine.config import GROUPS, KNOWN
+from fabricprobe.inputs import path_type
 
 
 def add_parser(sub: Any) -> None:
@@ -26,7 +27,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "inputs", nargs="+", metavar="FILE[:RUN][@ALGORITHM]", help="results to draw (default run: the last)"
     )
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="image file: .png, .svg or .pdf")
+    p.add_argument(
+        "-o", "--output", type=path_type(), required=True, metavar="FILE", help="image file: .png, .svg or .pdf"
+    )
     p.add_argument("--collectives", metavar="LIST", help="only these collectives")
     p.set_defaults(handler=run)
 

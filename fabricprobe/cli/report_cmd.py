@@ -11,6 +11,7 @@ from fabricprobe.choices import choice_list
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.engine.config import GROUPS, KNOWN
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import path_type
 
 FORMATS = ("table", "json", "csv", "osu", "nccl-tests", "reframe-references")
 
@@ -45,7 +46,9 @@ def add_parser(sub: Any) -> None:
         help="reframe-references: the least upper threshold (the run's own interval of the median when\n"
         "wider); a check fails above median × (1 + threshold) (default: 0.1)",
     )
-    p.add_argument("-o", "--output", metavar="FILE", help="write the export to FILE instead of stdout")
+    p.add_argument(
+        "-o", "--output", type=path_type(), metavar="FILE", help="write the export to FILE instead of stdout"
+    )
     p.set_defaults(handler=run)
 
 

@@ -19,6 +19,7 @@ from fabricprobe.inputs import (
     MAX_RANKS,
     MAX_SECONDS,
     launcher_args_type,
+    path_type,
     real,
     real_type,
     whole_list,
@@ -48,7 +49,11 @@ def add_parser(sub: Any) -> None:
         "  mpiexec -n 2 fabricprobe sweep --quick",
     )
     p.add_argument(
-        "-o", "--output", metavar="FILE", help=f"results file; runs are appended (default: {DEFAULT_OUTPUT})"
+        "-o",
+        "--output",
+        type=path_type(),
+        metavar="FILE",
+        help=f"results file; runs are appended (default: {DEFAULT_OUTPUT})",
     )
     p.add_argument(
         "--resume",

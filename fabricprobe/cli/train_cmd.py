@@ -11,7 +11,7 @@ from typing import Any
 from fabricprobe.choices import list_items
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.errors import UsageError
-from fabricprobe.inputs import LARGEST, real_type, whole, whole_type
+from fabricprobe.inputs import LARGEST, path_type, real_type, whole, whole_type
 from fabricprobe.mpienv.init import THREAD_LEVELS
 
 
@@ -40,7 +40,9 @@ def add_parser(sub: Any) -> None:
         "times, bytes sent and the provenance to the results file (/training/NNNN).",
     )
     p.add_argument("trainer", choices=TRAINERS, help="dp_sgd, easgd, sparse_dp or hybrid")
-    p.add_argument("-o", "--output", default="fabricprobe.h5", metavar="FILE", help="results file (appended)")
+    p.add_argument(
+        "-o", "--output", type=path_type(), default="fabricprobe.h5", metavar="FILE", help="results file (appended)"
+    )
     p.add_argument("--dataset", choices=DATASETS, default="digits", help="digits (8×8), mnist5k (28×28) or synthetic")
     p.add_argument("--samples", type=_positive_int("--samples", 10**7), default=4000, help="synthetic dataset size")
     p.add_argument("--epochs", type=_positive_int("--epochs", 10**6), default=30, help="passes over the training set")

@@ -11,7 +11,7 @@ from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.cli.sweep_cmd import parse_comm_sizes
 from fabricprobe.console import error_line
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
-from fabricprobe.inputs import MAX_ITERATIONS, MAX_SECONDS, launcher_args_type, real_type, whole_type
+from fabricprobe.inputs import MAX_ITERATIONS, MAX_SECONDS, launcher_args_type, path_type, real_type, whole_type
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning.emit.registry import FORMATS
 from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
@@ -42,7 +42,9 @@ def add_parser(sub: Any) -> None:
         required=True,
         help="ranks per job (the largest communicator size)",
     )
-    s.add_argument("-o", "--output", default="fabricprobe-tuning.h5", metavar="FILE", help="results file")
+    s.add_argument(
+        "-o", "--output", type=path_type(), default="fabricprobe-tuning.h5", metavar="FILE", help="results file"
+    )
     s.add_argument("--collectives", default=",".join(TUNE_COLLECTIVES), metavar="LIST", help="collectives to tune")
     s.add_argument("--comm-sizes", metavar="LIST", help="communicator sizes (default: 2, 4, 8, ... and -n)")
     s.add_argument("--only", metavar="LIST", help="only these library algorithms (and the default)")
@@ -125,7 +127,7 @@ def add_parser(sub: Any) -> None:
         "its job file, switching the library's algorithms at run time (docs/tuning.md).",
     )
     j.add_argument("spec", metavar="JOB", help="the job file tune-sweep wrote")
-    j.add_argument("-o", "--output", required=True, metavar="FILE", help="results file")
+    j.add_argument("-o", "--output", type=path_type(), required=True, metavar="FILE", help="results file")
     j.set_defaults(handler=run_job)
 
     t = sub.add_parser(
@@ -140,7 +142,7 @@ def add_parser(sub: Any) -> None:
         "and re-measures default against tuned. Formats: docs/tuning.md.",
     )
     t.add_argument("file", metavar="FILE", help="results file written by fabricprobe tune-sweep")
-    t.add_argument("-o", "--output", default="tuning", metavar="DIR", help="directory for the files")
+    t.add_argument("-o", "--output", type=path_type(), default="tuning", metavar="DIR", help="directory for the files")
     t.add_argument(
         "--emit",
         default="auto",

@@ -18,6 +18,7 @@ from fabricprobe.inputs import MAX_ITERATIONS, MAX_RANKS, MAX_SECONDS, checked
 from fabricprobe.memory import BUFFER_KINDS
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
+from fabricprobe.sizes import MAX_BYTES, format_size
 from fabricprobe.specs import SPECS, family
 from fabricprobe.specs.base import OMB_WINDOW
 from fabricprobe.specs.rma import SYNCS
@@ -186,8 +187,9 @@ class SweepConfig:
             raise UsageError(f"--max-time must be positive (got {self.max_time:g})")
         if not 0 <= self.ci_target < 1:
             raise UsageError(f"--ci-target must be a fraction in [0, 1) (got {self.ci_target:g})")
-        if any(not isinstance(s, int) or s < 0 for s in self.sizes):
-            raise UsageError(f"invalid --sizes {self.sizes}: sizes are byte counts ≥ 0")
+        if any(not isinstance(s, int) or not 0 <= s <= MAX_BYTES for s in self.sizes):
+            # a configuration file's 1e30 bytes gave a "complete" run with no point measured
+            raise UsageError(f"invalid --sizes {self.sizes}: sizes are byte counts from 0 to {format_size(MAX_BYTES)}")
         for d in self.densities:
             if not 0 < d <= 1:
                 raise UsageError(f"invalid density {d!r}: it must be in (0, 1]")
