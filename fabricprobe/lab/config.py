@@ -27,9 +27,10 @@ def check_name(name: str) -> str:
 
 
 def parse_rate(text: str) -> float:
-    """tc's rate syntax (100mbit, 1gbit, 10gbit, 2.5gbit) in bit/s; 0 for unlimited."""
+    """tc's rate syntax (100mbit, 1gbit, 10gbit, 2.5gbit) in bit/s; 0 for "unlimited" (a rate of 0, which
+    would carry nothing, built an unlimited lab: refused)."""
     text = text.strip().lower()
-    if text in (UNLIMITED, "none", "0"):
+    if text == UNLIMITED:
         return 0.0
     m = _RATE.match(text)
     if not m or float(m.group(1)) <= 0:
