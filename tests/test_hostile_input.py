@@ -115,6 +115,11 @@ def _cases() -> list[tuple[str, list[str]]]:
         cases.append((f"tune-sweep --only {value!r}", ["tune-sweep", "-n", "2", "--only", value]))
     for value in ["", "1", "1x", "x4", "0x4", "²x4", "1024x64x2"]:
         cases.append((f"model --scale {value!r}", ["model", "{file}", "--scale", value]))
+    for extra in ([], ["--format", "json"], ["--format", "csv"]):  # --tolerance was ignored in silence
+        cases.append((f"report {extra} --tolerance", ["report", "{file}", *extra, "--tolerance", "0.2"]))
+    for value in ["nan", "-0.1", "100", "²"]:
+        argv = ["report", "{file}", "--format", "reframe-references", "--tolerance", value]
+        cases.append((f"report --tolerance {value!r}", argv))
     for value in ["0", "none", "0mbit", "²gbit"]:  # a rate of 0 built an unlimited lab
         cases.append((f"lab up --rate {value!r}", ["lab", "up", "--rate", value]))
     for value in ["", "..", "/", "/tmp", "Bad", "a" * 9, "ab\n", "fp²", "1lab"]:

@@ -11,7 +11,7 @@ from fabricprobe.choices import choice_list
 from fabricprobe.cli.parser import HelpFormatter
 from fabricprobe.engine.config import GROUPS, KNOWN
 from fabricprobe.errors import UsageError
-from fabricprobe.inputs import path_type
+from fabricprobe.inputs import path_type, real_type
 
 FORMATS = ("table", "json", "csv", "osu", "nccl-tests", "reframe-references")
 
@@ -40,8 +40,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--tolerance",
-        type=float,
-        default=0.1,
+        type=real_type("--tolerance", 0, 99),
+        default=None,
         metavar="FRACTION",
         help="reframe-references: the least upper threshold (the run's own interval of the median when\n"
         "wider); a check fails above median × (1 + threshold) (default: 0.1)",
@@ -72,11 +72,16 @@ def _doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+TOLERANCE = 0.1  # reframe-references' least upper threshold
+
+
 def run(args: argparse.Namespace) -> int:
     from fabricprobe.doctor.record import is_doctor_file
     from fabricprobe.report import export
     from fabricprobe.store import load_runs, select_run
 
+    if args.tolerance is not None and args.format != "reframe-references":  # it was ignored in silence
+        raise UsageError("--tolerance is the thresholds of --format reframe-references")
     if is_doctor_file(args.file):
         return _doctor(args)
     if args.output and args.format not in ("table", "nccl-tests"):  # nccl-tests: each of its files, below
@@ -112,9 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "reframe-references":
         from fabricprobe.report.reframe import to_references
 
-        if not (0 <= args.tolerance < 100):  # NaN fails too
-            raise UsageError(f"invalid --tolerance {args.tolerance!r}: a fraction, 0 or more (0.1 is 10%)")
-        text = to_references(runs, args.tolerance)
+        text = to_references(runs, TOLERANCE if args.tolerance is None else args.tolerance)
     else:
         text = {"json": export.to_json, "csv": export.to_csv, "osu": export.to_osu}[args.format](runs, colls)
     if args.output:
