@@ -120,6 +120,8 @@ def _cases() -> list[tuple[str, list[str]]]:
     for value in ["nan", "-0.1", "100", "²"]:
         argv = ["report", "{file}", "--format", "reframe-references", "--tolerance", value]
         cases.append((f"report --tolerance {value!r}", argv))
+    for extra in (["--gpudirect", "on"], ["--gpudirect", "off"], ["--stage-chunk", "256K"], ["--assume-cuda-aware"]):
+        cases.append((f"sweep {' '.join(extra)} (host buffers)", ["sweep", *extra]))  # ignored in silence
     for value in ["0", "none", "0mbit", "²gbit"]:  # a rate of 0 built an unlimited lab
         cases.append((f"lab up --rate {value!r}", ["lab", "up", "--rate", value]))
     for value in ["", "..", "/", "/tmp", "Bad", "a" * 9, "ab\n", "fp²", "1lab"]:

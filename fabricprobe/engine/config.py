@@ -44,6 +44,8 @@ MAX_LAUNCHES = 1000
 # OMB's defaults: 1000 iterations / 100 warm-up up to 8 KiB, 100 / 10 above.
 VARIANT_MAX = 56  # "library:" + the name must fit the schema's 64-byte algorithm field
 
+STAGE_CHUNK = 1 << 20  # the pipelined staging's default chunk (sweep --stage-chunk)
+
 FULL = dict(
     sizes=[1 << k for k in range(3, 23)],
     iterations_small=1000,
@@ -105,7 +107,7 @@ class SweepConfig:
     early_buffers: int = 0
     buffer: str = "host"  # host, cupy or numba (fabricprobe.memory)
     gpudirect: str = "both"  # device buffers: on, off or both (fabricprobe.engine.gpudirect)
-    stage_chunk: int = 1 << 20  # bytes per chunk of the pipelined staging
+    stage_chunk: int = STAGE_CHUNK  # bytes per chunk of the pipelined staging
     assume_cuda_aware: bool = False  # claim direct points although the library does not say it is CUDA-aware
     quick: bool = False
     # The points' order: "fixed" (the plan's: communicator sizes outermost, algorithms innermost) or
@@ -227,6 +229,18 @@ class SweepConfig:
         if self.early_buffers and (self.hugepages or self.buffer != "host"):
             other = "--hugepages" if self.hugepages else f"--buffer {self.buffer}"
             raise UsageError(f"--early-buffers gives host buffers on 4 KiB pages, as OMB's: leave out {other}")
+        if self.buffer == "host":  # device-buffer settings were ignored in silence with host buffers
+            device = [
+                option
+                for option, given in (
+                    (f"--gpudirect {self.gpudirect}", self.gpudirect != "both"),
+                    ("--stage-chunk", self.stage_chunk != STAGE_CHUNK),
+                    ("--assume-cuda-aware", self.assume_cuda_aware),
+                )
+                if given
+            ]
+            if device:
+                raise UsageError(f"{', '.join(device)}: device-buffer settings; give --buffer cupy or numba")
         if self.buffer != "host" and self.timer == "native":
             raise UsageError(
                 "--timer native cannot time device buffers: their copies and stream synchronisations "
