@@ -25,6 +25,7 @@ BAD_SWEEPS = [
     (["--rma-sync", "flsh"], "unknown one-sided synchronization"),
     (["--thread-level", "many"], "invalid choice"),
     (["--root", "7"], "not a rank"),
+    (["--comm-sizes", "1,5"], "--comm-sizes 5: larger than this 1-rank job"),  # was a note, easy to miss
     (["--bogus"], "unrecognized arguments"),
     (["--library-variant", "a" * 57], "at most 56 characters"),
     (["--sizes", "8,,16"], "an item is empty"),  # an empty item is an error, never silently dropped
@@ -46,7 +47,7 @@ BAD_SWEEPS = [
 # Refused only once the library is known: rank counts (MPI started), a stored run's library, tune-sweep's
 # launcher and algorithm names (it asks the library in a process of its own). These run as processes;
 # the rest in this process, where MPI and every new process are tripwires.
-AFTER_THE_LIBRARY = ("--root", "--resume", "--mpiexec", "--only")
+AFTER_THE_LIBRARY = ("--root", "--comm-sizes", "--resume", "--mpiexec", "--only")
 
 
 def _params(cases: list[tuple[list[str], str]]) -> list:

@@ -167,6 +167,9 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         )
     if config.root >= comm.size:
         raise UsageError(f"--root {config.root} is not a rank of this {comm.size}-rank job")
+    larger = sorted({s for s in config.comm_sizes or [] if s > comm.size})
+    if larger:  # was a note in the report's header, easy to miss: the points the user asked for were not measured
+        raise UsageError(f"--comm-sizes {','.join(map(str, larger))}: larger than this {comm.size}-rank job")
     if comm.size == 1 and not launched_by_mpiexec():
         warn(
             "running as one process (no mpiexec): collectives run at n=1 and point-to-point tests are "
