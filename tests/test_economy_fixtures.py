@@ -111,3 +111,21 @@ def test_tune_eval_refuses_two_libraries(tmp_path):
     vendors = {load_runs(str(f))[-1].attrs["mpi_vendor"]: f for f in FILES}
     out = run_local(["tune-eval", str(vendors["Open MPI"]), str(vendors["MPICH"])])
     assert out.returncode == 2 and "compare one library" in error_lines(out.stderr)[0]
+
+
+def test_tune_eval_refuses_a_plain_sweep_either_side(tmp_path):
+    """A plain sweep (the library's default only) was scored as a tuning: 0.0% regret."""
+    from fabricprobe.store import ResultsWriter
+
+    plain = tmp_path / "plain.h5"
+    w = ResultsWriter(str(plain))
+    for run in load_runs(str(FILES[0])):
+        w.start_run(dict(run.attrs))
+        for p in run.points:
+            if not p["algorithm"].startswith("library:"):
+                w.append_point(p, None)
+        w.update_run({"status": run.status})
+    w.close()
+    for argv in ([str(plain)], [str(FILES[0]), str(plain)]):
+        out = run_local(["tune-eval", *argv])
+        assert out.returncode == 2 and "is not a tune-sweep" in error_lines(out.stderr)[0], out.stderr

@@ -30,10 +30,16 @@ class Row:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
 
 
+FORCED = "library:"  # a library algorithm forced by tune-sweep (library:NAME)
+
+
 def _runs(path: str) -> list[Run]:
     runs = [r for r in load_runs(path) if r.points]
     if not runs:
         raise UsageError(f"{path} holds no measurements")
+    if not any(p["algorithm"].startswith(FORCED) for r in runs for p in r.points):
+        # a plain sweep measures the default only: it was scored as a tuning (0.0% regret)
+        raise UsageError(f"{path} is not a tune-sweep (no library:NAME measurements): judge tune-sweep files")
     return runs
 
 
