@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from mpirun import error_lines, launcher, mpi_env, run_launched, run_local, run_mpi
 
-from fabricprobe.store import ResultsWriter
+from fabricprobe.store import ResultsWriter, load_runs
 from fabricprobe.tuning.choose.rules import Decision, Range, Table
 from fabricprobe.tuning.emit import mpich as emit_mpich
 from fabricprobe.tuning.emit import openmpi as emit_openmpi
@@ -423,8 +423,14 @@ def test_tune_bad_inputs(tmp_path):
     plain = tmp_path / "plain.h5"
     w = ResultsWriter(str(plain))
     w.start_run({"mpi_vendor": found.vendor, "mpi_library_version": "x", "nranks": 2})
+    w.close()
     out = run_local(["tune", str(plain)])
     assert out.returncode == 2 and "tune-sweep" in error_lines(out.stderr)[0]
+    # a tune-sweep is never appended to a plain sweep's file, resumed or not (it was, exit 0)
+    for resume, said in (([], "holds sweeps, not a tune-sweep"), (["--resume"], "holds no tune-sweep to finish")):
+        out = run_local(["tune-sweep", "-n", "2", "--collectives", "allreduce", "-o", str(plain), *resume])
+        assert out.returncode == 2 and said in error_lines(out.stderr)[0], out.stderr
+    assert len(load_runs(str(plain))) == 1
     other = tmp_path / "other.h5"
     ours = tmp_path / "ours.h5"
     for path, vendor in ((other, "MPICH" if found.vendor == "Open MPI" else "Open MPI"), (ours, found.vendor)):

@@ -213,9 +213,11 @@ def prior_runs(output: str, resume: bool, vendor: str, n: int) -> list:
     an output it would mix into (check_output_path's rules)."""
     if not resume:
         check_output_path(output)
+        if os.path.exists(output) and not _tune_sweep_in(load_runs(output)):  # it appended to a plain sweep
+            raise UsageError(f"{output} holds sweeps, not a tune-sweep: give tune-sweep a file of its own")
         return []
     runs = runs_of(output)
-    if not runs:
+    if not runs or not _tune_sweep_in(runs):
         raise UsageError(f"--resume: {output} holds no tune-sweep to finish")
     others = {r.attrs.get("mpi_vendor") for r in runs} - {vendor}
     if others:
@@ -224,6 +226,18 @@ def prior_runs(output: str, resume: bool, vendor: str, n: int) -> list:
     if sizes - {n}:
         raise UsageError(f"--resume: {output} was measured with -n {min(sizes - {n})}, not -n {n}")
     return runs
+
+
+def _tune_sweep_in(runs: list) -> bool:
+    """Whether runs hold a tune-sweep's jobs (an empty file holds nothing to mix with: True): a forced
+    or switched library algorithm, a budgeted round's points, or the record a finished one stores."""
+    return not runs or any(
+        r.attrs.get("tune_sweep")
+        or r.config.get("library_variant")
+        or r.config.get("library_variants") is not None
+        or r.config.get("points") is not None
+        for r in runs
+    )
 
 
 def _already(runs: list, parts: dict[str, SweepConfig]) -> tuple[set[str], set[str]]:
