@@ -190,6 +190,22 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_every_point(tmp_pat
         subprocess.run(["umount", str(mount)], check=False)
 
 
+@pytest.mark.process
+def test_a_read_only_file_system_is_named_as_such(tmp_path):
+    """It was reported as "permission denied", which sends a user to chmod."""
+    from fabricprobe.store.writer import check_output_path
+
+    mount = _small_tmpfs(tmp_path, "1m")
+    try:
+        ResultsWriter(str(mount / "old.h5")).close()
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        for name in ("old.h5", "new.h5"):
+            with pytest.raises(UsageError, match="read-only file system"):
+                check_output_path(str(mount / name))
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("launched", ["mpiexec", "alone"])
 def test_interrupting_a_sweep_marks_the_run_interrupted(tmp_path, launched):

@@ -29,12 +29,22 @@ def check_output_path(path: str) -> None:
     if os.path.exists(path):
         check_results_file(path)
         if not os.access(path, os.W_OK):
-            raise UsageError(f"cannot write results to {path}: permission denied")
+            raise UsageError(f"cannot write results to {path}: {_why_not_writable(path)}")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"cannot write results to {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):  # the journal and the folded copy are written beside it
-        raise UsageError(f"cannot write results to {path}: directory {parent} is not writable")
+        raise UsageError(f"cannot write results to {path}: directory {parent}: {_why_not_writable(parent)}")
+
+
+def _why_not_writable(path: str) -> str:
+    """A read-only file system said so (it was reported as "permission denied"), else permission."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    except OSError:
+        pass
+    return "permission denied"
 
 
 FOLD_EVERY_S = 30.0  # a running sweep folds its journal this often (each fold copies the file once)
