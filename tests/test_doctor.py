@@ -320,6 +320,14 @@ def test_bad_input_is_one_line_and_exit_2(args, tmp_path):
 
 
 @pytest.mark.process
+def test_one_rank_is_refused_not_given_a_clean_bill(tmp_path):
+    """One process measured no pair and reported "No suspects", exit 0."""
+    out = run_local(["doctor", "-o", str(tmp_path / "d.h5")], cwd=tmp_path)
+    assert out.returncode == 2 and "pairs of ranks" in error_lines(out.stderr)[0], out.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.process
 def test_doctor_never_writes_over_another_file(tmp_path):
     sweep = tmp_path / "results.h5"
     with h5py.File(sweep, "w") as f:

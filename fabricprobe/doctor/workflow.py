@@ -10,6 +10,7 @@ from fabricprobe.console import make_console, set_rank, warn_line
 from fabricprobe.doctor import measure, record, render, schedule
 from fabricprobe.doctor.diagnose import Diagnosis, diagnose
 from fabricprobe.doctor.results import Measurements, pair_table, rank_table
+from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import init_mpi
 
@@ -71,6 +72,8 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
     MPI = init_mpi(THREAD_LEVEL)
     comm = MPI.COMM_WORLD
     set_rank(comm.rank)
+    if comm.size < 2:  # it measured no pair and reported "No suspects"
+        raise UsageError("the doctor measures pairs of ranks: run it under mpiexec -n 2 or more (srun -n 2 ...)")
     topo = topology.detect(comm)
     prov = provenance.collect(MPI, comm, topo, THREAD_LEVEL, argv)
     node_of = list(topo.node_of)
