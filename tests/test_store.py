@@ -11,6 +11,7 @@ import pytest
 
 from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, check_output_path, load_runs, select_run
+from fabricprobe.store.repair import repair
 from fabricprobe.store.safety import deferred_signals
 from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
 
@@ -111,6 +112,10 @@ def test_not_ours(tmp_path):
         f.attrs["schema_version"] = SCHEMA_VERSION + 1
     with pytest.raises(UsageError, match="schema version"):
         load_runs(str(newer))
+    before = newer.read_bytes()
+    with pytest.raises(UsageError, match="schema version.*repair changes nothing"):  # it said "intact"
+        repair(str(newer))
+    assert newer.read_bytes() == before
 
 
 def test_output_path_checks(tmp_path):

@@ -25,7 +25,7 @@ from fabricprobe.store.fold import (
     rewrite,
     write_samples,
 )
-from fabricprobe.store.schema import FORMAT
+from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION
 
 ROWS_AT_ONCE = 64  # a table is read in pieces of this many rows; a piece that fails is read again row by row
 
@@ -81,10 +81,16 @@ def recognise(path: str) -> None:
             fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
             ours = fmt == FORMAT or (fmt is None and "runs" in f)
             other = fmt is not None and fmt != FORMAT
+            version = f.attrs.get("schema_version")
     except Exception:  # noqa: BLE001 - a root that does not read: damage, salvaged if anything reads
         return
     if other or not ours:
         raise UsageError(f"{path} is an HDF5 file but not a fabricprobe results file; repair changes nothing")
+    if version is not None and int(version) > SCHEMA_VERSION:  # it was called "intact", which no reader agrees with
+        raise UsageError(
+            f"{path} has schema version {version}; this fabricprobe reads up to {SCHEMA_VERSION}: "
+            "repair it with the fabricprobe that wrote it; repair changes nothing"
+        )
 
 
 def repair(path: str) -> RepairReport:
