@@ -6,6 +6,7 @@ EXIT_OK = 0
 EXIT_WRONG = 1  # a measured point failed validation
 EXIT_USAGE = 2  # bad input: one line on rank 0, nothing written
 EXIT_WATCHDOG = 3  # a point exceeded its time limit; the job was aborted
+EXIT_DAMAGED = 4  # a file read was damaged: what could be read was used, the loss named (store.damage)
 EXIT_INTERRUPTED = 130
 
 

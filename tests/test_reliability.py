@@ -76,6 +76,40 @@ def test_one_flipped_bit_loses_that_record_only(tmp_path, where):
     assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 3, 4, 5]
 
 
+@pytest.mark.parametrize("record", ["start", "point 2"])
+def test_every_reader_names_a_flipped_bit_in_the_journal(tmp_path, record):
+    """A flipped bit in a journal record dropped that point (or, in the record that starts the run, the
+    whole run) from report in silence, exit 0 (issue 53: 17 of 17 flips); only repair named it."""
+    path = tmp_path / "r.h5"
+    first = ResultsWriter(str(path))  # run 0001, folded into the file: the journal then holds run 0002 only
+    first.start_run({"nranks": 2})
+    first.append_point(_row(0), None)
+    first.close()
+    w = _journal_with_points(path, 6)
+    w.update_run({"status": "complete"})
+    jpath = Path(journal.journal_path(str(path)))
+    starts = _offsets(path)
+    at = starts[0 if record == "start" else 3]
+    data = bytearray(jpath.read_bytes())
+    data[at + journal._HEAD.size + 2] ^= 0x04  # inside the header's JSON, before "run"
+    jpath.write_bytes(bytes(data))
+    del w
+    said = (
+        "run 0002's start record, so its 6 intact point records cannot be shown"
+        if record == "start"
+        else f"journal record at byte {at}"
+    )
+    for argv in (["report", str(path)], ["report", str(path), "--format", "json"], ["compare", str(path), str(path)]):
+        out = run_local(argv)
+        warnings = [line for line in out.stderr.splitlines() if "is damaged" in line]
+        assert out.returncode == 4 and len(warnings) == 1 and said in warnings[0], (argv, out.returncode, out.stderr)
+    if record == "point 2":
+        assert "of run 0002 (points 2 lost)" in warnings[0], warnings
+        doc = json.loads(run_local(["report", str(path), "--format", "json"]).stdout)
+        assert doc["damage"] and said in doc["damage"][0]
+        assert [p["index"] for p in doc["runs"][1]["points"]] == [0, 1, 3, 4, 5]
+
+
 def test_a_record_that_names_no_run_is_skipped_not_a_traceback(tmp_path):
     """What an interrupt in a sweep's first 100 ms left (7 of 8 SIGINT trials): every later sweep,
     --resume and repair ended in TypeError."""
@@ -87,9 +121,10 @@ def test_a_record_that_names_no_run_is_skipped_not_a_traceback(tmp_path):
     found = journal.read(str(path))
     assert len(found.damaged) == 1 and len(found.records) == 4
     assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 2]
-    for argv in (["report", str(path)], ["repair", str(path)]):
-        out = run_local(argv)
-        assert "Traceback" not in out.stderr and out.returncode in (0, 1), (argv, out.stderr)
+    out = run_local(["report", str(path)])  # shown, and the damage named: exit 4 (EXIT_DAMAGED)
+    assert out.returncode == 4 and "is damaged" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    out = run_local(["repair", str(path)])
+    assert "Traceback" not in out.stderr and out.returncode in (0, 1), out.stderr
 
 
 def test_a_writer_whose_run_has_not_started_records_nothing(tmp_path):

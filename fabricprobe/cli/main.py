@@ -29,7 +29,15 @@ from fabricprobe.cli import (
 )
 from fabricprobe.cli.parser import HelpFormatter, Parser, attach_values
 from fabricprobe.console import error_line, is_root
-from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_USAGE, EXIT_WRONG, StorageError, UsageError
+from fabricprobe.errors import (
+    EXIT_DAMAGED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_WRONG,
+    StorageError,
+    UsageError,
+)
 from fabricprobe.mpienv.launcher import launched_by_mpiexec
 from fabricprobe.version import __version__
 
@@ -101,12 +109,26 @@ def _stdout_gone() -> None:
         pass
 
 
+def _damage_said(code: int) -> int:
+    """A command that succeeded on a damaged file exits EXIT_DAMAGED: its warning named the loss, and
+    a script must not take the output for whole (store.damage)."""
+    said = sys.modules.get("fabricprobe.store.damage")  # loaded only by a command that read a file
+    return EXIT_DAMAGED if code == EXIT_OK and said is not None and said.seen() else code
+
+
+def _nothing_said_yet() -> None:
+    said = sys.modules.get("fabricprobe.store.damage")
+    if said is not None:
+        said.forget()
+
+
 def main(argv: list[str] | None = None) -> int:
     _lenient_streams()
+    _nothing_said_yet()
     try:
         parser = build_parser()  # imports every subcommand: a Ctrl-C here is an interruption too
         args = parser.parse_args(attach_values(sys.argv[1:] if argv is None else list(argv)))
-        return int(args.handler(args) or 0)
+        return _damage_said(int(args.handler(args) or 0))
     except UsageError as exc:
         error_line(str(exc))
         if not is_root() and launched_by_mpiexec():

@@ -79,6 +79,9 @@ def to_json(runs: list[Run], collectives: list[str] | None = None) -> str:
     found = groups(runs)
     if found:
         doc["launch_groups"] = [group_json(g, collectives) for g in found]
+    lost = sorted({loss for run in runs for loss in run.damage})
+    if lost:  # what the file lost (store.damage), also said on stderr
+        doc["damage"] = lost
     return json.dumps(json_safe(doc), indent=1, sort_keys=False) + "\n"
 
 

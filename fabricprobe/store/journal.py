@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -153,6 +154,7 @@ class Journal:
     records: list[Record]
     torn_bytes: int  # bytes after the last intact record (a write cut short), ignored
     damaged: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) skipped between intact records
+    damaged_runs: list[str | None] = field(default_factory=list)  # the run each damaged record names, if readable
 
 
 KINDS = (START, POINT, UPDATE)
@@ -211,7 +213,16 @@ def read(path: str) -> Journal:
             break  # otherwise nothing intact after it: a record cut short by a kill
         damaged.append((at, resume - at))
         at = resume
-    return Journal(records, len(data) - at, damaged)
+    return Journal(records, len(data) - at, damaged, [_run_named(data[a : a + n]) for a, n in damaged])
+
+
+_RUN = re.compile(rb'"run": "([0-9]{1,12})"')
+
+
+def _run_named(chunk: bytes) -> str | None:
+    """The run a damaged record's header still names (a flipped bit elsewhere leaves it readable)."""
+    found = {m.group(1).decode() for m in _RUN.finditer(chunk)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _complete(data: bytes, at: int) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 
 from fabricprobe.errors import UsageError
 from fabricprobe.inputs import is_digits
-from fabricprobe.store import journal
+from fabricprobe.store import damage, journal
 from fabricprobe.store.attrs import read_attrs
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
@@ -60,6 +60,7 @@ class Run:
     attrs: dict[str, Any]
     points: list[dict[str, Any]] = field(default_factory=list)
     journal_samples: dict[int, np.ndarray] = field(default_factory=dict)  # points not folded yet
+    damage: list[str] = field(default_factory=list)  # what the file lost (store.damage), the same for each run
 
     @property
     def status(self) -> str:
@@ -101,11 +102,15 @@ def load_runs(path: str) -> list[Run]:
     check_results_file(path)
     for _ in range(20):
         before = _inode(path)
-        records = journal.read(path).records
+        found = journal.read(path)
         runs = _read_file(path)
         if _inode(path) == before:  # no fold replaced the file while we read
             break
-    _overlay(runs, records, path)
+    orphans = _overlay(runs, found.records, path)
+    losses = damage.journal_damage(path, found, orphans, runs)
+    damage.say(path, losses)
+    for run in runs.values():
+        run.damage = losses
     return [runs[k] for k in sorted(runs)]
 
 
@@ -133,13 +138,16 @@ def _read_file(path: str) -> dict[str, Run]:
     return runs
 
 
-def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> None:
-    """The journal's records applied to runs as fold would apply them to the file."""
+def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> dict[str, int]:
+    """The journal's records applied to runs as fold would apply them to the file; returns, per run
+    whose start record is in neither (damaged), how many intact point records it had."""
+    orphans: dict[str, int] = {}
     for r in records:
         if r.kind == journal.START:
             run = runs.setdefault(r.run, Run(path, r.run, {}))
             run.attrs.update(_as_read(r.attrs or {}))
         elif r.run not in runs:
+            orphans[r.run] = orphans.get(r.run, 0) + (r.kind == journal.POINT)
             continue
         elif r.kind == journal.UPDATE:
             runs[r.run].attrs.update(_as_read(r.attrs or {}))
@@ -147,6 +155,7 @@ def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> 
             runs[r.run].points.append(row_to_dict(r.row[0]))
             if r.samples is not None and r.samples.size:
                 runs[r.run].journal_samples[r.index] = r.samples
+    return orphans
 
 
 def _as_read(attrs: dict[str, Any]) -> dict[str, Any]:
