@@ -7,7 +7,9 @@ Each trial starts from the same file: 3 runs of 12 points with their samples fol
 file, and a fourth run of 12 points still in the journal (its writer killed). Then one bit is flipped
 at a random byte of the journal or of the HDF5 file, and:
 - journal: the damaged record must be skipped and named (journal.read's `damaged`, or the torn end when
-  the last record's length field itself was hit), and every other record kept;
+  the last record's length field itself was hit), every other record kept, and a reader (load_runs,
+  what report, compare, plot and tune read through) that shows less than the original must say so
+  (store.damage: one warning line, exit status 4);
 - HDF5: every run, point row and sample array is read back and compared with the original; a value that
   differs without a reader saying "damaged" is a silent corruption (the count that must be 0), a
   "damaged" answer is a detection, and a flip that changes nothing readable (free space, padding) is
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from fabricprobe.errors import UsageError
-from fabricprobe.store import ResultsWriter, journal, load_runs
+from fabricprobe.store import ResultsWriter, damage, journal, load_runs
 
 POINTS = 12
 
@@ -121,6 +123,13 @@ def main() -> int:
                     tally["journal detected"] += named
                     if not named or kept < len(records) - 1:
                         problems.append(f"journal byte {at}: named {named}, kept {kept} of {len(records)}")
+                    damage.forget()  # what every reader gets (load_runs): a loss must be said
+                    shown = content(path)
+                    if shown != truth and not damage.seen():
+                        tally["journal: reader SILENT"] += 1
+                        problems.append(f"journal byte {at}: a reader lost something and did not say so")
+                    else:
+                        tally["journal: reader said" if shown != truth else "journal: reader lost nothing"] += 1
                 else:
                     tally["hdf5 flips"] += 1
                     try:
