@@ -7,6 +7,7 @@ EXIT_WRONG = 1  # a measured point failed validation
 EXIT_USAGE = 2  # bad input: one line on rank 0, nothing written
 EXIT_WATCHDOG = 3  # a point exceeded its time limit; the job was aborted
 EXIT_DAMAGED = 4  # a file read was damaged: what could be read was used, the loss named (store.damage)
+EXIT_LAUNCHER = 5  # a launcher this command started was killed or crashed; the ranks it left were ended
 EXIT_INTERRUPTED = 130
 
 
@@ -17,3 +18,8 @@ class UsageError(Exception):
 class StorageError(Exception):
     """Results could not be written (disk full, file system gone). One line, exit 1; what was written
     before is kept (the journal and the HDF5 file are never left damaged)."""
+
+
+class LauncherError(Exception):
+    """A launcher this command started (tune-sweep's jobs, sweep --launches) was killed or crashed: one
+    line naming it, exit EXIT_LAUNCHER; every point measured before is kept."""

@@ -237,6 +237,67 @@ def test_an_interrupted_tune_sweep_resumes(tmp_path):
     assert len(load_runs(str(path))) == len(after)
 
 
+def _wait_for_state(proc, state: str, wanted: tuple[str, str]) -> None:
+    """Until tune-sweep's state file names the (collective, variant) being measured."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            found = json.loads(open(state).read())
+            if (found["collective"], found["variant"]) == wanted:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.2)
+    pytest.fail(f"the sweep never reached {wanted}")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def _mentioning(text: str) -> list[int]:
+    """Live processes whose command line mentions text."""
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if text in open(f"/proc/{entry}/cmdline").read() and "Z" not in open(f"/proc/{entry}/stat").read()[-60:]:
+                out.append(int(entry))
+        except OSError:
+            pass
+    return out
+
+
+def test_a_killed_launcher_is_named_and_its_ranks_ended(tmp_path):
+    """SIGKILL to the launcher tune-sweep started: tune-sweep exited 2 (the bad-input status) with an
+    empty cause and advice that did not apply, and its ranks ran on 2-5 s after it returned (issue 53)."""
+    path = tmp_path / "k.h5"
+    alg = _variant("reduce")
+    argv = [*fabricprobe_argv(), "tune-sweep", "-n", str(_n()), *GRID, "--collectives", "reduce", "-o", str(path)]
+    env = mpi_env({"FABRICPROBE_FAULT_HANG": f"reduce/library:{alg}:1"})  # the job stays busy in it
+    proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_for_state(proc, f"{path}.switching", ("reduce", alg))
+        (launcher_pid,) = _children(proc.pid)
+        os.kill(launcher_pid, signal.SIGKILL)
+        code = proc.wait(timeout=60)
+        err = proc.stderr.read().decode()
+        left = _mentioning(str(tmp_path))  # the ranks' command lines name the job file beside k.h5
+    finally:
+        kill_session(proc.pid)
+        proc.wait()
+    lines = [line for line in err.splitlines() if line.startswith("fabricprobe: error:")]
+    assert code == 5 and len(lines) == 1 and "was ended by SIGKILL" in lines[0], (code, err[-2000:])
+    assert not left, left
+
+
 def test_switch_launch_still_launches_one_job_per_algorithm(tmp_path):
     out = _sweep(tmp_path / "l.h5", "--collectives", "reduce", "--switch", "launch")
     expected = _expected("reduce")

@@ -32,9 +32,11 @@ from fabricprobe.console import error_line, is_root
 from fabricprobe.errors import (
     EXIT_DAMAGED,
     EXIT_INTERRUPTED,
+    EXIT_LAUNCHER,
     EXIT_OK,
     EXIT_USAGE,
     EXIT_WRONG,
+    LauncherError,
     StorageError,
     UsageError,
 )
@@ -140,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         error_line("interrupted")
         return EXIT_INTERRUPTED
+    except LauncherError as exc:
+        error_line(str(exc))
+        return EXIT_LAUNCHER
     except StorageError as exc:
         error_line(str(exc))
         _abort_mpi(EXIT_WRONG)  # the other ranks would wait for rank 0 in the next point

@@ -6,10 +6,12 @@ nodes)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 
-from fabricprobe.mpienv import slurm_env
+from fabricprobe.errors import LauncherError
+from fabricprobe.mpienv import orphans, slurm_env
 from fabricprobe.mpienv.launcher import run_launch, stream_launch
 
 
@@ -21,9 +23,25 @@ def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeo
     argv = [*base[:-2], *slurm_env.step_nodes(base[:-2], int(base[-1])), *base[-2:]]
     argv += [sys.executable, "-m", "fabricprobe", *args]
     full = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
+    orphans.adopt()
     if on_line is not None:
-        return stream_launch(argv, on_line, env=full, timeout=timeout)
-    return run_launch(argv, env=full, timeout=timeout)
+        out = stream_launch(argv, on_line, env=full, timeout=timeout)
+    else:
+        out = run_launch(argv, env=full, timeout=timeout)
+    if out.returncode < 0:  # the launcher itself died of a signal: its ranks would run on
+        ended = orphans.end()
+        raise LauncherError(
+            f"the launcher {os.path.basename(argv[0])} was ended by {_signal_name(-out.returncode)}; "
+            f"{ended} processes it left were ended; every point measured before is kept"
+        )
+    return out
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def job_file(output: str, content: str) -> str:
