@@ -210,3 +210,12 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(where, monkeypatch, cap
     assert start.main() == 130
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["fabricprobe: error: interrupted"], err
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("args", [["--buffer", "cupy"], ["--buffer", "numba"]])
+def test_refused_after_the_library_as_one_process_is_still_one_line(args, results):
+    """The "running as one process" warning came before an error refused after MPI started (issue 53)."""
+    out = run_local(["sweep", "-o", str(results), "--collectives", "allreduce", "--sizes", "8", *args], process=True)
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("fabricprobe: error:"), out.stderr

@@ -170,12 +170,6 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     larger = sorted({s for s in config.comm_sizes or [] if s > comm.size})
     if larger:  # was a note in the report's header, easy to miss: the points the user asked for were not measured
         raise UsageError(f"--comm-sizes {','.join(map(str, larger))}: larger than this {comm.size}-rank job")
-    if comm.size == 1 and not launched_by_mpiexec():
-        warn(
-            "running as one process (no mpiexec): collectives run at n=1 and point-to-point tests are "
-            "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric"
-        )
-
     job.phase("topology")
     faults.hang_if_asked("setup", comm.rank)
     topo = topology.detect(comm)
@@ -186,6 +180,11 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         topo = topology.virtual(topo, topology.node_sizes(config.ranks_per_node, comm.size))
     topology.set_active(comm, topo)
     topology.hierarchy(comm)  # communicator splits happen here, not inside a timed point
+    if comm.size == 1 and not launched_by_mpiexec():  # after every refusal: an error stays one line
+        warn(
+            "running as one process (no mpiexec): collectives run at n=1 and point-to-point tests are "
+            "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric"
+        )
     job.phase("provenance")
     prov = provenance.collect(MPI, comm, topo, config.thread_level)
     writer = job.writer
