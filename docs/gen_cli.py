@@ -25,7 +25,9 @@ crashed (one line naming it; the ranks it left are ended, every point measured b
 interrupted
 (Ctrl-C, SIGTERM, SIGHUP: the run is marked `interrupted` and every rank exits 130 at once, even inside
 a long timed batch; Open MPI's `mpiexec` itself returns 1 after Ctrl-C whatever its ranks return,
-MPICH's returns 130).
+MPICH's returns 130). Under Open MPI's `mpiexec`, a rank's non-zero exit makes the launcher print its own
+banner ("prterun detected that one or more processes exited with non-zero status") after fabricprobe's
+one line: the launcher's, not suppressible from a rank (`mpiexec --quiet` is not an option of 5.0).
 
 Every number an option takes is checked one way (`fabricprobe/inputs.py`): ASCII digits, finite, in the
 option's range (Unicode digits such as ², nan, inf and 1e999 are refused in one line), and a `--config`
