@@ -21,8 +21,8 @@ could not be written (disk full: one line, the run marked `aborted`, every earli
 input (one line on stderr, nothing written); 3 the watchdog aborted a hung point; 4 a file read was
 damaged (what could be read is shown, and one warning line names what it lost: run `fabricprobe
 repair`); 5 a launcher the command started (tune-sweep's jobs, `sweep --launches`) was killed or
-crashed (one line naming it; the ranks it left are ended, every point measured before is kept); 130
-interrupted
+crashed (one line naming it; the ranks it left are ended, every point measured before is kept); 70 an
+internal error, a bug in fabricprobe (its traceback follows; 1 always means results); 130 interrupted
 (Ctrl-C, SIGTERM, SIGHUP: the run is marked `interrupted` and every rank exits 130 at once, even inside
 a long timed batch; Open MPI's `mpiexec` itself returns 1 after Ctrl-C whatever its ranks return,
 MPICH's returns 130). Under Open MPI's `mpiexec`, a rank's non-zero exit makes the launcher print its own

@@ -8,6 +8,7 @@ EXIT_USAGE = 2  # bad input: one line on rank 0, nothing written
 EXIT_WATCHDOG = 3  # a point exceeded its time limit; the job was aborted
 EXIT_DAMAGED = 4  # a file read was damaged: what could be read was used, the loss named (store.damage)
 EXIT_LAUNCHER = 5  # a launcher this command started was killed or crashed; the ranks it left were ended
+EXIT_INTERNAL = 70  # a bug in fabricprobe (sysexits' EX_SOFTWARE): a traceback, never "wrong results" (1)
 EXIT_INTERRUPTED = 130
 
 

@@ -219,3 +219,18 @@ def test_refused_after_the_library_as_one_process_is_still_one_line(args, result
     out = run_local(["sweep", "-o", str(results), "--collectives", "allreduce", "--sizes", "8", *args], process=True)
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("fabricprobe: error:"), out.stderr
+
+
+def test_an_internal_error_has_a_status_of_its_own(monkeypatch, capsys):
+    """A bug exited 1, the status of wrong results: a script could not tell the two apart (issue 53)."""
+    from fabricprobe.cli import main as cli_main
+    from fabricprobe.cli import report_cmd
+
+    def bug(args):
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(report_cmd, "run", bug)
+    monkeypatch.setattr(cli_main, "_abort_mpi", lambda code: None)
+    assert cli_main.main(["report", "x.h5"]) == 70
+    err = capsys.readouterr().err
+    assert err.startswith("fabricprobe: internal error: RuntimeError: planted") and "Traceback" in err

@@ -31,6 +31,7 @@ from fabricprobe.cli.parser import HelpFormatter, Parser, attach_values
 from fabricprobe.console import error_line, is_root
 from fabricprobe.errors import (
     EXIT_DAMAGED,
+    EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_LAUNCHER,
     EXIT_OK,
@@ -160,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fabricprobe: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         traceback.print_exc()
         sys.stderr.flush()
-        _abort_mpi(1)
-        return 1
+        _abort_mpi(EXIT_INTERNAL)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":
