@@ -8,6 +8,7 @@ import pytest
 from batch import Case, run_batch
 from mpirun import run_local, run_mpi
 
+from fabricprobe.specs import SPECS
 from fabricprobe.store import load_runs
 from fabricprobe.store.schema import POINT_DTYPE
 
@@ -52,6 +53,16 @@ def _multi_pair(n: int) -> Case:
     return Case(args + (["--ranks-per-node", "2"] if n == 4 else []))
 
 
+ROOTED = [name for name, spec in SPECS.items() if spec.rooted]
+
+
+def _rooted(root: int) -> Case:
+    """Every rooted collective (blocking, non-blocking, persistent) at another root than 0: a library
+    call that ignored its root passed every test (issue 53: no test ran one at a root other than 0)."""
+    sizes = ["--sizes", "0,8,1K", "--iters", "10", "--warmup", "1", "--max-time", "0.05"]
+    return Case(["sweep", "-o", "{out}", "--collectives", ",".join(ROOTED), "--root", str(root), *sizes, "--quiet"])
+
+
 # Every sweep of this module that needs no job of its own, by rank count: one launch each (tests/batch.py).
 CASES = {
     1: {"every": _every_collective(), "vector-native": _vector_forms(1, "native")},
@@ -70,9 +81,16 @@ CASES = {
         "vector-native": _vector_forms(2, "native"),
         "multi-pair": _multi_pair(2),
     },
-    3: {"every": _every_collective(), "vector-native": _vector_forms(3, "native")},
+    3: {
+        "every": _every_collective(),
+        "vector-native": _vector_forms(3, "native"),
+        "root-1": _rooted(1),
+        "root-2": _rooted(2),
+    },
     4: {
         "every": _every_collective(),
+        "root-2": _rooted(2),
+        "root-3": _rooted(3),
         "multi-pair": _multi_pair(4),
         "side-by-side": Case(
             ["sweep", "-o", "{out}", "--sizes", "8,64K", "--iters", "20", "--warmup", "2", "--max-time", "0.2"]
@@ -121,6 +139,17 @@ def test_sweep_every_collective(n, sweep):
         assert p["min_s"] <= p["median_s"] <= p["max_s"]
     reductions = {(p["dtype"], p["op"]) for p in points if p["collective"] == "allreduce"}
     assert reductions == {("float32", "sum"), ("float32", "max"), ("int64", "sum"), ("int64", "max")}
+
+
+@pytest.mark.parametrize("n,root", [(3, 1), (3, 2), (4, 2), (4, 3)])  # ⌊p/2⌋ and p - 1; root 0 above
+def test_every_rooted_collective_at_another_root(n, root, sweep):
+    out = sweep(n, f"root-{root}")
+    assert out.returncode == 0, out.stderr
+    run = load_runs(str(out.results))[-1]
+    points = _measured(run)
+    assert run.config["root"] == root and {p["collective"] for p in points} == set(ROOTED)
+    assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points), [p for p in points if p["wrong"]]
+    assert all(p["checked"] > 0 for p in points if p["count"] > 0)
 
 
 def test_without_mpiexec_runs_what_makes_sense(results):

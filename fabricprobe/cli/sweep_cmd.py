@@ -97,7 +97,13 @@ def add_parser(sub: Any) -> None:
     g.add_argument("-d", "--dtypes", default="float32", metavar="LIST", help=f"comma-separated: {', '.join(DTYPES)}")
     g.add_argument("--ops", default="sum", metavar="LIST", help=f"reduction ops, comma-separated: {', '.join(OPS)}")
     g.add_argument("--in-place", choices=("no", "yes", "both"), default="no", help="use MPI_IN_PLACE")
-    g.add_argument("--root", type=whole_type("--root", 0, MAX_RANKS), default=0, help="root rank of reduce and bcast")
+    g.add_argument(
+        "--root",
+        type=whole_type("--root", 0, MAX_RANKS),
+        default=0,
+        help="root rank of the rooted collectives: reduce, bcast, gather, scatter, their v, non-blocking "
+        "and persistent forms",
+    )
     g.add_argument(
         "--comm-sizes",
         metavar="LIST",
