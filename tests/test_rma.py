@@ -58,6 +58,24 @@ def test_a_put_that_lands_elsewhere_is_caught(name):
     assert right_spec.check(t2) == 0 and right_spec.checked_elements(t2) == mem2.size
 
 
+@pytest.mark.parametrize("name", ["put_bw", "get_bw"])
+@pytest.mark.parametrize("moved", ["block 0 every time", "blocks swapped"])
+def test_a_window_transfer_that_moves_the_wrong_block_is_caught(name, moved):
+    """Every block of a window holds its own data: with one block repeated (np.resize), a get that
+    always read block 0, or any permutation of blocks, was right by construction (issue 53)."""
+    spec, (origin, target) = _pair(name, 100)
+    source = origin.send if name == "put_bw" else spec.window_memory(target)
+    dest = spec.window_memory(target) if name == "put_bw" else origin.recv
+    blocks = source.reshape(spec.messages(origin), -1)
+    assert len({b.tobytes() for b in blocks}) == len(blocks) > 1  # no two blocks alike
+    order = [0] * len(blocks) if moved == "block 0 every time" else [1, 0, *range(2, len(blocks))]
+    dest[:] = blocks[order].ravel()
+    checked = origin if name == "get_bw" else target
+    assert spec.check(checked) > 0
+    dest[:] = source  # the right transfer
+    assert spec.check(checked) == 0
+
+
 def test_fetch_and_op_and_compare_and_swap_are_checked_on_both_sides():
     for name, after in (("fop_latency", lambda start, operand: start + operand), ("cas_latency", lambda s, o: o)):
         spec, (origin, target) = _pair(name, 8)

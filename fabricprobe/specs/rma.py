@@ -96,34 +96,39 @@ class OneSided(PointToPoint):
     def window_memory(self, case: Case) -> np.ndarray:
         return case.keep[2] if len(case.keep) == 3 else np.empty(0, case.dtype)
 
-    def _origin_data(self, case: Case, count: int) -> np.ndarray:
-        return patterns.data_at(case.rank if case.role == ROLE_INITIATOR else case.peer, 0, count).astype(case.dtype)
+    def _origin_data(self, case: Case, count: int, block: int = 0) -> np.ndarray:
+        source = case.rank if case.role == ROLE_INITIATOR else case.peer
+        return patterns.data_at(source, 0, count, salt=2 * block).astype(case.dtype)
 
-    def _target_data(self, case: Case, count: int) -> np.ndarray:
-        return patterns.data_at(case.rank if case.role == ROLE_RESPONDER else case.peer, 0, count, salt=1).astype(
-            case.dtype
-        )
+    def _target_data(self, case: Case, count: int, block: int = 0) -> np.ndarray:
+        source = case.rank if case.role == ROLE_RESPONDER else case.peer
+        return patterns.data_at(source, 0, count, salt=2 * block + 1).astype(case.dtype)
+
+    def _blocks(self, case: Case, data) -> np.ndarray:
+        """One block per message of a window, each its own data (salted by block): with one block
+        repeated (np.resize), a get that always read block 0, or any permutation of blocks, was right by
+        construction (issue 53)."""
+        return np.concatenate([data(case, case.count, b) for b in range(self.messages(case))])
 
     def prepare(self, case: Case) -> None:
-        n = case.count * self.messages(case)
         if case.role == ROLE_INITIATOR:
-            case.send[:] = np.resize(self._origin_data(case, case.count), n)
+            case.send[:] = self._blocks(case, self._origin_data)
             patterns.sentinel_fill(case.recv)
         elif case.role == ROLE_RESPONDER:
             memory = self.window_memory(case)
             if self.kind in ("put",):
                 patterns.sentinel_fill(memory)
             else:
-                memory[:] = np.resize(self._target_data(case, case.count), n)
+                memory[:] = self._blocks(case, self._target_data)
 
     def results(self, case: Case):
         n = case.count * self.messages(case)
         if case.role == ROLE_RESPONDER and self.kind == "put":
-            return [(self.window_memory(case), np.resize(self._origin_data(case, case.count), n))]
+            return [(self.window_memory(case), self._blocks(case, self._origin_data))]
         if case.role == ROLE_RESPONDER and self.kind == "acc":
             return [(self.window_memory(case), self._target_data(case, n) + self._origin_data(case, n))]
         if case.role == ROLE_INITIATOR and self.kind == "get":
-            return [(case.recv, np.resize(self._target_data(case, case.count), n))]
+            return [(case.recv, self._blocks(case, self._target_data))]
         return []
 
 
@@ -157,11 +162,11 @@ class Accumulate(OneSided):
     kind = "acc"
     steady_checkable = False
 
-    def _origin_data(self, case: Case, count: int) -> np.ndarray:
-        return (super()._origin_data(case, count) % 64).astype(case.dtype)  # sums stay below 256
+    def _origin_data(self, case: Case, count: int, block: int = 0) -> np.ndarray:
+        return (super()._origin_data(case, count, block) % 64).astype(case.dtype)  # sums stay below 256
 
-    def _target_data(self, case: Case, count: int) -> np.ndarray:
-        return (super()._target_data(case, count) % 64).astype(case.dtype)
+    def _target_data(self, case: Case, count: int, block: int = 0) -> np.ndarray:
+        return (super()._target_data(case, count, block) % 64).astype(case.dtype)
 
 
 class AtomicOne(OneSided):
