@@ -119,7 +119,8 @@ def simulate_rooted_and_vector(name, cases, displacements=None):
 def test_gather_scatter_and_the_vector_forms(name, nranks):
     """A correct library passes; one wrong element of any rank's result counts once; a write into a
     gap between blocks, or into a non-root's receive buffer, is a changed untouched element."""
-    from fabricprobe.engine.point import _changed, _snapshot
+    from fabricprobe.engine.validation import changed as _changed
+    from fabricprobe.engine.validation import snapshot as _snapshot
 
     for count in (0, 1, nranks - 1, nranks, nranks + 1, 1000):
         spec, cases = make_cases(name, nranks, count * nranks * 4, root=nranks // 2)
@@ -138,6 +139,28 @@ def test_gather_scatter_and_the_vector_forms(name, nranks):
                 case, buf = untouched[-1]
                 buf[-1] = 5.0
                 assert sum(_changed(k) for k in kept) == 1
+
+
+@pytest.mark.parametrize("name,kind", [("allgatherv", "receive-buffer gaps"), ("gatherv", "non-root receive buffers")])
+def test_a_changed_untouched_buffer_is_named_and_wrong_never_exceeds_checked(name, kind, monkeypatch):
+    """A write into the receive gaps was reported as "changed N elements of send buffers", and #wrong
+    could exceed checked (511 of 508): every element compared now counts as checked (issue 53)."""
+    from fabricprobe.engine import validation
+
+    spec, cases = make_cases(name, 3, 3 * 1000 * 4, root=0)
+    victim = cases[1]  # a non-root: its whole receive buffer (gatherv), or its gaps (allgatherv)
+    kept = [validation.snapshot(spec, case, None) for case in cases]
+    simulate(name, cases)
+    (buf, _) = next((b, c) for b, c in kept[1] if b is not victim.send and b.size)
+    buf[:] = 5.0  # every untouched element spoilt
+    monkeypatch.setattr(validation, "check_output", lambda spec, case, dev, device: (0, spec.checked_elements(case)))
+    tallies = [validation.Tally() for _ in cases]
+    for tally, case, k in zip(tallies, cases, kept):
+        tally.first_call(spec, case, None, None, k)
+    totals = sum(t.totals() for t in tallies)
+    assert validation.wrong_of(totals) == buf.size <= totals[1]
+    note = validation.note_of(totals, False)
+    assert note.startswith(f"changed {buf.size} elements of {kind} the standard leaves untouched"), note
 
 
 @pytest.mark.parametrize("name", ["gatherv", "allgatherv", "alltoallv"])
@@ -206,7 +229,8 @@ def test_unwritten_output_is_wrong():
 def test_the_send_buffer_is_kept_as_the_standard_says(name, in_place):
     """Every rank's send buffer, the root's and the non-roots', is compared before and after the
     validated call (engine.point); a NaN kept is equal, one changed element counts once."""
-    from fabricprobe.engine.point import _changed, _snapshot
+    from fabricprobe.engine.validation import changed as _changed
+    from fabricprobe.engine.validation import snapshot as _snapshot
 
     spec = SPECS[name]
     if in_place and not spec.in_place_supported:

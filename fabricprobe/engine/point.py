@@ -10,7 +10,7 @@ import numpy as np
 
 from fabricprobe.collectives import LIBRARY
 from fabricprobe.collectives.library import overlap_batch
-from fabricprobe.engine import device_point, faults, harness
+from fabricprobe.engine import device_point, faults, harness, validation
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.engine.device_point import DeviceContext
 from fabricprobe.engine.overlap import measure_overlap
@@ -61,56 +61,6 @@ class _NotRunnable(Exception):
     """This point cannot run in this setting; every rank reaches the same reason (it is recorded)."""
 
 
-def _check_output(spec: Any, case: Case, dev: Any, device: DeviceContext | None) -> tuple[int, int]:
-    """(wrong, checked) elements of the output now in case's buffers (fetched from the device first);
-    the planted-fault hook corrupts it first, so both checks can be shown to fail."""
-    if dev is not None:
-        device_point.fetch(case, dev, device.memory)
-    # the first buffer this rank checks (a one-sided target's window is not case.recv)
-    checked = next((actual for actual, _ in spec.results(case) if actual.size), case.recv)
-    faults.corrupt_result(case.collective, case.rank, checked)
-    return spec.check(case), spec.checked_elements(case)
-
-
-def _snapshot(spec: Any, case: Case, dev: Any) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(buffer, copy) of each buffer the call must leave as it is (spec.untouched), host buffers only:
-    a device twin's input is not fetched back."""
-    return [] if dev is not None else [(buf, buf.copy()) for buf in spec.untouched(case)]
-
-
-def _changed(kept: list[tuple[np.ndarray, np.ndarray]]) -> int:
-    """Elements of the untouched buffers that the call changed (compared bit for bit: a NaN kept is equal)."""
-    out = 0
-    for buf, copy in kept:
-        if buf.size:
-            now, then = buf.reshape(-1).view(np.uint8), copy.reshape(-1).view(np.uint8)
-            out += int(np.count_nonzero((now != then).reshape(buf.size, -1).any(axis=1)))
-    return out
-
-
-def _steady_checkable(spec: Any, point: PlannedPoint) -> bool:
-    """Whether the output after the timed calls is the result of one call: out of place, and not a local
-    kernel (dst = dst op src accumulates) or a sparse collective (its inputs are consumed)."""
-    return not point.in_place and not spec.local and not spec.sparse and spec.steady_checkable
-
-
-def _where_wrong(first: int, steady: int, steady_checked: bool, changed: int = 0) -> str:
-    """Which validation failed: the call before the warm-up, the last timed call, or both; and whether
-    the call changed a buffer the standard leaves untouched."""
-    if changed:
-        return f"changed {changed} elements of send buffers the standard leaves untouched" + (
-            f"; {_where_wrong(first - changed, steady, steady_checked)}" if first > changed or steady else ""
-        )
-    if first and steady:
-        return f"wrong in the first validated call ({first}) and after the timed calls ({steady})"
-    if first:
-        after = "right after the timed calls" if steady_checked else "the timed calls' output is not checkable"
-        return f"wrong in the first validated call ({first}); {after}"
-    if steady:
-        return f"wrong only after the timed calls ({steady} elements): the steady state differs from the first call"
-    return ""
-
-
 def _allocate_everywhere(spec: Any, case: Case, comm: Any, MPI: Any) -> None:
     """The point's buffers on every rank, or _NotRunnable on every rank when any rank cannot have them
     (a size too large for memory is recorded and skipped, not a traceback; the ranks must agree, or the
@@ -151,8 +101,7 @@ def run_point(
         ci_target=config.ci_target,
         min_iterations=config.min_iterations,
     )
-    wrong = checked = wrong_steady = changed = 0
-    steady_checked = False
+    tally = validation.Tally()
     overlap = None  # non-blocking collectives: engine.overlap's measurement, on rank 0
     case = None
     bytes_sent = result_nnz = -1
@@ -221,13 +170,10 @@ def run_point(
                     spec.prepare(case)
                     if dev is not None:
                         device_point.load(case, dev, device.memory)
-                    kept = _snapshot(spec, case, dev)
+                    kept = validation.snapshot(spec, case, dev)
                     batch(np.empty(1), loops.BARRIER)
-                    bad, seen = _check_output(spec, case, dev, device)
-                    changed += _changed(kept)
+                    tally.first_call(spec, case, dev, device, kept)
                     del kept
-                    wrong, checked = wrong + bad, checked + seen
-                wrong += changed
                 sent = traffic.sent() // config.check_iters
             else:
                 spec.prepare(case)
@@ -240,13 +186,8 @@ def run_point(
                 bytes_sent = sent
                 result_nnz = case.recv.nnz
         measurement = harness.measure(batch, comm, budget, mode)
-        if validated and _steady_checkable(spec, point):
-            # The last timed call's output, checked too: a library may switch algorithms after its first
-            # calls on a communicator (MPICH moves allreduce to shared memory after ~5), so the timed
-            # calls can run other code than the one validated before the warm-up.
-            wrong_steady, seen = _check_output(spec, case, dev, device)
-            checked += seen
-            steady_checked = True
+        if validated and validation.steady_checkable(spec, point):
+            tally.after_timed_calls(spec, case, dev, device)
         if point.collective != EMPTY and spec.nonblocking and dev is None and point.algorithm == LIBRARY:
             pure = float(np.median(per_iteration(measurement.samples))) if comm.rank == 0 else None
             overlap = measure_overlap(
@@ -267,11 +208,12 @@ def run_point(
 
     errors = comm.gather(error, root=0)
     bytes_sent = comm.reduce(bytes_sent, op=MPI.MAX, root=0)
-    totals = comm.reduce(np.array([wrong, checked, wrong_steady, changed], dtype=np.int64), op=MPI.SUM, root=0)
+    totals = comm.reduce(tally.totals(), op=MPI.SUM, root=0)
+    wrong = 0
     if comm.rank == 0:
-        note = _where_wrong(int(totals[0]), int(totals[2]), steady_checked, int(totals[3])) or note
-        totals[0] += totals[2]
-    any_failed = comm.bcast(bool(any(errors) or totals[0] > 0) if comm.rank == 0 else None, root=0)
+        note = validation.note_of(totals, tally.steady_checked) or note
+        wrong = validation.wrong_of(totals)
+    any_failed = comm.bcast(bool(any(errors) or wrong > 0) if comm.rank == 0 else None, root=0)
     if comm.rank != 0:
         return PointResult(None, None, any_failed)
 
@@ -299,7 +241,7 @@ def run_point(
         pair=point.pair,
         warmup=budget.warmup,
         busbw_factor=factor,
-        wrong=int(totals[0]) if validated else -1,
+        wrong=wrong if validated else -1,
         density=point.density,
         bytes_sent=bytes_sent,
         result_nnz=result_nnz,
@@ -327,7 +269,7 @@ def run_point(
             windows_missed=measurement.windows_missed,
             algbw_gbps=algbw,
             busbw_gbps=busbw,
-            status=POINT_WRONG if totals[0] > 0 else POINT_OK,
+            status=POINT_WRONG if wrong > 0 else POINT_OK,
             note=note,
         )
         if overlap is not None:
