@@ -246,6 +246,20 @@ class SweepConfig:
                 "--timer native cannot time device buffers: their copies and stream synchronisations "
                 "are Python calls (use --timer auto or python)"
             )
+        if self.timer == "native":  # such a point ended in an error, exit 1 (issue 53)
+            untimed = [
+                f"{name} with --rma-sync {sync}"
+                for name in self.collectives
+                if name in SPECS and SPECS[name].rma
+                for sync in self.rma_syncs
+                if not SPECS[name].native_timer(sync)
+            ]
+            if untimed:
+                more = f" (and {len(untimed) - 1} more)" if len(untimed) > 1 else ""
+                raise UsageError(
+                    f"--timer native cannot time {untimed[0]}{more}: only put and get with --rma-sync flush "
+                    "have a compiled loop (use --timer auto)"
+                )
         return self
 
     def _check_types(self) -> None:
