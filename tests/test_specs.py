@@ -163,6 +163,29 @@ def test_a_changed_untouched_buffer_is_named_and_wrong_never_exceeds_checked(nam
     assert note.startswith(f"changed {buf.size} elements of {kind} the standard leaves untouched"), note
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+@pytest.mark.parametrize("name", ["gatherv", "allgatherv"])
+def test_a_receive_count_one_too_large_is_caught(name, dtype):
+    """Each block received one element longer: the extra element is the sender's unsent tail, which
+    held the same sentinel as the receiver's gap, bit for bit, so the write was invisible (issue 53;
+    gatherv's +1 was caught only because its 0-byte point hung). Sentinels differ by rank and role now."""
+    from fabricprobe.engine import validation
+    from fabricprobe.specs import uneven
+
+    spec, cases = make_cases(name, 3, 3 * 100 * 8, dtype, root=0)
+    kept = [validation.snapshot(spec, case, None) for case in cases]
+    simulate(name, cases)
+    assert sum(validation.changed(k) for k in kept) == 0
+    counts = uneven.block_counts(cases[0].count, 3)
+    spilled = 0
+    for dest in cases if name == "allgatherv" else [cases[0]]:
+        for r, (start, k) in enumerate(zip(uneven.gapped_displacements(counts), counts)):
+            if cases[r].send.size > k:  # the sender's buffer has an unsent tail: its first element lands in the gap
+                dest.recv[start : start + k + 1] = cases[r].send[: k + 1]
+                spilled += 1
+    assert spilled and sum(validation.changed(k) for k in kept) == spilled
+
+
 @pytest.mark.parametrize("name", ["gatherv", "allgatherv", "alltoallv"])
 def test_a_library_that_ignores_the_displacements_is_caught(name):
     """Planted: blocks packed in rank order, as if the displacements were not read."""

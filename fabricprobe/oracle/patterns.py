@@ -81,14 +81,44 @@ def data(source: int, index: np.ndarray, salt: int = 0) -> np.ndarray:
     return (source * 131 + salt * 37 + index) % _PERIOD + 1
 
 
-def sentinel_fill(buf: np.ndarray) -> None:
-    """Mark a receive buffer as not yet written: NaN for floats, a value no pattern produces otherwise."""
-    if buf.dtype.kind == "f":
-        buf.fill(np.nan)
-    elif buf.dtype.kind == "u":
-        buf.fill(0)
-    else:
-        buf.fill(-7777)
+RECV, SEND = 0, 1  # a sentinel's role: a receive buffer (or a window), or a send buffer's unsent tail
+
+
+def sentinel_fill(buf: np.ndarray, owner: int = 0, role: int = RECV) -> None:
+    """Mark a buffer as not yet written, with values no pattern produces (NaN for floats, negative
+    integers, bytes outside 1..251) that differ by position, owner (the rank) and role: with one
+    sentinel everywhere, a count one too large copied the sender's sentinel into the root's gap bit
+    for bit, unseen (issue 53)."""
+    if buf.size:
+        buf[...] = sentinels(buf.dtype, buf.size, owner, role).reshape(buf.shape)
+
+
+def sentinels(dtype: np.dtype, count: int, owner: int = 0, role: int = RECV) -> np.ndarray:
+    """The sentinel_fill values (read-only, kept for the next caller)."""
+    return _MEMO.get(
+        ("sentinel", np.dtype(dtype).str, count, owner, role), lambda: _sentinels(dtype, count, owner, role)
+    )
+
+
+_NAN_BITS = {
+    2: (np.uint16, 0x7E00, 0x1FF),
+    4: (np.uint32, 0x7FC00000, 0x3FFFFF),
+    8: (np.uint64, 0x7FF8 << 48, (1 << 51) - 1),
+}
+
+
+def _sentinels(dtype: np.dtype, count: int, owner: int, role: int) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    key = np.arange(count, dtype=np.uint64) + np.uint64(((owner * 2 + role) * 0x9E3779B1) % (1 << 40))
+    if dtype.kind == "f":  # quiet NaNs whose payload is the key
+        utype, quiet, mask = _NAN_BITS[dtype.itemsize]
+        return ((key & np.uint64(mask)) | np.uint64(quiet)).astype(utype).view(dtype)
+    bits = 8 * dtype.itemsize
+    if dtype.kind == "u":  # 252.. and 0: patterns give 1..251
+        span = min((1 << bits) - 251, 1 << 30)
+        return ((np.uint64(252) + key % np.uint64(span)) % np.uint64(1 << bits)).astype(dtype)
+    # below -2**24: far from the patterns (1..251), their sums and the small products of ±1 and 2
+    return (-(1 << 24) - 2 - (key % np.uint64(1 << 30)).astype(np.int64)).astype(dtype)
 
 
 # ---- the same patterns over a range of positions, computed once ----

@@ -38,7 +38,7 @@ class Allgather(CollectiveSpec):
 
     def prepare(self, case: Case) -> None:
         mine = patterns.data_at(case.rank, 0, case.count)
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.recv, case.rank)
         if case.in_place:
             c = case.count
             case.recv[case.rank * c : (case.rank + 1) * c] = mine

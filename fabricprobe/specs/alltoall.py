@@ -42,7 +42,7 @@ class Alltoall(CollectiveSpec):
             case.recv[:] = mine
         else:
             case.send[:] = mine
-            patterns.sentinel_fill(case.recv)
+            patterns.sentinel_fill(case.recv, case.rank)
 
     def results(self, case: Case):
         expected = np.concatenate(

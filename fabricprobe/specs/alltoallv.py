@@ -45,7 +45,7 @@ class Alltoallv(uneven.UnevenBlocks):
         counts = self._counts(case)
         blocks = [patterns.data_at(case.rank, 0, int(k), salt=j) for j, k in enumerate(counts)]
         case.send[:] = np.concatenate(blocks) if blocks else case.send
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.recv, case.rank)
 
     def results(self, case: Case):
         counts = self._counts(case)  # from j: j sends rank its block of size pair(j, rank) = pair(rank, j)

@@ -334,7 +334,7 @@ def prepare_reduction(case: Case) -> None:
         fill_reduction(case.recv, case)
     else:
         fill_reduction(case.send, case)
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.recv, case.rank)
 
 
 def nccl_pointers(case: Case) -> tuple[int, int]:

@@ -36,7 +36,7 @@ class Bcast(CollectiveSpec):
         if case.rank == case.root:
             case.recv[:] = patterns.data_at(case.root, 0, case.count)
         else:
-            patterns.sentinel_fill(case.recv)
+            patterns.sentinel_fill(case.recv, case.rank)
 
     def results(self, case: Case):
         return [(case.recv, patterns.data_at(case.root, 0, case.count))]

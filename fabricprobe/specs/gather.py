@@ -33,7 +33,7 @@ class Gather(CollectiveSpec):
 
     def prepare(self, case: Case) -> None:
         case.send[:] = patterns.data_at(case.rank, 0, case.count)
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.recv, case.rank)
 
     def results(self, case: Case):
         if case.rank != case.root:

@@ -64,7 +64,7 @@ class CopyLocal(LocalSpec):
 
     def prepare(self, case: Case) -> None:
         case.send[:] = patterns.data_at(case.rank, 0, case.count)
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.recv, case.rank)
 
     def results(self, case: Case):
         return [(case.recv, patterns.data_at(case.rank, 0, case.count))]

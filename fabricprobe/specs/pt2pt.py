@@ -34,7 +34,7 @@ class PointToPoint(CollectiveSpec):
     def prepare(self, case: Case) -> None:
         if case.send is not None:
             case.send[:] = patterns.data_at(case.rank, 0, case.count)
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.recv, case.rank)
 
     def results(self, case: Case):
         if case.role not in self.receives_on:

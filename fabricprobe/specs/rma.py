@@ -113,11 +113,11 @@ class OneSided(PointToPoint):
     def prepare(self, case: Case) -> None:
         if case.role == ROLE_INITIATOR:
             case.send[:] = self._blocks(case, self._origin_data)
-            patterns.sentinel_fill(case.recv)
+            patterns.sentinel_fill(case.recv, case.rank)
         elif case.role == ROLE_RESPONDER:
             memory = self.window_memory(case)
             if self.kind in ("put",):
-                patterns.sentinel_fill(memory)
+                patterns.sentinel_fill(memory, case.rank)
             else:
                 memory[:] = self._blocks(case, self._target_data)
 

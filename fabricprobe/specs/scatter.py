@@ -38,7 +38,7 @@ class Scatter(CollectiveSpec):
         if case.rank == case.root:
             c = case.count
             case.send[:] = np.concatenate([patterns.data_at(case.root, 0, c, salt=r) for r in range(case.nranks)])
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.recv, case.rank)
 
     def results(self, case: Case):
         return [(case.recv, patterns.data_at(case.root, 0, case.count, salt=case.rank))]

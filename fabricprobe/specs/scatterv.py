@@ -33,10 +33,10 @@ class Scatterv(uneven.UnevenBlocks):
 
     def prepare(self, case: Case) -> None:
         if case.rank == case.root:
-            patterns.sentinel_fill(case.send)
+            patterns.sentinel_fill(case.send, case.rank, patterns.SEND)
             for block, expected in uneven.block_results(case.send, self._blocks(case), self._counts(case)):
                 block[:] = expected
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.recv, case.rank)
 
     def results(self, case: Case):
         mine = int(self._counts(case)[case.rank])

@@ -84,5 +84,5 @@ class UnevenBlocks(CollectiveSpec):
         """This rank's block at the head of its send buffer, sentinels after it and in recv."""
         mine = int(self._counts(case)[case.rank])
         case.send[:mine] = patterns.data_at(case.rank, 0, mine)
-        patterns.sentinel_fill(case.send[mine:])
-        patterns.sentinel_fill(case.recv)
+        patterns.sentinel_fill(case.send[mine:], case.rank, patterns.SEND)
+        patterns.sentinel_fill(case.recv, case.rank)
