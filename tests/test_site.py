@@ -277,6 +277,7 @@ CRASH = "error: [h:1] *** Process received signal *** / [h:1] Signal: Segmentati
     [
         ([CRASH, CRASH, "[[0, 1, 8, 1]]"], "[[0, 1, 8, 1]]", 3),  # the monitoring crashed twice, then ran
         ([CRASH] * 5, CRASH, 3),  # a crash that repeats is the verdict
+        ([fingerprint.TIMED_OUT, "[[0, 1, 8, 1]]"], "[[0, 1, 8, 1]]", 2),  # a step held after a crash, once
         (["error: MPI_ERR_ARG", "[[0, 1, 8, 1]]"], "error: MPI_ERR_ARG", 1),  # any other failure stands at once
     ],
 )
