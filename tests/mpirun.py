@@ -81,6 +81,19 @@ def fabricprobe_argv() -> list[str]:
     return [sys.executable, "-m", "fabricprobe"]
 
 
+def checker_reports(
+    n: int, python_args: list[str], key=lambda r: r["nranks"], *, env=None, timeout: float = 600
+) -> dict:
+    """A checker driver (tests/drivers/check_*.py) on n ranks, which must succeed: its JSON report lines
+    (one per communicator it checked: drivers/each_size.py), keyed by key(report)."""
+    import json
+
+    out = run_mpi(n, [], python_args=python_args, env=env, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
+    return {key(r): r for r in reports}
+
+
 def run_mpi(
     n: int,
     args: list[str],

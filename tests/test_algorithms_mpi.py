@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from mpirun import launcher, need_ranks, run_mpi
+from mpirun import checker_reports, launcher, need_ranks, run_mpi
 
 pytestmark = pytest.mark.mpi
 DRIVER = str(Path(__file__).parent / "drivers" / "check_algorithms.py")
@@ -62,10 +62,7 @@ def each_size():
     most = max(p for p in range(1, 10) if p <= (launcher().max_ranks if launcher() else 1))
     each = ",".join(str(p) for p in range(1, most + 1))
     large_at = ",".join(f"{p}={n}" for p, n in LARGEST.items())
-    out = run_mpi(most, [], python_args=[DRIVER, "--large", str(LARGE), "--large-at", large_at, "--each", each])
-    assert out.returncode == 0, out.stderr[-3000:]
-    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
-    return {r["nranks"]: r for r in reports}
+    return checker_reports(most, [DRIVER, "--large", str(LARGE), "--large-at", large_at, "--each", each], timeout=300)
 
 
 def _all_match(report: dict) -> None:
@@ -100,10 +97,7 @@ def on_topologies():
     """Every virtual topology in one job of 8 ranks (each on a communicator of its size); {(p, layout): report}."""
     cases = ";".join(f"{n}={layout}" for n, layout in TOPOLOGIES)
     argv = [DRIVER, "--large", str(LARGE), "--layouts", cases, "--collectives", "allreduce"]
-    out = run_mpi(8, [], python_args=[*argv, "--algorithms", HIERARCHICAL])
-    assert out.returncode == 0, out.stderr[-3000:]
-    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
-    return {(r["nranks"], r["layout"]): r for r in reports}
+    return checker_reports(8, [*argv, "--algorithms", HIERARCHICAL], lambda r: (r["nranks"], r["layout"]), timeout=300)
 
 
 @pytest.mark.parametrize("n,layout", TOPOLOGIES)

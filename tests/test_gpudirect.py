@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from mpirun import launcher, mpi_env, need_ranks, python_path, run_mpi
+from mpirun import checker_reports, launcher, mpi_env, need_ranks, python_path, run_mpi
 
 from fabricprobe import collectives
 from fabricprobe.engine import gpudirect
@@ -338,10 +338,7 @@ def device_checks():
             each = [p for p in DEVICE_SIZES[transfer] if p <= most]
             argv = [DRIVER, "--buffer", "numba", "--transfer", transfer, "--dtypes", "float32,float64"]
             argv += ["--ops", "sum,max", "--large", "5000", "--each", ",".join(map(str, each))]
-            out = run_mpi(max(each), [], python_args=argv, env=mpi_env(SIM), timeout=600)
-            assert out.returncode == 0, out.stderr[-3000:]
-            found = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
-            done[transfer] = {r["nranks"]: r for r in found}
+            done[transfer] = checker_reports(max(each), argv, env=SIM)
         return done[transfer]
 
     return reports

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from mpirun import launcher, need_ranks, run_mpi
+from mpirun import checker_reports, launcher, need_ranks, run_mpi
 
 from fabricprobe.store import load_runs
 
@@ -41,10 +41,7 @@ def each_size():
     """p = 1..9 in one job of 9 ranks (tests/drivers/each_size.py: a communicator of the first p ranks
     each time), or up to the ranks this MPI runs here; {p: report}."""
     most = max(p for p in range(1, 10) if p <= (launcher().max_ranks if launcher() else 1))
-    out = run_mpi(most, [], python_args=[DRIVER, "--each", ",".join(map(str, range(1, most + 1)))], timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
-    return {r["nranks"]: r for r in reports}
+    return checker_reports(most, [DRIVER, "--each", ",".join(map(str, range(1, most + 1)))])
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])
@@ -62,10 +59,7 @@ TOPOLOGIES = [(8, "3,3,2"), (5, "2,3"), (8, "4")]
 def on_topologies():
     """Every virtual topology in one job of 8 ranks (each on a communicator of its size); {(p, layout): report}."""
     cases = ";".join(f"{n}={layout}" for n, layout in TOPOLOGIES)
-    out = run_mpi(8, [], python_args=[DRIVER, "--layouts", cases], timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]
-    return {(r["nranks"], r["layout"]): r for r in reports}
+    return checker_reports(8, [DRIVER, "--layouts", cases], lambda r: (r["nranks"], r["layout"]))
 
 
 @pytest.mark.parametrize("n,layout", TOPOLOGIES)
