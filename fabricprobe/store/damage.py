@@ -17,7 +17,7 @@ def journal_damage(path: str, found: journal.Journal, orphans: dict[str, int], r
     """One phrase per loss: each damaged record (with its run when the header still names it, and the
     point indices that run is missing when it is complete), each run whose start record is lost."""
     out = []
-    for (offset, size), run in zip(found.damaged, found.damaged_runs or [None] * len(found.damaged)):
+    for (offset, size), run in zip(found.damaged, found.damaged_runs):
         what = f"journal record at byte {offset} ({size} bytes)"
         if run is not None:
             what += f" of run {run}" + _missing(runs.get(run))
