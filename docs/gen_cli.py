@@ -46,11 +46,15 @@ def help_text(argv: list[str]) -> str:
 
 
 def subcommands(parser: argparse.ArgumentParser, prefix: list[str]) -> list[list[str]]:
-    """Every subcommand path under parser, depth first, in the order the parser lists them."""
+    """Every subcommand path under parser that its help lists (not the internal ones, added without
+    help), depth first, in the order the parser lists them."""
     out = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
+            listed = {choice.dest for choice in action._choices_actions}
             for name, child in action.choices.items():
+                if name not in listed:
+                    continue
                 out.append(prefix + [name])
                 out += subcommands(child, prefix + [name])
     return out

@@ -234,3 +234,17 @@ def test_an_internal_error_has_a_status_of_its_own(monkeypatch, capsys):
     assert cli_main.main(["report", "x.h5"]) == 70
     err = capsys.readouterr().err
     assert err.startswith("fabricprobe: internal error: RuntimeError: planted") and "Traceback" in err
+
+
+@pytest.mark.parametrize("spelling", ["--window-size", "--window"])
+def test_the_window_size_and_its_old_spelling(spelling, capsys):
+    """--window (messages per window in bw/bibw) was one word with --mode window (a timing mode): it is
+    now --window-size, OMB's name; the old spelling still works and says what it is now called."""
+    from fabricprobe.cli.main import build_parser
+    from fabricprobe.cli.sweep_cmd import build_config
+
+    args = build_parser().parse_args(["sweep", spelling, "8"])
+    assert args.window == 8 and build_config(args).window == 8
+    warned = capsys.readouterr().err
+    assert ("--window is now --window-size" in warned) == (spelling == "--window")
+    assert build_parser().parse_args(["sweep"]).window == 64  # OMB's default, whichever spelling exists

@@ -118,6 +118,64 @@ def _fabricprobe_options() -> set[str]:
     return found
 
 
+def _help_texts() -> dict[str, str]:
+    """`fabricprobe ... --help` of every command and subcommand, as a user reads it."""
+    import argparse
+
+    from fabricprobe.cli.main import build_parser
+
+    texts: dict[str, str] = {}
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        texts[path] = parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}")
+
+    walk(build_parser(), "fabricprobe")
+    return texts
+
+
+# What a measured figure looks like in prose: a speed ratio (1.12 faster, 1.09x, 2.2-9.3×), a p-value, a
+# count of repetitions or trials (78/100, 55 of 100 repetitions), a time taken (0.4 s at 2 ranks).
+MEASURED = [
+    r"\d\.\d+ ?[x×]",
+    r"\d\.\d+[x×]? (faster|slower)",
+    r"\bp ?[=<>] ?0?\.\d",
+    r"\b\d+ ?/ ?\d+ (repetitions|runs|trials|launches)",
+    r"\b\d+ of \d+ (repetitions|runs|trials|launches|pairs)",
+    r"\(\d\.\d+,",
+    r"\d+(\.\d+)? ?(s|ms|µs) (at|on) \d+ ranks",
+    r"[~≈]\d+(\.\d+)? ?(MiB|GB|s|ms|µs)",
+]
+
+
+def test_no_help_text_carries_a_measured_figure():
+    """Figures go stale in --help; docs/ holds them beside their commands, and help points there."""
+    found = {
+        (path, match.group(0))
+        for path, text in _help_texts().items()
+        for pattern in MEASURED
+        for match in re.finditer(pattern, " ".join(text.split()))
+    }
+    assert not found, sorted(found)
+
+
+@pytest.mark.parametrize(
+    "planted", ["read 1.12 faster", "1.09x with 64 MiB", "(1.03, 55/100 repetitions", "0.4 s at 2 ranks", "p = 0.37"]
+)
+def test_the_figure_check_finds_a_planted_figure(planted):
+    assert any(re.search(pattern, planted) for pattern in MEASURED), planted
+
+
+def test_internal_commands_and_options_are_not_in_help():
+    texts = _help_texts()
+    assert "tune-sweep-job" not in texts["fabricprobe"]
+    assert "--library-variant" not in texts["fabricprobe sweep"]
+    assert "fabricprobe tune-sweep-job" in texts  # still a command: tune-sweep's launches run it
+
+
 def test_every_option_the_docs_name_exists():
     """A documented option that the program does not have (renamed, removed, mistyped) fails here."""
     known = _fabricprobe_options() | set(FOREIGN_OPTIONS)

@@ -405,7 +405,7 @@ def test_point_to_point_on_device_buffers(tmp_path):
         "intra,all",
         "--sizes",
         "8,64K",
-        "--window",
+        "--window-size",
         "8",
     )
     assert out.returncode == 0, out.stderr[-3000:]

@@ -18,7 +18,7 @@ from fabricprobe.specs.rma import SYNCS
 from fabricprobe.store import load_runs
 
 RMA = [n for n, s in SPECS.items() if s.rma]
-QUIET = ["--iters", "20", "--warmup", "2", "--max-time", "0.1", "--window", "8", "--progress", "none", "--quiet"]
+QUIET = ["--iters", "20", "--warmup", "2", "--max-time", "0.1", "--window-size", "8", "--progress", "none", "--quiet"]
 
 
 def _pair(name: str, count: int) -> tuple:

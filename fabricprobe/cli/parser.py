@@ -30,6 +30,21 @@ def attach_values(argv: list[str]) -> list[str]:
     return out
 
 
+class RenamedOption(argparse.Action):
+    """An option's old spelling, kept working: it stores its value where the new one does and says, in
+    one warning line, what the option is now called. Hidden from --help."""
+
+    def __init__(self, option_strings, dest, renamed_to: str, **kwargs):
+        self.renamed_to = renamed_to
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from fabricprobe.console import warn_line
+
+        warn_line(f"{option_string} is now {self.renamed_to} (the old spelling still works)")
+        setattr(namespace, self.dest, values)
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")

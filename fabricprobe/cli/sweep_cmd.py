@@ -9,7 +9,7 @@ from typing import Any
 
 from fabricprobe import collectives
 from fabricprobe.choices import choice_list, list_items
-from fabricprobe.cli.parser import HelpFormatter
+from fabricprobe.cli.parser import HelpFormatter, RenamedOption
 from fabricprobe.console import warn_line
 from fabricprobe.engine.config import FULL, GROUPS, KNOWN, MAX_LAUNCHES, ORDERS, PAIRS, QUICK, SEED_MAX, SweepConfig
 from fabricprobe.engine.gpudirect import GPUDIRECT
@@ -114,8 +114,7 @@ def add_parser(sub: Any) -> None:
         "--library-variant",
         metavar="NAME",
         default="",
-        help="record the library's points as library:NAME (the library algorithm forced through the "
-        "environment, as fabricprobe tune-sweep does)",
+        help=argparse.SUPPRESS,  # internal: tune-sweep's launches record the library's points as library:NAME
     )
     g.add_argument(
         "--ranks-per-node",
@@ -181,11 +180,20 @@ def add_parser(sub: Any) -> None:
     )
     t.add_argument("--thread-level", choices=THREAD_LEVELS, default="single", help="MPI thread level to request")
     t.add_argument(
-        "--window",
-        type=whole_type("--window", 1, 1 << 20),
+        "--window-size",
+        dest="window",
+        type=whole_type("--window-size", 1, 1 << 20),
         default=OMB_WINDOW,
         metavar="N",
-        help="messages per window in bw/bibw (OMB: 64)",
+        help="messages per window in bw, bibw and the one-sided bandwidth tests (OMB's -W/--window-size; "
+        "not --mode window, a timing mode)",
+    )
+    t.add_argument(
+        "--window",
+        dest="window",
+        type=whole_type("--window", 1, 1 << 20),
+        action=RenamedOption,
+        renamed_to="--window-size",
     )
     t.add_argument(
         "--pairs",
@@ -213,11 +221,11 @@ def add_parser(sub: Any) -> None:
         default=0,
         metavar="MIB",
         help="OMB's buffer setting: each rank maps and writes MIB MiB at its start, before fabricprobe's "
-        "imports write ~66 MiB more, and takes its message buffers from them, as OMB makes its buffers right "
-        "after MPI_Init (on the test VM Open MPI's 4 MiB ping-pong then read as OMB's, 1.03, where by default "
-        "it read 1.12 faster; docs/performance.md). Give at least the send and receive buffers of the largest "
-        "point (2 × the message for latency and allreduce, more for allgather and alltoall); what did not fit "
-        "is made late and the report says how much was needed. Default 0: buffers are made when a point needs them",
+        "imports write theirs, and takes its message buffers from them, as OMB makes its buffers right after "
+        "MPI_Init (why it matters, with the measured difference: docs/performance.md). Give at least the send "
+        "and receive buffers of the largest point (2 × the message for latency and allreduce, more for "
+        "allgather and alltoall); what did not fit is made late and the report says how much was needed. "
+        "Default 0: buffers are made when a point needs them",
     )
     t.add_argument(
         "--order",
@@ -235,8 +243,8 @@ def add_parser(sub: Any) -> None:
     t.add_argument(
         "--no-bound-probe",
         action="store_true",
-        help="skip the short point-to-point probe (latency 8 B, bw 1 MiB; 0.4 s at 2 ranks) that gives each "
-        "collective row its %% of bound when the sweep measures no point-to-point test",
+        help="skip the short point-to-point probe (latency 8 B, bw 1 MiB) that gives each collective row its "
+        "%% of bound when the sweep measures no point-to-point test",
     )
     t.add_argument(
         "--point-timeout",

@@ -122,7 +122,7 @@ def add_parser(sub: Any) -> None:
     j = sub.add_parser(
         "tune-sweep-job",
         formatter_class=HelpFormatter,
-        help="(internal) the ranks of tune-sweep's one launch",
+        # no help=: internal, so argparse leaves it out of the list of subcommands
         description="Started by `fabricprobe tune-sweep` under mpiexec or srun: runs the sweeps of\n"
         "its job file, switching the library's algorithms at run time (docs/tuning.md).",
     )

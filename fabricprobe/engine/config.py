@@ -177,7 +177,7 @@ class SweepConfig:
             ("--warmup", self.warmup_large, 0),
             ("--min-iters", self.min_iterations, 1),
             ("--check-iters", self.check_iters, 1),
-            ("--window", self.window, 1),
+            ("--window-size", self.window, 1),
             ("--point-timeout", self.point_timeout, 0),
             ("--root", self.root, 0),
             ("--stage-chunk", self.stage_chunk, 1024),

@@ -1,16 +1,12 @@
 """OMB's buffer setting: message buffers from memory a rank maps and writes at its start (--early-buffers).
 
 Why: on Open MPI's shared memory, large messages read faster from buffers that a process makes after it
-has written a lot of other memory. OMB's ranks make their buffers right after MPI_Init, having written
-a few MiB (10 MiB at their peak, buffers included); a fabricprobe rank makes them after its imports and
-set-up, having written 72 MiB (RssAnon; 6 MiB before its imports). On the test VM (Open MPI 5.0.11 wheel, n = 2, 4 MiB
-ping-pong, sets 18-20 of docs/data/launch_modes.md) OMB's own binary read 1.09x faster with 64 MiB
-written before its buffers and 1.16x with 256 MiB (pooled medians, 88/120 and 71/80 repetitions), and
-fabricprobe's sweep agreed with OMB-with-64-MiB (1.01, 22/40). With `--early-buffers 32` fabricprobe
-reads as plain OMB (1.03, 55/100 repetitions of sets 21-22, p = 0.37), where by default it read faster
-(1.12, 78/100) and faster than itself with early buffers (65/100, p = 0.004). Which setting is right is the site's
-question (an application's buffers are made after its own start-up, like fabricprobe's), so both are
-offered and each run records which it had:
+has written a lot of other memory. OMB's ranks make their buffers right after MPI_Init, having written a
+few MiB; a fabricprobe rank makes them after its imports and set-up, having written far more. How much
+that changes a 4 MiB ping-pong, measured against OMB's own binary with its commands, is in
+docs/performance.md and docs/studies/. Which setting is right is the site's question (an application's
+buffers are made after its own start-up, like fabricprobe's), so both are offered and each run records
+which it had:
 
 - by default the pool's buffers are mapped when a point first needs them, and `written_before_mib` is
   the process's written anonymous memory (RssAnon) when it made its first buffer of 1 MiB or more;

@@ -21,7 +21,7 @@ from fabricprobe.mpienv.datatypes import DTYPES, mpi_datatype, mpi_op
 from fabricprobe.oracle import patterns
 
 Call = Callable[[], object]
-OMB_WINDOW = 64  # messages per window in osu_bw/osu_bibw: the --window default
+OMB_WINDOW = 64  # messages per window in osu_bw/osu_bibw: the --window-size default
 
 
 @dataclass(frozen=True)

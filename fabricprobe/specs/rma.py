@@ -2,7 +2,7 @@
 
 - put_latency, get_latency: one MPI_Put (MPI_Get) of S bytes and its synchronization, per message
   (osu_put_latency, osu_get_latency);
-- put_bw, get_bw: a window of `--window` puts (gets) to consecutive blocks, then the synchronization;
+- put_bw, get_bw: a window of `--window-size` puts (gets) to consecutive blocks, then the synchronization;
   the time per message (osu_put_bw, osu_get_bw);
 - acc_latency: MPI_Accumulate of S bytes with MPI_SUM on unsigned chars (osu_acc_latency);
 - fop_latency, cas_latency: MPI_Fetch_and_op (MPI_SUM) and MPI_Compare_and_swap on one 64-bit integer
@@ -48,7 +48,7 @@ _FOP_START, _CAS_NEW = 1000, -5  # the target's first value, and what compare-an
 class OneSided(PointToPoint):
     rma: ClassVar[bool] = True
     kind: ClassVar[str] = "put"  # put, get, acc, fop, cas
-    windowed: ClassVar[bool] = False  # the bandwidth tests: --window messages per synchronization
+    windowed: ClassVar[bool] = False  # the bandwidth tests: --window-size messages per synchronization
     steady_checkable = True
     default_sweep = False
 
