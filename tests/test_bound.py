@@ -14,7 +14,7 @@ from mpirun import launcher, run_local, run_mpi
 from test_compare_plot import point as make_point
 
 from fabricprobe.collectives.cost import lg
-from fabricprobe.report.bound import IMPOSSIBLE_PERCENT, Fabric, Link, beyond, bound_of, fabric_of, furthest
+from fabricprobe.report.bound import FASTER_MARK, Fabric, Link, beyond, bound_of, doubts, fabric_of, furthest, percents
 from fabricprobe.store import ResultsWriter, load_runs
 
 S = 1 << 20
@@ -149,22 +149,88 @@ def test_report_exports_summary_and_compare_carry_the_bound(tmp_path):
     assert next(r for r in compared["rows"] if r["bytes"] == S)["a_percent_of_bound"] == pytest.approx(pct)
 
 
-def test_a_row_faster_than_its_bound_is_named_as_a_failed_premise(tmp_path):
+def _bound_cells(stdout: str) -> list[str]:
+    """The report's % bound cells: the column headed "% bound", in every table that has one."""
+    cells, column = [], None
+    for line in stdout.splitlines():
+        fields = [f.strip() for f in line.replace("┃", "│").split("│")]
+        if "% bound" in fields:
+            column = fields.index("% bound")
+        elif not line.strip():
+            column = None
+        elif column is not None and len(fields) > column:
+            cells.append(fields[column])
+    return cells
+
+
+def _text(stdout: str) -> str:
+    """The report as prose: the panel's borders and line breaks gone."""
+    return " ".join(stdout.replace("│", " ").split())
+
+
+def _above_100(stdout: str) -> list[str]:
+    import re
+
+    return [m for m in re.findall(r"(?<![±.\d])(\d+)%", stdout) if int(m) > 100]
+
+
+def test_a_row_faster_than_its_bound_is_marked_with_the_failed_premise(tmp_path):
     """A lower bound cannot be beaten: a row far past it (the lab's MPICH once read 1456% of its link's
-    bound, its traffic through shared memory) says the data took another path, and the report says so."""
+    bound, its traffic through shared memory) says the data took another path. The report printed
+    966%; it now prints the mark, says why in the header, and no % of bound above 100."""
     fabric = fabric_of(_run(tmp_path / "f", PLANTED))
     bound = bound_of(row("allreduce", 4), fabric).seconds
     noise = {**row("allreduce", 4, median=bound / 1.2), "key": "noise"}  # 120%: within the parameters' noise
     shared = {**row("allreduce", 4, size=S // 2, median=bound / 30), "index": 1, "key": "shm"}
-    run = _run(tmp_path / "r", [noise, shared] + PLANTED)
-    ((found, pct),) = beyond(run)
-    assert found["bytes"] == S // 2 and pct > IMPOSSIBLE_PERCENT
-    table = run_local(["report", run.path])
+    slow = {**row("allreduce", 4, size=S // 4, median=bound * 4), "index": 2, "key": "slow"}
+    run = _run(tmp_path / "r", [noise, shared, slow] + PLANTED)
+    assert [p["bytes"] for p, _ in beyond(run)] == [S // 2, S]
+    [why] = doubts(run, fabric_of(run), percents(run))
+    assert "another path" in why
+    table = run_local(["report", run.path], env={"COLUMNS": "200"})
     assert table.returncode == 0 and "faster than their bound" in table.stdout, table.stdout[-2000:]
-    assert "faster than their bound" not in run_local(["report", _run(tmp_path / "n", [noise] + PLANTED).path]).stdout
+    assert "doubtful" in _text(table.stdout) and "another path" in _text(table.stdout)
+    efficiency = percents(run)[2]  # the slow row: its bound a quarter of its time, or less
+    assert efficiency < 100 and _bound_cells(table.stdout) == [f"{efficiency:.0f}%", FASTER_MARK, FASTER_MARK]
+    assert not _above_100(table.stdout)
+    alone = _run(tmp_path / "n", [noise] + PLANTED)  # past it only within the noise: said as such
+    [why] = doubts(alone, fabric_of(alone), percents(alone))
+    assert "within the noise" in why
     summary = json.loads(run_local(["report", run.path, "--summary", "--format", "json"]).stdout)
-    assert [p["bytes"] for p in summary["runs"][0]["faster_than_bound"]] == [S // 2]
-    assert "faster than their bound" in run_local(["report", run.path, "--summary"]).stdout
+    assert [p["bytes"] for p in summary["runs"][0]["faster_than_bound"]] == [S // 2, S]
+    shown = run_local(["report", run.path, "--summary"], env={"COLUMNS": "200"}).stdout
+    assert "faster than their bound" in shown and not _above_100(shown)
+
+
+def test_an_oversubscribed_run_says_its_bounds_cannot_hold(tmp_path):
+    """Ranks that share cores measure α and β with a rank waiting for a core: the header says so and
+    the rows past their bound carry the mark, not 310%."""
+    fabric = fabric_of(_run(tmp_path / "f", PLANTED))
+    bound = bound_of(row("allreduce", 4), fabric).seconds
+    fast = {**row("allreduce", 4, median=bound / 3.1), "key": "fast"}
+    attrs = {"oversubscribed": True, "ranks_per_node": [4], "cores_per_node": [2]}
+    run = _run(tmp_path / "r", [fast] + PLANTED, attrs)
+    why = doubts(run, fabric_of(run), percents(run))
+    assert "ranks share cores (4 ranks on a node of 2 cores)" in why[0]
+    table = run_local(["report", run.path], env={"COLUMNS": "200"}).stdout
+    assert "ranks share cores" in _text(table) and _bound_cells(table) == [FASTER_MARK] and not _above_100(table)
+    capped = [{**p, "stop_reason": "time_cap"} if p["collective"] == "latency" else p for p in PLANTED]
+    unsettled = _run(tmp_path / "c", [row("allreduce", 4)] + capped)
+    assert any("time cap" in w for w in doubts(unsettled, fabric_of(unsettled), percents(unsettled)))
+
+
+def test_a_lab_run_whose_bound_is_the_link_is_trusted(tmp_path):
+    """In the lab the bound is the link's rate: a row slower than it reads its efficiency, and the
+    header says the bounds can be trusted."""
+    lab = {"lab_spec": json.dumps({"rate_bits": 1e9})}
+    fabric = fabric_of(_run(tmp_path / "f", PLANTED, lab))
+    bound = bound_of(row("bcast", 4), fabric)
+    assert "β_inter" in bound.formula
+    at = {**row("bcast", 4, median=bound.seconds / 0.8), "key": "at80"}
+    run = _run(tmp_path / "r", [at] + PLANTED, lab)
+    assert doubts(run, fabric_of(run), percents(run)) == []
+    table = run_local(["report", run.path], env={"COLUMNS": "200"}).stdout
+    assert "% of bound: trusted" in _text(table) and _bound_cells(table) == ["80%"], table
 
 
 LAUNCHER = launcher()

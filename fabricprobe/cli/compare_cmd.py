@@ -134,4 +134,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pct(value: float) -> str:
-    return f"{value:.0f}%" if math.isfinite(value) else "-"
+    """A % of bound as every report prints it (report/bound.py: never above 100%)."""
+    from fabricprobe.report.bound import shown
+
+    return shown(value) if math.isfinite(value) else "-"

@@ -1,5 +1,11 @@
 """How far a collective row is from what the fabric allows: a lower bound on its time from the same
-run's own measurements, and the row's "% of bound" (bound / measured median: 100% is at the bound).
+run's own measurements, and the row's "% of bound": an efficiency, bound / measured median, so 100% is
+at the bound and nothing is printed above it. A row faster than its lower bound shows that a premise of
+the bound failed in this run; the report marks it (FASTER_MARK) and says which premise, once per table
+and in the run's header (`doubts`): ranks that share cores (the α and β the bound is built from were
+measured with ranks waiting for a core), α or β from points that stopped at their time cap, or the data
+took another path than the one the bound charges for (the lab's MPICH sent between emulated hosts
+through shared memory).
 
 The bound of a collective on p ranks and S bytes (S as the row reports it: nccl-tests' size):
 
@@ -26,9 +32,9 @@ windowed bandwidth for β), per pair kind (intra: two ranks of one node; inter: 
 first ranks of two nodes), or, where the sweep measured none, the short probe the sweep makes for this
 (engine/bound_probe.py, the same two tests). In the fabric lab, whose links are token buckets (tc
 tbf), β_inter is the link's rate and the bucket's burst (lab.network.tbf_burst: 250 kB at 1 Gbit/s) is
-taken off the bytes: a call that finds the bucket full passes that much at memory speed. Measured in the
-lab (2 × 2 at 1 Gbit/s) before this was taken into account: allreduce at 8–32 KiB ran at 104–112% of a
-bound that charged every byte at the rate. γ is the reduction kernel's time
+taken off the bytes: a call that finds the bucket full passes that much at memory speed (before
+this was taken into account, small allreduces in the lab beat a bound that charged every byte at the
+rate: docs/methodology.md). γ is the reduction kernel's time
 per byte: the run's reduce_local points, or the probe's. A term whose parameter the run lacks is left
 out, which keeps the bound a lower bound, and the row's formula says so.
 """
@@ -53,6 +59,7 @@ class Link:
     latency_s: float  # α: the least latency (half a round trip) the run measured
     seconds_per_byte: float  # β: 1 / the best bandwidth it measured
     source: str  # where the two numbers come from, for the report
+    settled: bool = True  # False: a point they come from stopped at its time cap before converging
 
 
 @dataclass(frozen=True)
@@ -80,15 +87,21 @@ def _links(points: list[dict[str, Any]], source: str) -> dict[str, Link]:
         small = min(lat, key=lambda p: (p["median_s"], p["bytes"]))
         alpha = small["median_s"]
         if bw:
-            best = max(bw, key=lambda p: p["algbw_gbps"])
-            beta, how = 1.0 / (best["algbw_gbps"] * 1e9), f"bw {best['algbw_gbps']:.3g} GB/s at {best['bytes']} B"
+            big = max(bw, key=lambda p: p["algbw_gbps"])
+            beta, how = 1.0 / (big["algbw_gbps"] * 1e9), f"bw {big['algbw_gbps']:.3g} GB/s at {big['bytes']} B"
         else:
             big = max(lat, key=lambda p: p["bytes"])
             if big["bytes"] <= small["bytes"]:
                 continue
             beta, how = max(big["median_s"] - alpha, 0.0) / big["bytes"], f"latency at {big['bytes']} B"
-        out[pair] = Link(alpha, beta, f"{source}: α {alpha * 1e6:.3g} µs at {small['bytes']} B, {how}")
+        settled = all(_settled(p) for p in (small, big))
+        out[pair] = Link(alpha, beta, f"{source}: α {alpha * 1e6:.3g} µs at {small['bytes']} B, {how}", settled)
     return out
+
+
+def _settled(point: dict[str, Any]) -> bool:
+    """Whether a point's median met its CI target (or was asked for a fixed count), not its time cap."""
+    return point.get("stop_reason") in ("converged", "fixed", "", None)  # "": files from before it was kept
 
 
 def _gamma(points: list[dict[str, Any]], probe: dict[str, Any]) -> float:
@@ -111,7 +124,7 @@ def fabric_of(run: Run) -> Fabric:
         old = links["inter"]
         burst = tbf_burst(rate)
         note = f"; β the lab's link, {rate / 1e9:g} Gbit/s less its {burst} B token bucket"
-        links["inter"] = Link(old.latency_s, 8.0 / rate, old.source + note)
+        links["inter"] = Link(old.latency_s, 8.0 / rate, old.source + note, old.settled)
     nodes = run.attrs.get("topology_ranks_per_node") or run.attrs.get("ranks_per_node") or []
     if not nodes:
         nodes = [int(run.attrs.get("nranks") or 1)]
@@ -197,8 +210,9 @@ def furthest(
     run: Run, collectives: list[str] | None = None, count: int = 3, found: dict[int, float] | None = None
 ) -> list[tuple[dict[str, Any], float]]:
     """The `count` ok rows furthest from their bound (lowest % of bound), with their % (`found`: the
-    run's percents(), when the caller has them already)."""
-    return sorted(_with_percent(run, collectives, found), key=lambda row: row[1])[:count]
+    run's percents(), when the caller has them already); rows faster than their bound are `beyond`'s."""
+    rows = [row for row in _with_percent(run, collectives, found) if row[1] <= 100.0]
+    return sorted(rows, key=lambda row: row[1])[:count]
 
 
 def _with_percent(run: Run, collectives: list[str] | None, found: dict[int, float] | None) -> list:
@@ -211,16 +225,56 @@ def _with_percent(run: Run, collectives: list[str] | None, found: dict[int, floa
     ]
 
 
-IMPOSSIBLE_PERCENT = 150.0  # α and β are measured (±10-40% here), so a row a little past 100% is noise
+FASTER_MARK = "‡"  # a row faster than its bound: printed instead of a % above 100
+NOISE_PERCENT = 150.0  # α and β are measured (±10-40% on a busy machine): a row a little past 100% is their noise
+
+
+def shown(percent: float) -> str:
+    """A row's % of bound as the report prints it: an efficiency, never above 100%."""
+    return FASTER_MARK if percent > 100.0 else f"{percent:.0f}%"
 
 
 def beyond(run: Run, collectives: list[str] | None = None, found: dict[int, float] | None = None) -> list:
-    """The ok rows faster than their bound by more than the noise of its measured parameters (over
-    IMPOSSIBLE_PERCENT), the furthest past it first: a lower bound cannot be beaten, so the bound's premise failed
-    there: the data did not take the path the bound charges for. The lab's MPICH, whose traffic between
-    emulated hosts went through shared memory, read 1456% of the link's bound at 1 MiB."""
-    rows = [(p, pct) for p, pct in _with_percent(run, collectives, found) if pct > IMPOSSIBLE_PERCENT]
+    """The ok rows faster than their bound, the furthest past it first: a lower bound cannot be beaten,
+    so a premise of the bound failed there (`doubts` says which)."""
+    rows = [(p, pct) for p, pct in _with_percent(run, collectives, found) if pct > 100.0]
     return sorted(rows, key=lambda row: -row[1])
+
+
+def doubts(run: Run, fabric: Fabric, found: dict[int, float]) -> list[str]:
+    """Why this run's bounds may not hold, most telling first; empty when they can be trusted: ranks on
+    cores of their own, α and β from settled points, and no row faster than its bound."""
+    out = []
+    attrs = run.attrs
+    if attrs.get("oversubscribed"):
+        ranks, cores = max(attrs.get("ranks_per_node") or [0]), min(attrs.get("cores_per_node") or [0])
+        out.append(
+            f"ranks share cores ({ranks} ranks on a node of {cores} cores): the α and β the bound is built "
+            "from were measured with ranks waiting for a core"
+        )
+    links = (("intra-node", fabric.intra), ("inter-node", fabric.inter))
+    unsettled = [name for name, link in links if link is not None and not link.settled]
+    if unsettled:
+        out.append(f"the {' and '.join(unsettled)} α or β comes from a point that stopped at its time cap")
+    past = [pct for pct in found.values() if pct > 100.0]
+    if past and max(past) > NOISE_PERCENT:
+        out.append(
+            f"{len(past)} row(s) faster than their bound: the data took another path than the one the bound "
+            "charges for (e.g. between emulated hosts through shared memory)"
+        )
+    elif past and not out:
+        out.append(f"{len(past)} row(s) faster than their bound, within the noise of the α and β it is built from")
+    return out
+
+
+def trust_line(run: Run, fabric: Fabric, found: dict[int, float]) -> str:
+    """The report header's word on this run's bounds: whether a % of bound can be trusted, and why."""
+    if not found:
+        return ""
+    why = doubts(run, fabric, found)
+    if why:
+        return f"% of bound: doubtful here ({FASTER_MARK}: faster than its bound) — " + "; ".join(why)
+    return "% of bound: trusted (α and β measured in this run, settled, a core per rank; no row beats its bound)"
 
 
 def describe(fabric: Fabric) -> str:

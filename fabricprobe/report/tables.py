@@ -11,7 +11,17 @@ from rich.table import Table
 from rich.text import Text
 
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
-from fabricprobe.report.bound import beyond, describe, fabric_of, furthest, percents
+from fabricprobe.report.bound import (
+    FASTER_MARK,
+    beyond,
+    describe,
+    doubts,
+    fabric_of,
+    furthest,
+    percents,
+    shown,
+    trust_line,
+)
 from fabricprobe.report.buffers import header_line
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
@@ -90,6 +100,10 @@ def run_header(run: Run) -> Panel:
             for p in floors
         )
         lines.append(f"harness floor (empty timed region, median): {text}")
+    fabric = fabric_of(run)
+    trust = trust_line(run, fabric, percents(run, fabric))
+    if trust:
+        lines.append(trust)
     body: list[Any] = [Text.from_markup(line) for line in lines]
     for warning in run_warnings(run):
         body.append(Text.from_markup(f"[bold yellow]warning:[/] {warning}"))
@@ -160,7 +174,7 @@ def series_table(
         if sized:
             cells += [gbps(p["algbw_gbps"]), gbps(p["busbw_gbps"])]
         if bounded:
-            cells.append(f"{of_bound[p['index']]:.0f}%" if p["index"] in of_bound else "")
+            cells.append(shown(of_bound[p["index"]]) if p["index"] in of_bound else "")
         if overlapped:
             measured = p.get("overall_s", 0) > 0
             cells += [usec(p["overall_s"]), usec(p["compute_s"]), f"{p['overlap_pct']:.0f}%"] if measured else [""] * 3
@@ -176,6 +190,11 @@ def series_table(
             f"busbw = algbw × {spec.busbw_formula_for(device)} = algbw × {factor:.3g} (n={nranks}); "
             "algbw = size / median; iteration time = slowest rank; * = time cap before CI target"
             + ("\n% bound = the fabric's lower bound for the row / its median (100% = at the bound)" if bounded else "")
+            + (
+                f"\n{FASTER_MARK} faster than its bound, which cannot hold in this run (why: the header)"
+                if bounded and any(of_bound.get(p["index"], 0.0) > 100.0 for p in rows)
+                else ""
+            )
         )
         table.caption_justify = "left"
     if outliers:
@@ -203,6 +222,11 @@ def series_table(
         table.caption = "\n".join([table.caption or ""] + [f"not runnable: {r}" for r in reasons]).strip()
         table.caption_justify = "left"
     return table
+
+
+def _row_names(rows: list) -> str:
+    """Rows faster than their bound, named without their % (which would read above 100%)."""
+    return "; ".join(row_name(p) for p, _ in rows)
 
 
 def _at_percent(rows: list) -> str:
@@ -236,9 +260,10 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     impossible = beyond(run, collectives, found=of_bound)
     if impossible:
         console.print(
-            f"[bold red]faster than their bound[/] ({len(impossible)} row(s): the data did not take the path the "
-            "bound charges for, e.g. traffic between nodes that never crossed their link): "
-            + _at_percent(impossible[:3])
+            f"[bold yellow]faster than their bound[/] ({FASTER_MARK}, {len(impossible)} row(s); "
+            + "; ".join(doubts(run, fabric, of_bound))
+            + "): "
+            + _row_names(impossible[:3])
         )
 
 
@@ -309,7 +334,8 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
         )
     far, impossible = furthest(run, collectives), beyond(run, collectives)
     bound_line = ("\nfurthest from their bound (lower bound / median): " + _at_percent(far) if far else "") + (
-        "\nfaster than their bound (the data did not take the path it charges for): " + _at_percent(impossible[:3])
+        f"\nfaster than their bound ({FASTER_MARK}: a premise of the bound failed; the header says which): "
+        + _row_names(impossible[:3])
         if impossible
         else ""
     )
