@@ -183,6 +183,41 @@ def run_in_terminal(shell_command: str, timeout: float = 120) -> subprocess.Comp
     return run_launch(["script", "-qec", shell_command, "/dev/null"], env=mpi_env(), timeout=timeout)
 
 
+@dataclass(frozen=True)
+class Screen:
+    returncode: int
+    text: str  # what the terminal was sent, stdout and stderr together, carriage returns kept
+
+    @property
+    def lines(self) -> int:
+        """Lines the output took on the screen: a live progress line redrawn with carriage returns is one."""
+        return self.text.count("\n")
+
+    @property
+    def plain(self) -> str:
+        """The text without its colours and cursor controls."""
+        import re
+
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.text)
+
+
+def run_on_screen(shell_command: str, columns: int, *, cwd=None, timeout: float = 300) -> Screen:
+    """A shell command line run in a terminal `columns` wide (util-linux `script`), as a user at that
+    terminal sees it; launched again as run_launch does if its mpiexec failed before any rank ran."""
+    if shutil.which("script") is None:
+        pytest.skip("needs util-linux `script` to provide a terminal")
+    command = f"stty cols {columns} rows 50; {shell_command}"
+    for _ in range(LAUNCH_ATTEMPTS):
+        # bytes, not text: text mode would turn each carriage return of a live line into a new line
+        done = subprocess.run(
+            ["script", "-qec", command, "/dev/null"], capture_output=True, env=mpi_env(), cwd=cwd, timeout=timeout
+        )
+        text = done.stdout.decode("utf-8", "replace").replace("\r\n", "\n")
+        if done.returncode == 0 or not launcher_failed_to_start(text):
+            break
+    return Screen(done.returncode, text)
+
+
 def run_local(
     args: list[str],
     *,

@@ -222,7 +222,7 @@ def test_summary_view(tmp_path):
     path = crossing_run(tmp_path, 0.01)
     out = run_local(["report", path, "--summary"])
     assert out.returncode == 0, out.stderr
-    for fragment in ("winner per size range", "8 B–16 KiB: library", "64 KiB–4 MiB: ring", "ring faster from ≈", "n½"):
+    for fragment in ("winner by size", "8 B–16 KiB: library", "64 KiB–4 MiB: ring", "ring faster from ≈", "n½"):
         assert fragment in out.stdout, fragment
     out = run_local(["report", path, "--summary", "--format", "json"])
     [case] = json.loads(out.stdout)["runs"][0]["cases"]

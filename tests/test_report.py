@@ -230,3 +230,55 @@ def test_the_report_says_what_the_message_buffers_were_made_after():
     assert buffers.difference(late.attrs, late.attrs, "A", "B") is None
     older = {"mpi_vendor": "Open MPI"}  # a file from before the record: nothing claimed
     assert buffers.header_line(older) is None and buffers.difference(older, late.attrs, "A", "B") is None
+
+
+def _sweep_of_64_ranks(tmp_path) -> str:
+    """A results file as a 64-rank sweep of 8 nodes writes it: the widest numbers a report shows (counts
+    of 9 digits, medians of seconds, sizes to 1 GiB, busbw of hundreds of GB/s), every collective row
+    with its bound, point-to-point rows of both pair kinds, kernels, and a case with two algorithms."""
+    import sys as _sys
+    from pathlib import Path
+
+    _sys.path.insert(0, str(Path(__file__).parent))
+    from test_bound import PLANTED
+    from test_compare_plot import point
+
+    from fabricprobe.store import ResultsWriter
+
+    path = tmp_path / "r64.h5"
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 64, "mpi_vendor": "Open MPI", "topology": "8 × 8", "topology_ranks_per_node": [8] * 8})
+    index = 200
+    for collective in ("allreduce", "alltoall", "bcast", "allgather", "reduce_scatter"):
+        for algorithm in ("library", "ring") if collective == "allreduce" else ("library",):
+            for size in (8, 4096, 1 << 20, 1 << 30):
+                median = 3e-6 + size * 2e-9 * (1.3 if algorithm == "ring" else 1.0)
+                p = point(index, size, median, collective=collective, nranks=64, algorithm=algorithm)
+                p["op"] = "sum" if collective in ("allreduce", "reduce_scatter") else "none"
+                p["max_s"], p["p99_s"], p["mean_s"] = median * 9.87, median * 3.21, median * 1.6
+                w.append_point(p, None)
+                index += 1
+    for p in PLANTED:
+        w.append_point(p, None)
+    w.update_run({"status": "complete", "oversubscribed": False})
+    w.close()
+    return str(path)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("columns", [80, 132])
+def test_a_64_rank_report_cuts_no_number_at_80_or_132_columns(tmp_path, columns):
+    """At 80 columns rich cut the numbers of a 134-column table ("0.…"): the report now leaves out the
+    least important columns whole and names them, and the summary folds its text, never a number."""
+    import shlex
+
+    from mpirun import fabricprobe_argv, run_on_screen
+
+    path = _sweep_of_64_ranks(tmp_path)
+    for view in ([], ["--summary"]):
+        shown = run_on_screen(shlex.join([*fabricprobe_argv(), "report", path, *view]), columns)
+        assert shown.returncode == 0 and "allreduce" in shown.plain and "1 GiB" in shown.plain, shown.plain[-3000:]
+        assert "…" not in shown.plain and max(map(len, shown.plain.splitlines())) <= columns, shown.plain
+        if not view:
+            assert ("not shown at 80 columns" in shown.plain) == (columns == 80)
+            assert "268435456" in shown.plain  # the count of 1 GiB of float32: the widest number, whole

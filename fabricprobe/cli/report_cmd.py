@@ -196,11 +196,10 @@ def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> i
     if args.output:
         raise UsageError("-o/--output is for exports; add --format json")
     from fabricprobe.console import make_console
-    from fabricprobe.report.tables import run_header, summary_table
+    from fabricprobe.report.tables import render_summary
 
     console = make_console()
     for run in runs:
-        console.print(run_header(run))
-        console.print(summary_table(run, colls))
+        render_summary(run, console, colls)
         console.print()
     return 0

@@ -315,7 +315,7 @@ def add_parser(sub: Any) -> None:
         default="auto",
         help="rank 0's progress display on stderr (plain = one line per point)",
     )
-    v.add_argument("--quiet", action="store_true", help="do not print the report after the sweep")
+    v.add_argument("--quiet", action="store_true", help="do not print the summary after the sweep")
     p.set_defaults(handler=run)
     # What --config replaces: every option of the groups above but the display ones (and --quick).
     _DEFAULTS.update(
@@ -415,7 +415,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
 def run(args: argparse.Namespace) -> int:
     from fabricprobe.console import make_console
     from fabricprobe.engine.session import run_sweep
-    from fabricprobe.report.tables import render_run
+    from fabricprobe.report.tables import render_end_of_sweep
     from fabricprobe.store import load_runs, select_run
 
     if args.launches is not None:
@@ -438,7 +438,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if outcome.is_root and outcome.exit_code != EXIT_INTERRUPTED:
         if not args.quiet:
-            render_run(select_run(load_runs(outcome.path), outcome.run_id, outcome.path), make_console())
+            render_end_of_sweep(select_run(load_runs(outcome.path), outcome.run_id, outcome.path), make_console())
         if outcome.failed:
             warn_line(f"{outcome.failed} point(s) failed validation or raised errors; exit status 1")
         print(f"fabricprobe: results in {outcome.path} (run {outcome.run_id})", file=sys.stderr, flush=True)

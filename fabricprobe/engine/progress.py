@@ -6,7 +6,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from fabricprobe.console import make_console, user_sees_terminal
 
@@ -54,6 +61,7 @@ class SweepProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                TimeRemainingColumn(),
                 console=self.console,
                 transient=False,
             )

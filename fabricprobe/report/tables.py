@@ -23,6 +23,7 @@ from fabricprobe.report.bound import (
     trust_line,
 )
 from fabricprobe.report.buffers import header_line
+from fabricprobe.report.fit import Column, fitted_table, left_out_line
 from fabricprobe.report.gpudirect import gpudirect_tables
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.kernels import kernel_tables
@@ -127,62 +128,83 @@ def _cost(a: dict[str, Any]) -> str:
     return "   ".join(parts)
 
 
+# The series table's columns, in their order, with how long each is kept on a narrow terminal (1 =
+# longest: what a user acts on; the spread of the times and the overlap's parts go first).
+SERIES_COLUMNS = {
+    "size": 1,
+    "count": 8,
+    "min µs": 10,
+    "median µs": 1,
+    "mean µs": 13,
+    "p99 µs": 12,
+    "max µs": 11,
+    "±CI": 5,
+    "algbw GB/s": 9,
+    "busbw GB/s": 2,
+    "% bound": 3,
+    "overall µs": 14,
+    "compute µs": 15,
+    "overlap": 6,
+    "#wrong": 1,
+    "iters": 7,
+}
+
+
+def _series_cells(p: dict[str, Any], of_bound: dict[int, float] | None) -> dict[str, str]:
+    """One row of a series table: column header -> cell (every column it could have)."""
+    cells = {"size": format_size(p["bytes"]), "count": str(p["count"])}
+    if p["status"] in ("error", "not_runnable"):
+        cells["median µs"] = f"[red]{p['status'].replace('_', ' ')}[/]"
+    else:
+        for name in ("min", "median", "mean", "p99", "max"):
+            cells[f"{name} µs"] = usec(p[f"{name}_s"])
+        if p["median_s"] > 0 and p["mean_s"] > OUTLIER_RATIO * p["median_s"]:
+            cells["mean µs"] += "†"
+        cells["±CI"] = percent(point_noise(p))
+    cells["algbw GB/s"], cells["busbw GB/s"] = gbps(p["algbw_gbps"]), gbps(p["busbw_gbps"])
+    if of_bound is not None and p["index"] in of_bound:
+        cells["% bound"] = shown(of_bound[p["index"]])
+    if p.get("overall_s", 0) > 0:
+        cells["overall µs"], cells["compute µs"] = usec(p["overall_s"]), usec(p["compute_s"])
+        cells["overlap"] = f"{p['overlap_pct']:.0f}%"
+    wrong = p["wrong"]
+    cells["#wrong"] = "n/a" if wrong < 0 else (f"[bold red]{wrong}[/]" if wrong else "0")
+    cells["iters"] = f"{p['iterations']}{'' if p['stop_reason'] in ('converged', 'fixed') else '*'}"
+    return cells
+
+
 def series_table(
     key: tuple,
     rows: list[dict[str, Any]],
     nranks: int,
     window: int = DEFAULT_WINDOW,
     of_bound: dict[int, float] | None = None,
+    width: int | None = None,
 ) -> Table:
-    """One series' table; `of_bound`: point index -> % of bound (report/bound.py), a column where any row has one."""
+    """One series' table; `of_bound`: point index -> % of bound (report/bound.py), a column where any row
+    has one; `width`: the console's, which the table fits by leaving out its least important columns."""
     collective = key[0]
     spec = SPECS.get(collective)
     heading = title(f"[bold]{collective}[/]", key._asdict(), (p["timer"] for p in rows), window)
-    table = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
     sized = spec is None or spec.sized
-    if sized:
-        table.add_column("size", justify="right")
-        table.add_column("count", justify="right")
-    for name in ("min", "median", "mean", "p99", "max"):
-        table.add_column(f"{name} µs", justify="right")
-    table.add_column("±CI", justify="right")
-    if sized:
-        table.add_column("algbw GB/s", justify="right")
-        table.add_column("busbw GB/s", justify="right")
     bounded = of_bound is not None and any(p["index"] in of_bound for p in rows)
-    if bounded:
-        table.add_column("% bound", justify="right")
     overlapped = any(p.get("overall_s", 0) > 0 for p in rows)
-    if overlapped:
-        for name in ("overall µs", "compute µs", "overlap"):
-            table.add_column(name, justify="right")
-    table.add_column("#wrong", justify="right")
-    table.add_column("iters", justify="right")
+    absent = set()
+    if not sized:
+        absent |= {"size", "count", "algbw GB/s", "busbw GB/s"}
+    if not bounded:
+        absent.add("% bound")
+    if not overlapped:
+        absent |= {"overall µs", "compute µs", "overlap"}
+    columns = [Column(name, keep) for name, keep in SERIES_COLUMNS.items() if name not in absent]
     outliers = False
     for p in rows:
-        cells = []
-        if sized:
-            cells += [format_size(p["bytes"]), str(p["count"])]
-        if p["status"] in ("error", "not_runnable"):
-            cells += [f"[red]{p['status'].replace('_', ' ')}[/]"] + [""] * 5
-        else:
-            cells += [usec(p[f]) for f in ("min_s", "median_s", "mean_s", "p99_s", "max_s")]
-            if p["median_s"] > 0 and p["mean_s"] > OUTLIER_RATIO * p["median_s"]:
-                cells[-3] += "†"
-                outliers = True
-            cells.append(percent(point_noise(p)))
-        if sized:
-            cells += [gbps(p["algbw_gbps"]), gbps(p["busbw_gbps"])]
-        if bounded:
-            cells.append(shown(of_bound[p["index"]]) if p["index"] in of_bound else "")
-        if overlapped:
-            measured = p.get("overall_s", 0) > 0
-            cells += [usec(p["overall_s"]), usec(p["compute_s"]), f"{p['overlap_pct']:.0f}%"] if measured else [""] * 3
-        wrong = p["wrong"]
-        cells.append("n/a" if wrong < 0 else (f"[bold red]{wrong}[/]" if wrong else "0"))
-        stop = "" if p["stop_reason"] in ("converged", "fixed") else "*"
-        cells.append(f"{p['iterations']}{stop}")
-        table.add_row(*cells)
+        cells = _series_cells(p, of_bound)
+        outliers = outliers or cells.get("mean µs", "").endswith("†")
+        for column in columns:
+            column.cells.append(cells.get(column.header, ""))
+    table, left_out = fitted_table(columns, width, title=heading, title_justify="left")
+    outliers = outliers and "mean µs" not in left_out
     if spec is not None and sized:
         device = on_device_buffers(rows)
         factor = spec.busbw_factor_on(nranks, device)
@@ -221,6 +243,9 @@ def series_table(
     if reasons:
         table.caption = "\n".join([table.caption or ""] + [f"not runnable: {r}" for r in reasons]).strip()
         table.caption_justify = "left"
+    if left_out:
+        table.caption = "\n".join([table.caption or "", left_out_line(left_out, width)]).strip()
+        table.caption_justify = "left"
     return table
 
 
@@ -234,24 +259,36 @@ def _at_percent(rows: list) -> str:
     return "; ".join(f"{row_name(p)} at {pct:.0f}%" for p, pct in rows)
 
 
+def _fabric_first(collective: str) -> int:
+    """The order of a report's series: what the fabric does first (point-to-point 0, collectives 1),
+    what one process does (reduction kernels, copies) after (2)."""
+    spec = SPECS.get(collective)
+    if spec is None or spec.local:
+        return 2
+    return 0 if spec.pt2pt else 1
+
+
 def render_run(run: Run, console: Console, collectives: list[str] | None = None) -> None:
+    """The whole report of a run: its header, then the fabric's tables (point-to-point, collectives,
+    algorithms compared), then sparse and device transfers, then the kernels; each fits console.width."""
     console.print(run_header(run))
     points = [
         p for p in run.points if p["collective"] != EMPTY and (collectives is None or p["collective"] in collectives)
     ]
     if not points:
         console.print("(no measured points)")
-    for table in sparse_tables(points) + gpudirect_tables(points) + kernel_tables(points):
-        console.print(table)
-        console.print()
     window = run_window(run.config)
-    for case, by_algorithm in comparison_groups(points).items():
-        console.print(comparison_table(case, by_algorithm, window))
-        console.print()
     fabric = fabric_of(run)
     of_bound = percents(run, fabric)
-    for key, rows in group_series(points).items():
-        console.print(series_table(key, rows, key.nranks, window, of_bound))
+    series = sorted(group_series(points).items(), key=lambda item: _fabric_first(item[0].collective))
+    fabric_series = [item for item in series if _fabric_first(item[0].collective) < 2]
+    others = [item for item in series if _fabric_first(item[0].collective) == 2]
+    tables = [series_table(key, rows, key.nranks, window, of_bound, console.width) for key, rows in fabric_series]
+    tables += [comparison_table(case, by_alg, window) for case, by_alg in comparison_groups(points).items()]
+    tables += sparse_tables(points) + gpudirect_tables(points)
+    tables += [series_table(key, rows, key.nranks, window, of_bound, console.width) for key, rows in others]
+    for table in tables + kernel_tables(points):
+        console.print(table)
         console.print()
     far = furthest(run, collectives, found=of_bound)
     if far:
@@ -267,8 +304,23 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
         )
 
 
-def _case_title(case: dict[str, Any], window: int) -> str:
-    return title(f"[bold]{case['collective']}[/]", {k: v for k, v in case.items() if k != "nranks"}, (), window)
+def _case_labels(cases: list[dict[str, Any]]) -> list[str]:
+    """A summary row's case in a few words: its collective, then only what tells it from the other
+    cases of that collective (the pair kind, the mode, the datatype where there are several); `report`
+    has the full titles."""
+
+    def word(key: str, value: Any) -> str:
+        if isinstance(value, bool) or key == "in_place":
+            return "in-place" if value else ""
+        return "" if value in ("", None, "none") else str(value)
+
+    labels = []
+    for case in cases:
+        same = [c for c in cases if c["collective"] == case["collective"]]
+        varying = [k for k in case if k not in ("collective", "nranks") and len({str(c.get(k)) for c in same}) > 1]
+        words = filter(None, (word(k, case.get(k)) for k in varying))
+        labels.append(" ".join([f"[bold]{case['collective']}[/]", *words]))
+    return labels
 
 
 def _range_text(r: SizeRange, baseline: str) -> str:
@@ -297,30 +349,28 @@ def _crossover_text(algorithm: str, crossings: list[Crossover]) -> str:
     return f"{algorithm} faster {', '.join(spans)}"
 
 
-def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
-    """One row per collective case: latency, peak busbw, n½, winners per size range, crossovers."""
+def summary_table(run: Run, collectives: list[str] | None = None, width: int | None = None) -> Table:
+    """One row per collective case: latency, peak busbw, n½, winners per size range, crossovers; fitted
+    to `width` (report/fit.py)."""
     points = [p for p in run.points if collectives is None or p["collective"] in collectives]
-    table = Table(
-        title=f"[bold]summary of run {run.id}[/] ({run.attrs.get('mpi_vendor', '?')}, "
-        f"{run.attrs.get('nranks', '?')} ranks, {timer_label(p['timer'] for p in points if p['status'] == 'ok')})",
-        title_justify="left",
-        show_lines=True,
-        show_edge=False,
-        pad_edge=False,
+    heading = (
+        f"[bold]summary of run {run.id}[/] ({run.attrs.get('mpi_vendor', '?')}, "
+        f"{run.attrs.get('nranks', '?')} ranks, {timer_label(p['timer'] for p in points if p['status'] == 'ok')})"
     )
-    for col, just in (
-        ("case", "left"),
-        ("ranks", "right"),
-        ("latency µs", "right"),
-        ("peak busbw", "right"),
-        ("n½", "right"),
-        ("winner per size range", "left"),
-        ("crossovers", "left"),
-    ):
-        table.add_column(col, justify=just)
-    for s in summarize(points):
-        table.add_row(
-            _case_title(s.case, run_window(run.config)),
+    columns = [
+        Column("case", 1, "left", wrap=True),
+        Column("ranks", 2),
+        Column("latency µs", 1),
+        Column("peak busbw", 1),
+        Column("n½", 4),
+        Column("winner by size", 1, "left", wrap=True),
+        Column("crossovers", 3, "left", wrap=True),
+    ]
+    summaries = sorted(summarize(points), key=lambda s: _fabric_first(s.case["collective"]))
+    labels = _case_labels([s.case for s in summaries])
+    for label, s in zip(labels, summaries):
+        cells = [
+            label,
             str(s.case["nranks"]),
             f"{usec(s.latency_s)} @ {format_size(s.latency_bytes)}",
             f"{gbps(s.peak_busbw_gbps)} GB/s @ {format_size(s.peak_bytes)}",
@@ -331,7 +381,10 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
                 for a in dict.fromkeys(c.algorithm for c in s.crossovers)
             )
             or ("-" if len(s.algorithms) > 1 else "(one algorithm)"),
-        )
+        ]
+        for column, cell in zip(columns, cells):
+            column.cells.append(cell)
+    table, left_out = fitted_table(columns, width, title=heading, title_justify="left")
     far, impossible = furthest(run, collectives), beyond(run, collectives)
     bound_line = ("\nfurthest from their bound (lower bound / median): " + _at_percent(far) if far else "") + (
         f"\nfaster than their bound ({FASTER_MARK}: a premise of the bound failed; the header says which): "
@@ -342,7 +395,21 @@ def summary_table(run: Run, collectives: list[str] | None = None) -> Table:
     table.caption = (
         "latency: the baseline (the library's own) at the smallest size; n½: smallest size reaching half "
         "the peak busbw.\nA range goes to another algorithm only where its median's 95% CI lies wholly "
-        "below the baseline's (× = speedup over the baseline); crossovers likewise ignore noise." + bound_line
+        "below the baseline's (× = speedup over the baseline); crossovers likewise ignore noise."
+        + bound_line
+        + ("\n" + left_out_line(left_out, width) if left_out else "")
     )
     table.caption_justify = "left"
     return table
+
+
+def render_summary(run: Run, console: Console, collectives: list[str] | None = None) -> None:
+    """What fits one screen: the run's header and its summary table, fitted to the console."""
+    console.print(run_header(run))
+    console.print(summary_table(run, collectives, console.width))
+
+
+def render_end_of_sweep(run: Run, console: Console) -> None:
+    """What a sweep prints when it ends: the summary, and where the full tables are."""
+    render_summary(run, console)
+    console.print(f"full tables: [bold]fabricprobe report {run.path} --run {run.id}[/]")
