@@ -16,7 +16,7 @@ from fabricprobe.tuning.choose.rules import Decision, Range, Table
 from fabricprobe.tuning.emit import mpich as emit_mpich
 from fabricprobe.tuning.emit import openmpi as emit_openmpi
 from fabricprobe.tuning.verify.checks import INDISTINGUISHABLE, MISMATCH, VERIFIED, verify
-from fabricprobe.tuning.verify.fingerprint import probe
+from fabricprobe.tuning.verify.fingerprint import method_for, probe
 
 pytestmark = pytest.mark.mpi
 
@@ -252,6 +252,49 @@ def test_verification(tmp_path, applied):
         assert (1 << 20, VERIFIED) in statuses  # ring at 1 MiB is told apart from the default on both libraries
     else:
         assert (1 << 20, MISMATCH) in statuses
+
+
+def _sourced(path) -> dict[str, str]:
+    """The environment a shell has after sourcing path (what a module or job script does with env.sh)."""
+    import subprocess
+
+    out = subprocess.run(["sh", "-c", f'. "{path}" && env'], capture_output=True, text=True, check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def _prolog(path) -> dict[str, str]:
+    """What a Slurm TaskProlog's `export NAME=VALUE` lines on stdout put in a task's environment."""
+    import shlex
+    import subprocess
+
+    out = subprocess.run(["sh", str(path)], capture_output=True, text=True, check=True).stdout
+    return dict(shlex.split(line)[1].split("=", 1) for line in out.splitlines() if line.startswith("export "))
+
+
+def test_the_loading_files_tune_writes_load_the_rules(tmp_path):
+    """README, path (c): the files `tune` writes in DIR/load/ for a site (env.sh for a module or job
+    script, a Slurm TaskProlog, Open MPI's MCA parameter file) each make a job run the tuned algorithm:
+    its fingerprint is the one of the environment verification proved, not the default's."""
+    from fabricprobe.tuning.emit import site as emit_site
+
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    n = 4 if found.vendor == "Open MPI" else 2
+    env = _emit(found.vendor, _ring_above_64k(found.vendor, n), tmp_path)
+    files = emit_site.write(env, "verified", tmp_path)
+    method = method_for(found.vendor, "allreduce")
+    ring = probe(_base(found), n, "allreduce", 1 << 20, method, env)
+    assert not ring.startswith("error") and ring != probe(_base(found), n, "allreduce", 1 << 20, method, {})
+    ways = {"env.sh": _sourced(files["load-env"]), "prolog": _prolog(files["load-prolog"])}
+    if found.vendor == "Open MPI":
+        ways["mca-params"] = {"OMPI_MCA_mca_param_files": str(files["load-mca-params"])}
+        assert emit_site.read_mca_params(files["load-mca-params"].read_text()) == env
+    else:
+        assert "load-mca-params" not in files
+    for way, loaded in ways.items():
+        loaded = {k: v for k, v in loaded.items() if k in env or k.startswith("OMPI_MCA_mca_param")}
+        assert probe(_base(found), n, "allreduce", 1 << 20, method, loaded) == ring, way
 
 
 # ---- the commands ----

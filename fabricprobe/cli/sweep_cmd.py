@@ -318,18 +318,18 @@ def add_parser(sub: Any) -> None:
     v.add_argument("--quiet", action="store_true", help="do not print the summary after the sweep")
     p.set_defaults(handler=run)
     # What --config replaces: every option of the groups above but the display ones (and --quick).
-    _DEFAULTS.update(
-        {
-            a.dest: a.default
-            for group in (g, s, t, d, v)
-            for a in group._group_actions
-            if a.dest not in ("progress", "quiet", "early_buffers")  # early_buffers: the process's, not the file's
-        }
-    )
+    for group in (g, s, t, d, v):
+        for a in group._group_actions:
+            # early_buffers: the process's, not the file's; SUPPRESS: an old spelling (RenamedOption)
+            if a.dest not in ("progress", "quiet", "early_buffers") and a.default is not argparse.SUPPRESS:
+                _DEFAULTS[a.dest] = a.default
+                _OPTION_NAMES[a.dest] = max(a.option_strings, key=len)
     _DEFAULTS["quick"] = False
+    _OPTION_NAMES["quick"] = "--quick"
 
 
 _DEFAULTS: dict[str, Any] = {}  # measurement option dest -> default, filled when the parser is built
+_OPTION_NAMES: dict[str, str] = {}  # dest -> the option's name on the command line (--window-size for window)
 
 
 def _sizes(args: argparse.Namespace, quick: bool) -> list[int]:
@@ -362,7 +362,7 @@ def parse_densities(text: str) -> list[float]:
 def build_config(args: argparse.Namespace) -> SweepConfig:
     """The sweep configuration from the command line; raises UsageError on bad input."""
     if args.config:
-        given = [f"--{d.replace('_', '-')}" for d in _DEFAULTS if getattr(args, d) != _DEFAULTS[d]]
+        given = [_OPTION_NAMES[d] for d in _DEFAULTS if getattr(args, d) != _DEFAULTS[d]]
         if given:
             raise UsageError(
                 f"--config takes every measurement option from {args.config}; leave out {', '.join(given)}"

@@ -20,6 +20,7 @@ from fabricprobe.tuning.choose.selection import Selection, choose_selection, des
 from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.emit import selection as emit_selection
+from fabricprobe.tuning.emit import site as emit_site
 from fabricprobe.tuning.measure.before_after import before_after, speedups
 from fabricprobe.tuning.measure.launch import library_in_use
 from fabricprobe.tuning.plan.hierarchy import is_hierarchy
@@ -134,6 +135,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
                 for s, r in own.own_winners()
             ]
         }
+    emitted.files.update(emit_site.write(emitted.load_env, proof, out))  # out/load/: env.sh, MCA params, ...
     _offer(emitted, proof, say)
     manifest.update(
         rules=table.as_dict(),
