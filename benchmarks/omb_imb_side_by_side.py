@@ -23,7 +23,7 @@ different moments.
 protocol), so the table shows how far two launches of one unchanged program land apart. A ratio
 between tools means something only where it lies outside that column.
 
-`--probe CORE_PINGPONG` (benchmarks/core_pingpong.c, compiled) runs the no-MPI core-to-core round trip
+`--probe CORE_PINGPONG` (4mib-pingpong/core_pingpong.c, compiled) runs the no-MPI core-to-core round trip
 before and after every launch and names the launch's machine mode: fast when both round trips are
 under `--probe-split` ns, slow when both are over, changed otherwise. A second table then gives each
 tool's speedup over OMB twice: over the repetitions where both launches ran in one mode (both fast or
@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--aa", action="store_true", help="also run OMB a second time per repetition (A/A)")
-    parser.add_argument("--probe", type=Path, help="benchmarks/core_pingpong.c compiled: name each launch's mode")
+    parser.add_argument("--probe", type=Path, help="4mib-pingpong/core_pingpong.c compiled: name each launch's mode")
     parser.add_argument(
         "--sizes", type=lambda v: [int(x) for x in v.split(",")], default=SIZES, help="bytes, comma-separated"
     )

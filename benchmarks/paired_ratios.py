@@ -27,7 +27,7 @@ def sign_test(wins: int, n: int) -> float:
 
 
 def repetitions(lines, alias: dict[str, str] | None = None) -> list[tuple[str, dict[str, float]]]:
-    """(K, {name: µs}) for each line "rep K name=µs ..." (benchmarks/frames_vs_time.py reads them too)."""
+    """(K, {name: µs}) for each line "rep K name=µs ..." (4mib-pingpong/frames_vs_time.py reads them too)."""
     alias = alias or {}
     return [
         (x.split()[1], {alias.get(k, k): float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", x)})

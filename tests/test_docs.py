@@ -72,7 +72,7 @@ FOREIGN_OPTIONS = {
     "--imb": "benchmarks/omb_imb_side_by_side.py",
     "--aa": "benchmarks/omb_imb_side_by_side.py",
     "--probe": "benchmarks/omb_imb_side_by_side.py",
-    "--blocks": "benchmarks/omb_loop_same_launch.py",
+    "--blocks": "docs/studies/2026-11-27-4mib-pingpong/omb_loop_same_launch.py",
     "--transfer": "tests/drivers/check_algorithms.py",
     "--plant-fault": "tests/drivers/check_algorithms.py",
     "--ntasks-per-node": "srun (Slurm)",

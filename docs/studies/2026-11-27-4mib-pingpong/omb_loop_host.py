@@ -1,8 +1,8 @@
 """OMB's osu_latency loop run from a Python process, after whatever the process is told to do first.
 
-    mpiexec -n 2 python benchmarks/omb_loop_host.py LIB [--bytes 4194304] [--iters 500] [--first WHAT,...]
+    mpiexec -n 2 python 4mib-pingpong/omb_loop_host.py LIB [--bytes 4194304] [--iters 500] [--first WHAT,...]
 
-LIB is benchmarks/omb_loops.c built as a shared library. The loop and its posix_memalign'd buffers are
+LIB is 4mib-pingpong/omb_loops.c built as a shared library. The loop and its posix_memalign'd buffers are
 OMB's; only the process around them changes. With nothing first this is a minimal Python host (mpi4py
 and ctypes, MPI initialised at mpi4py's default thread level, multiple; OMB and fabricprobe initialise
 at single). --first does each WHAT in turn, after MPI_Init and before the buffers are made and the loop
@@ -18,7 +18,7 @@ runs:
     env:NAME=VALUE    set an environment variable (for the imports after it: OPENBLAS_NUM_THREADS=1)
     level:LEVEL       initialise MPI at that thread level (single, as OMB and fabricprobe do), not
                       mpi4py's multiple; this one item applies before MPI_Init, wherever it is listed
-Used by benchmarks/omb_4mib_host.sh and omb_4mib_first.sh; prints rank 0's mean half round trip in µs.
+Used by 4mib-pingpong/omb_4mib_host.sh and omb_4mib_first.sh; prints rank 0's mean half round trip in µs.
 """
 
 from __future__ import annotations

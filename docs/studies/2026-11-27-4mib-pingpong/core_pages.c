@@ -1,7 +1,7 @@
 // core_pingpong.c's round trip through a cache line in each of P pages, the pages taken in turn for
 // PASSES passes within one run: does the slow mode follow the page (where the host put the memory)
 // or the moment (where the host put the two vCPUs)? Prints a row per pass, a column per page (ns).
-//   gcc -O2 -o core_pages benchmarks/core_pages.c && ./core_pages 8 4 100000
+//   gcc -O2 -o core_pages docs/studies/2026-11-27-4mib-pingpong/core_pages.c && ./core_pages 8 4 100000
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #!/bin/bash
-# gcc -O2 -o core_pingpong benchmarks/core_pingpong.c; OMB=... MPIEXEC=.venv-ompi/bin/mpiexec bash benchmarks/modes_vs_pingpong.sh 10
+# gcc -O2 -o core_pingpong docs/studies/2026-11-27-4mib-pingpong/core_pingpong.c; OMB=... MPIEXEC=.venv-ompi/bin/mpiexec bash docs/studies/2026-11-27-4mib-pingpong/modes_vs_pingpong.sh 10
 # For each of K rounds: the no-MPI core-to-core round trip (ns), OMB's 1 MiB allreduce (one launch, µs),
 # the round trip again. Does OMB's launch mode follow the machine's?
 K=${1:-12}

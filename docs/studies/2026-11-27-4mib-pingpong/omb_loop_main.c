@@ -1,5 +1,5 @@
-/* OMB 7.4's osu_latency loop (benchmarks/omb_loops.c) as a program of its own, for
- * benchmarks/omb_4mib_host.sh: the loop and buffers benchmarks/omb_loop_host.py runs inside Python, in a
+/* OMB 7.4's osu_latency loop (docs/studies/2026-11-27-4mib-pingpong/omb_loops.c) as a program of its own, for
+ * docs/studies/2026-11-27-4mib-pingpong/omb_4mib_host.sh: the loop and buffers docs/studies/2026-11-27-4mib-pingpong/omb_loop_host.py runs inside Python, in a
  * plain C process, so the host can be compared and the loop cannot.
  *   mpicc -O2 -o omb_loop_main omb_loop_main.c omb_loops.c;  mpiexec -n 2 omb_loop_main BYTES ITERS
  * Prints rank 0's mean half round trip in us. */

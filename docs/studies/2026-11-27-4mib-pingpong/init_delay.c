@@ -1,10 +1,10 @@
-/* LD_PRELOAD shim for benchmarks/omb_4mib_init_delay.sh and omb_4mib_host.sh: MPI_Init and
+/* LD_PRELOAD shim for docs/studies/2026-11-27-4mib-pingpong/omb_4mib_init_delay.sh and omb_4mib_host.sh: MPI_Init and
  * MPI_Init_thread return FP_INIT_DELAY seconds after the library's own, asleep, or FP_INIT_SPIN seconds
  * after it, busy, so OMB times its first size as late after MPI_Init as fabricprobe does (its imports,
  * set-up and validation come first), with the CPU idle or busy meanwhile. FP_INIT_TOUCH_MB=M makes it
  * first allocate M MiB and write every page (kept; freed at once with FP_INIT_TOUCH_FREE=1), and
  * FP_INIT_DLOPEN=PATH load that library, so that OMB's process holds what a fabricprobe rank holds
- * before its buffers are made (benchmarks/omb_4mib_first.sh; docs/performance.md, "The setting").
+ * before its buffers are made (docs/studies/2026-11-27-4mib-pingpong/omb_4mib_first.sh; docs/performance.md, "The setting").
  * Build: mpicc -shared -fPIC -o libinit_delay.so init_delay.c -ldl */
 #include <dlfcn.h>
 #include <mpi.h>

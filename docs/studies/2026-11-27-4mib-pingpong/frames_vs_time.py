@@ -1,8 +1,8 @@
 """Each launch's 4 MiB round trip beside how physically contiguous its message buffers were.
 
-    python benchmarks/frames_vs_time.py REPS FRAMES
+    python docs/studies/2026-11-27-4mib-pingpong/frames_vs_time.py REPS FRAMES
 
-REPS holds omb_4mib_first.sh's lines "rep K name=µs ..."; FRAMES the lines benchmarks/buffer_frames.c
+REPS holds omb_4mib_first.sh's lines "rep K name=µs ..."; FRAMES the lines 4mib-pingpong/buffer_frames.c
 appended, "frames K:name rank=R send=RUNS/REGIONS recv=RUNS/REGIONS pages=P" (RUNS: the physically
 contiguous stretches of a buffer's pages, 1 one stretch, P none adjacent; REGIONS: the 2 MiB-aligned
 stretches of physical memory they lie in). A launch's figure is the mean over its four buffers (two ranks,

@@ -2,7 +2,7 @@
 several settings, interleaved (launch i of every setting, then launch i + 1), and print each
 setting's launch medians: their median, range and spread, side by side.
 
-    python benchmarks/launch_modes.py --omb OMB_MPI_DIR --launches 10 \\
+    python docs/studies/2026-11-27-4mib-pingpong/launch_modes.py --omb OMB_MPI_DIR --launches 10 \\
         --setting default= --setting aslr-off='setarch x86_64 -R' [--sizes 8,1048576] [--json OUT]
 
 A setting is NAME=PREFIX: PREFIX (possibly empty) runs each rank's program, after `mpiexec -n N`;

@@ -1,4 +1,4 @@
-/* LD_PRELOAD shim for benchmarks/omb_4mib_first.sh: where in physical memory a rank's message buffers lie.
+/* LD_PRELOAD shim for docs/studies/2026-11-27-4mib-pingpong/omb_4mib_first.sh: where in physical memory a rank's message buffers lie.
  * The first MPI_Send and the first MPI_Recv of 1 MiB or more give the send and receive buffers, whose page
  * frames each rank reads then from /proc/self/pagemap (root sees frame numbers; OMB frees its buffers
  * before MPI_Finalize). At MPI_Finalize it appends to $FP_FRAMES_LOG one line,

@@ -1,10 +1,10 @@
 #!/bin/bash
-# OMB=OMB_MPI_DIR bash benchmarks/omb_4mib_warmup.sh 5   (docs/performance.md)
+# OMB=OMB_MPI_DIR bash docs/studies/2026-11-27-4mib-pingpong/omb_4mib_warmup.sh 5   (docs/performance.md)
 # Is fabricprobe's 4 MiB ping-pong faster than OMB's because it times later in a busy launch?
 # Per round: OMB with 10 warm-up round trips, OMB with 3000 (about 2.5 s of them), fabricprobe.
-K=${1:-5}; PY=${PYTHON:-.venv-ompi/bin/python}; cd "$(dirname "$0")/.."
+K=${1:-5}; PY=${PYTHON:-.venv-ompi/bin/python}; cd "$(dirname "$0")/../../.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; O=${OMB:?OMB=.../libexec/osu-micro-benchmarks/mpi}; M=${MPIEXEC:-.venv-ompi/bin/mpiexec}
-. benchmarks/fp_sweep.sh; H=${TMPDIR:-/tmp}/fp4m.h5
+. docs/studies/2026-11-27-4mib-pingpong/fp_sweep.sh; H=${TMPDIR:-/tmp}/fp4m.h5
 fp() { fp_sweep "$H" --collectives latency --sizes 4194304 --iters 1000 --warmup 10; local v; v=$(fp_avg "$H" 4194304); echo "${v#*=}"; }
 echo "round omb_x10 omb_x3000 fabricprobe"
 for i in $(seq 1 $K); do

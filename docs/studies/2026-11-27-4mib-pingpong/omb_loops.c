@@ -1,4 +1,4 @@
-/* OMB 7.4's timed loops, as a shared library for benchmarks/omb_loop_same_launch.py, so that OMB's loop
+/* OMB 7.4's timed loops, as a shared library for docs/studies/2026-11-27-4mib-pingpong/omb_loop_same_launch.py, so that OMB's loop
  * and fabricprobe's compiled loop can take turns on the same memory inside one launch.
  *
  * pingpong: osu_latency's loop (10 warm-up round trips, a barrier, then each round trip of ITERS timed;

@@ -1,13 +1,13 @@
 """OMB's timed loop against fabricprobe's, taking turns inside one launch, on the same memory.
 
-    python benchmarks/omb_loop_same_launch.py [--launches 10] [--blocks 12] [--bytes 4194304]
+    python docs/studies/2026-11-27-4mib-pingpong/omb_loop_same_launch.py [--launches 10] [--blocks 12] [--bytes 4194304]
 
 Across launches, fabricprobe's 4 MiB Open MPI numbers read faster than OMB's by amounts that move
 from set to set (docs/performance.md); a launch-to-launch spread of 20-40% on this VM hides whether
 the difference is in what each tool times. Here it cannot hide: in every launch (n = 2) blocks of 50
 timed iterations alternate between fabricprobe's compiled loop (timing/loops.native_pingpong, and
 native_timed_calls in barrier mode for the allreduce, float32 sum) and OMB 7.4's loops compiled from
-benchmarks/omb_loops.c with the environment's mpicc, each on fabricprobe's buffers
+docs/studies/2026-11-27-4mib-pingpong/omb_loops.c with the environment's mpicc, each on fabricprobe's buffers
 (memory/host.aligned_empty) and on OMB's (posix_memalign, memset), in an order that reverses every
 block. Each launch prints each variant's median block mean and the median over blocks of OMB's loop
 over fabricprobe's on the same buffers (1: the loops agree); the summary gives those ratios' range.
