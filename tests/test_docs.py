@@ -97,6 +97,7 @@ FOREIGN_OPTIONS = {
     "--out": "benchmarks/tuned_training_study.py",
     "--summarize": "benchmarks/tuned_training_study.py",
     "--durations": "pytest",
+    "--dist": "pytest-xdist",
 }
 
 

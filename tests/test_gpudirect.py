@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from mpirun import checker_reports, launcher, mpi_env, need_ranks, python_path, run_mpi
+from mpirun import checker_reports, launcher, mpi_env, need_ranks, python_path, run_local, run_mpi
 
 from fabricprobe import collectives
 from fabricprobe.engine import gpudirect
@@ -226,6 +226,11 @@ def test_bad_device_options_are_one_line_and_exit_2(tmp_path, argv, message):
     assert not (tmp_path / "r.h5").exists()
 
 
+def _report(run) -> str:
+    """The run's full tables (a sweep itself ends with its summary)."""
+    return run_local(["report", run.path, "--run", run.id]).stdout
+
+
 def _sweep(tmp_path, n: int, *extra: str):
     path = tmp_path / "gpu.h5"
     out = run_mpi(
@@ -287,7 +292,7 @@ def test_device_sweep_validates_every_transfer(tmp_path, n):
     piped = {(p["collective"], p["bytes"]) for p in points if p["transfer"] == "pipelined"}
     assert piped and {c for c, _ in piped} <= {"allreduce", "reduce", "bcast"} and {b for _, b in piped} == {8200}
     assert run.config["assume_cuda_aware"] is True
-    assert "GPUDirect on vs off" in out.stdout
+    assert "GPUDirect on vs off" in _report(run)
 
 
 @pytest.mark.process
@@ -320,7 +325,7 @@ def test_direct_is_recorded_not_runnable_on_a_library_that_is_not_cuda_aware(tmp
     staged = [p for p in run.points if p["transfer"] in ("staged", "pipelined")]
     assert direct and all(p["status"] == "not_runnable" and "CUDA-aware" in p["note"] for p in direct)
     assert staged and all(p["status"] == "ok" and p["wrong"] == 0 for p in staged)
-    assert "not runnable" in out.stdout and "GPUDirect points will be recorded as not runnable" in out.stderr
+    assert "not runnable" in _report(run) and "GPUDirect points will be recorded as not runnable" in out.stderr
 
 
 DEVICE_SIZES = {"pipelined": (1, 6, 8, 9), "direct": (2, 3), "staged": (4, 5, 7)}
@@ -416,7 +421,7 @@ def test_point_to_point_on_device_buffers(tmp_path):
     # the one-sided tests run on host buffers only: skipped here, and said
     assert any("put_latency/library skipped: it runs on host buffers only" in n for n in run.attrs["notes"])
     assert all(p["status"] == "ok" and p["wrong"] == 0 and p["checked"] > 0 for p in points)
-    assert "latency library: GPUDirect on vs off" in out.stdout
+    assert "latency library: GPUDirect on vs off" in _report(run)
 
 
 @pytest.mark.process
@@ -430,7 +435,7 @@ def test_sparse_allreduce_runs_staged_on_device_buffers(tmp_path):
     assert all(
         p["status"] == "not_runnable" and "host memory" in p["note"] for p in sparse if p["transfer"] == "direct"
     )
-    assert "numba buffers, staged" in out.stdout  # the sparse-vs-dense table compares staged with staged
+    assert "numba buffers, staged" in _report(run)  # the sparse-vs-dense table compares staged with staged
 
 
 @pytest.mark.parametrize(
