@@ -352,7 +352,8 @@ def test_doctor_under_mpiexec_measures_every_pair_once(n, tmp_path):
     pairs = sorted(zip(m.pairs["a"].tolist(), m.pairs["b"].tolist()))
     assert pairs == list(itertools.combinations(range(n), 2))
     assert m.rounds == (n - 1 if n % 2 == 0 else n) and m.ranks["rank"].tolist() == list(range(n))
-    assert (m.pairs["small_s"] > 0).all() and (m.pairs["large_s"] > m.pairs["small_s"]).all()
+    # measured, not ordered: under load a pair's 8 B time once read 2 ms, above its 64 KiB time (CI, 38c87f6)
+    assert all(np.isfinite(m.pairs[f]).all() and (m.pairs[f] > 0).all() for f in ("small_s", "large_s"))
     assert (m.ranks["compute_s"] > 0).all() and (m.ranks["ring_step_s"] >= m.ranks["ring_reduce_s"]).all()
     assert meta["provenance"]["nranks"] == n and meta["options"]["large_bytes"] == 64 * 1024
     assert any(note.startswith("confirmation:") for note in meta["diagnosis"]["notes"])
