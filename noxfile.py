@@ -106,4 +106,5 @@ def site(session: nox.Session, mpi: str) -> None:
     build = {"MPICC": SITE_MPICC[mpi], "CFLAGS": "-O0"}
     session.install(no_cache, "--no-binary=mpi4py", "mpi4py", env=build)
     session.install("-e", ".[test,reframe]")  # reframe: the check run by ReFrame through the lab's Slurm
-    session.run(*PYTEST, *_files(MATRIX["SITE"]), *session.posargs, env={"FABRICPROBE_SITE_MPI": mpi})
+    site_env = {"FABRICPROBE_SITE_MPI": mpi}
+    session.run(*PYTEST, "--durations=10", *_files(MATRIX["SITE"]), *session.posargs, env=site_env)
