@@ -31,8 +31,9 @@ RUFF = "ruff==0.17.6"  # pinned: a newer formatter may format differently
 MATRIX = runpy.run_path(str(Path(__file__).parent / "tests" / "matrix.py"))
 PYTEST = ["pytest", "-q", "-rs", "-p", "no:cacheprovider"]  # -rs: every skip says why
 # Two workers (pytest-xdist): the machine has 2 cores and a test waits on its launches much of the time.
-# Which tests must share a worker (the lab's, a file's module-scoped job): tests/xdist_groups.py.
-WORKERS = ["-n", "2", "--dist", "loadgroup"]
+# Which tests must share a worker (the lab's, a file's module-scoped job): tests/xdist_groups.py. In the
+# files' order, not the largest groups first: heavy and light tests then run side by side (docs/testing.md).
+WORKERS = ["-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder"]
 ROOT_OK = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
