@@ -13,6 +13,7 @@ from rich.text import Text
 from fabricprobe.report.algorithms import comparison_groups, comparison_table
 from fabricprobe.report.bound import (
     FASTER_MARK,
+    Fabric,
     beyond,
     describe,
     doubts,
@@ -56,7 +57,8 @@ def _status(run: Run) -> str:
     return text
 
 
-def run_header(run: Run) -> Panel:
+def run_header(run: Run, fabric: Fabric | None = None, of_bound: dict[int, float] | None = None) -> Panel:
+    """The run's panel; `fabric` and `of_bound`: its bounds (report/bound.py), when the caller has them."""
     a = run.attrs
     lines = [
         f"[bold]run {run.id}[/] of {run.path}  {_status(run)}  started {a.get('started', '?')}",
@@ -101,8 +103,8 @@ def run_header(run: Run) -> Panel:
             for p in floors
         )
         lines.append(f"harness floor (empty timed region, median): {text}")
-    fabric = fabric_of(run)
-    trust = trust_line(run, fabric, percents(run, fabric))
+    fabric = fabric if fabric is not None else fabric_of(run)
+    trust = trust_line(run, fabric, of_bound if of_bound is not None else percents(run, fabric))
     if trust:
         lines.append(trust)
     body: list[Any] = [Text.from_markup(line) for line in lines]
@@ -271,15 +273,15 @@ def _fabric_first(collective: str) -> int:
 def render_run(run: Run, console: Console, collectives: list[str] | None = None) -> None:
     """The whole report of a run: its header, then the fabric's tables (point-to-point, collectives,
     algorithms compared), then sparse and device transfers, then the kernels; each fits console.width."""
-    console.print(run_header(run))
+    fabric = fabric_of(run)
+    of_bound = percents(run, fabric)
+    console.print(run_header(run, fabric, of_bound))
     points = [
         p for p in run.points if p["collective"] != EMPTY and (collectives is None or p["collective"] in collectives)
     ]
     if not points:
         console.print("(no measured points)")
     window = run_window(run.config)
-    fabric = fabric_of(run)
-    of_bound = percents(run, fabric)
     series = sorted(group_series(points).items(), key=lambda item: _fabric_first(item[0].collective))
     fabric_series = [item for item in series if _fabric_first(item[0].collective) < 2]
     others = [item for item in series if _fabric_first(item[0].collective) == 2]
@@ -349,9 +351,11 @@ def _crossover_text(algorithm: str, crossings: list[Crossover]) -> str:
     return f"{algorithm} faster {', '.join(spans)}"
 
 
-def summary_table(run: Run, collectives: list[str] | None = None, width: int | None = None) -> Table:
+def summary_table(
+    run: Run, collectives: list[str] | None = None, width: int | None = None, of_bound: dict[int, float] | None = None
+) -> Table:
     """One row per collective case: latency, peak busbw, n½, winners per size range, crossovers; fitted
-    to `width` (report/fit.py)."""
+    to `width` (report/fit.py); `of_bound`: the run's percents(), when the caller has them."""
     points = [p for p in run.points if collectives is None or p["collective"] in collectives]
     heading = (
         f"[bold]summary of run {run.id}[/] ({run.attrs.get('mpi_vendor', '?')}, "
@@ -385,7 +389,8 @@ def summary_table(run: Run, collectives: list[str] | None = None, width: int | N
         for column, cell in zip(columns, cells):
             column.cells.append(cell)
     table, left_out = fitted_table(columns, width, title=heading, title_justify="left")
-    far, impossible = furthest(run, collectives), beyond(run, collectives)
+    of_bound = of_bound if of_bound is not None else percents(run)
+    far, impossible = furthest(run, collectives, found=of_bound), beyond(run, collectives, found=of_bound)
     bound_line = ("\nfurthest from their bound (lower bound / median): " + _at_percent(far) if far else "") + (
         f"\nfaster than their bound ({FASTER_MARK}: a premise of the bound failed; the header says which): "
         + _row_names(impossible[:3])
@@ -405,8 +410,10 @@ def summary_table(run: Run, collectives: list[str] | None = None, width: int | N
 
 def render_summary(run: Run, console: Console, collectives: list[str] | None = None) -> None:
     """What fits one screen: the run's header and its summary table, fitted to the console."""
-    console.print(run_header(run))
-    console.print(summary_table(run, collectives, console.width))
+    fabric = fabric_of(run)
+    of_bound = percents(run, fabric)
+    console.print(run_header(run, fabric, of_bound))
+    console.print(summary_table(run, collectives, console.width, of_bound))
 
 
 def render_end_of_sweep(run: Run, console: Console) -> None:
