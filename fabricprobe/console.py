@@ -122,15 +122,37 @@ def launcher_terminal(fd: int = 2) -> str | None:
     return target if target is not None and target.startswith(_TERMINALS) else None
 
 
-def _terminal_width(tty: str, default: int = 100) -> int:
+def _tty_size(tty: str) -> tuple[int | None, int | None]:
     try:
         fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY)
         try:
-            return os.get_terminal_size(fd).columns or default  # a pty may report 0 columns
+            return _fd_size(fd)
         finally:
             os.close(fd)
     except OSError:
-        return default
+        return 100, None
+
+
+def _fd_size(fd: int) -> tuple[int | None, int | None]:
+    """Columns and lines of the terminal on fd, COLUMNS and LINES first as every terminal program reads
+    them; None for what is not known (a pty may report 0). Both go to rich, which otherwise draws 80
+    columns whatever the terminal when TERM is dumb or unset (an emacs shell, a CI job's pty)."""
+    try:
+        size = os.get_terminal_size(fd)
+        columns, lines = size.columns or None, size.lines or None
+    except (AttributeError, ValueError, OSError):
+        columns = lines = None
+    given = [os.environ.get(name, "") for name in ("COLUMNS", "LINES")]
+    columns = int(given[0]) if given[0].isdigit() and int(given[0]) > 0 else columns
+    lines = int(given[1]) if given[1].isdigit() and int(given[1]) > 0 else lines
+    return columns, lines
+
+
+def _stream_size(stream) -> tuple[int | None, int | None]:
+    try:
+        return _fd_size(stream.fileno())
+    except (AttributeError, ValueError, OSError):
+        return None, None
 
 
 def _forced() -> bool | None:
@@ -158,7 +180,8 @@ def make_console(stderr: bool = False) -> Console:
     if not user_sees_terminal(stderr):
         return Console(stderr=stderr, highlight=False, force_terminal=False, color_system=None, width=PLAIN_WIDTH)
     if not launched_by_mpiexec():
-        return Console(stderr=stderr, highlight=False, force_terminal=True)
-    tty = launcher_terminal(2 if stderr else 1)
-    width = _terminal_width(tty) if tty else None
-    return Console(stderr=stderr, highlight=False, force_terminal=True, width=width)
+        width, height = _stream_size(sys.stderr if stderr else sys.stdout)
+    else:
+        tty = launcher_terminal(2 if stderr else 1)
+        width, height = _tty_size(tty) if tty else (None, None)
+    return Console(stderr=stderr, highlight=False, force_terminal=True, width=width, height=height or 25)

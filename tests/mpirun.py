@@ -201,16 +201,20 @@ class Screen:
         return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.text)
 
 
-def run_on_screen(shell_command: str, columns: int, *, cwd=None, timeout: float = 300) -> Screen:
+def run_on_screen(
+    shell_command: str, columns: int, *, cwd=None, timeout: float = 300, env: dict[str, str] | None = None
+) -> Screen:
     """A shell command line run in a terminal `columns` wide (util-linux `script`), as a user at that
-    terminal sees it; launched again as run_launch does if its mpiexec failed before any rank ran."""
+    terminal sees it; launched again as run_launch does if its mpiexec failed before any rank ran.
+    The terminal alone gives the width: COLUMNS and LINES from this process are dropped."""
     if shutil.which("script") is None:
         pytest.skip("needs util-linux `script` to provide a terminal")
     command = f"stty cols {columns} rows 50; {shell_command}"
+    screen_env = {k: v for k, v in mpi_env(env).items() if k not in ("COLUMNS", "LINES")}
     for _ in range(LAUNCH_ATTEMPTS):
         # bytes, not text: text mode would turn each carriage return of a live line into a new line
         done = subprocess.run(
-            ["script", "-qec", command, "/dev/null"], capture_output=True, env=mpi_env(), cwd=cwd, timeout=timeout
+            ["script", "-qec", command, "/dev/null"], capture_output=True, env=screen_env, cwd=cwd, timeout=timeout
         )
         text = done.stdout.decode("utf-8", "replace").replace("\r\n", "\n")
         if done.returncode == 0 or not launcher_failed_to_start(text):

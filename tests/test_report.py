@@ -266,17 +266,19 @@ def _sweep_of_64_ranks(tmp_path) -> str:
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("columns", [80, 132])
-def test_a_64_rank_report_cuts_no_number_at_80_or_132_columns(tmp_path, columns):
+@pytest.mark.parametrize("columns,term", [(80, "xterm-256color"), (132, "dumb")])
+def test_a_64_rank_report_cuts_no_number_at_80_or_132_columns(tmp_path, columns, term):
     """At 80 columns rich cut the numbers of a 134-column table ("0.…"): the report now leaves out the
-    least important columns whole and names them, and the summary folds its text, never a number."""
+    least important columns whole and names them, and the summary folds its text, never a number.
+    TERM=dumb (a CI job's terminal, an emacs shell): rich alone drew 80 columns on a 132-column one."""
     import shlex
 
     from mpirun import fabricprobe_argv, run_on_screen
 
     path = _sweep_of_64_ranks(tmp_path)
     for view in ([], ["--summary"]):
-        shown = run_on_screen(shlex.join([*fabricprobe_argv(), "report", path, *view]), columns)
+        command = shlex.join([*fabricprobe_argv(), "report", path, *view])
+        shown = run_on_screen(command, columns, env={"TERM": term})
         assert shown.returncode == 0 and "allreduce" in shown.plain and "1 GiB" in shown.plain, shown.plain[-3000:]
         assert "…" not in shown.plain and max(map(len, shown.plain.splitlines())) <= columns, shown.plain
         if not view:
