@@ -47,6 +47,14 @@ PLANTED = {
         "test_sparse_mpi.py::test_the_checker_catches_a_wrong_algorithm",
         "test_allocations.py::test_no_timed_call_allocates",
     ],
+    "wrong library calls (issue 53), p = 2, 3, 4": [
+        "test_library_mutants.py::test_a_call_that_ignores_its_root_is_caught",
+        "test_library_mutants.py::test_a_collective_that_moves_the_wrong_block_is_caught",
+        "test_library_mutants.py::test_a_window_transfer_that_moves_the_wrong_block_is_caught",
+        "test_library_mutants.py::test_a_receive_count_one_too_large_is_caught",
+        "test_library_mutants.py::test_a_write_into_an_untouched_buffer_is_named_and_never_counts_above_checked",
+        "test_library_mutants.py::test_an_internal_error_is_not_the_status_of_wrong_results",
+    ],
     "reused results": ["test_sparse_mpi.py::test_the_checker_catches_an_algorithm_that_adds_onto_a_reused_result"],
     "non-root buffers": ["test_algorithms_mpi.py::test_the_checker_catches_a_changed_nonroot_input"],
     "tuning proofs": [

@@ -30,6 +30,7 @@ BOTH_WHEELS = {
     "test_nonblocking.py": "validation: the non-blocking and persistent collectives of each library",
     "test_rma.py": "validation: the one-sided tests on each library's windows",
     "test_faults_mpi.py": "validation and the watchdog: planted wrong results, hangs and each library's abort",
+    "test_library_mutants.py": "validation: planted wrong library calls; internal errors through each abort",
     "test_algorithms_mpi.py": "validation: the hand-written algorithms against each library's own results",
     "test_sparse_mpi.py": "validation: the sparse algorithms on each library's point-to-point",
 }
