@@ -99,10 +99,15 @@ def test_every_reader_names_a_flipped_bit_in_the_journal(tmp_path, record):
         if record == "start"
         else f"journal record at byte {at}"
     )
-    for argv in (["report", str(path)], ["report", str(path), "--format", "json"], ["compare", str(path), str(path)]):
+    readers = (["report", str(path)], ["report", str(path), "--format", "json"], ["compare", str(path), str(path)])
+    for argv in (*readers, ["plot", str(path), "-o", str(tmp_path / "p.png")]):
         out = run_local(argv)
         warnings = [line for line in out.stderr.splitlines() if "is damaged" in line]
         assert out.returncode == 4 and len(warnings) == 1 and said in warnings[0], (argv, out.returncode, out.stderr)
+    for argv in (["tune", str(path)], ["tune-eval", str(path)]):  # refused (not a tune-sweep), the damage said first
+        out = run_local(argv)
+        warnings = [line for line in out.stderr.splitlines() if "is damaged" in line]
+        assert out.returncode == 2 and len(warnings) == 1 and said in warnings[0], (argv, out.returncode, out.stderr)
     if record == "point 2":
         assert "of run 0002 (points 2 lost)" in warnings[0], warnings
         doc = json.loads(run_local(["report", str(path), "--format", "json"]).stdout)
