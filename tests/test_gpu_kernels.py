@@ -101,6 +101,7 @@ def test_provenance_asks_the_library_about_cuda(tmp_path):
     prov = json.loads(out.stdout[out.stdout.index("{") :])
     # Neither PyPI wheel is built with CUDA, and the library (not fabricprobe) says so.
     assert prov["cuda_aware"] == "no" and prov["cuda_aware_method"].startswith("MPIX_")
+    assert prov["cuda_library"] == "no" and prov["cuda"] == "no, no device", prov
     assert prov["rank_gpus"] == [-1, -1] and prov["gpu"] == {}
 
 
@@ -157,3 +158,24 @@ def test_cupy_kernels_on_a_gpu(dtype):
     m = kernels.topk_indices(values, 500, want_idx)
     assert kernels.topk_indices(cupy.asarray(values), 500, got_idx) == m
     np.testing.assert_array_equal(cupy.asnumpy(got_idx)[:m], want_idx[:m])
+
+
+def test_a_library_built_with_cuda_is_told_from_its_run_time_answer(tmp_path):
+    """Without a GPU, a CUDA-aware Open MPI answers 0 to MPIX_Query_cuda_support(), as the wheels do:
+    its CUDA component beside libmpi (or MPICH's configure line) says it was built for CUDA buffers."""
+    from fabricprobe.mpienv.gpu_info import library_built_with_cuda, summary
+
+    libmpi = tmp_path / "libmpi.so.40"
+    libmpi.write_bytes(b"")
+    assert library_built_with_cuda("Open MPI", "", str(libmpi))[0] == "no"
+    (tmp_path / "libmca_common_cuda.so.40").write_bytes(b"")
+    built, how = library_built_with_cuda("Open MPI", "", str(libmpi))
+    assert built == "yes" and "libmca_common_cuda" in how
+    mpich = "MPICH Version: 4.2\nMPICH configure:    --with-device=ch4:ofi --with-cuda=/usr/local/cuda\n"
+    assert library_built_with_cuda("MPICH", mpich)[0] == "yes"
+    assert library_built_with_cuda("MPICH", mpich.replace("--with-cuda=/usr/local/cuda", ""))[0] == "no"
+    h200 = {"gpu_count": 1, "gpu_model": "NVIDIA H200"}
+    assert summary("no", "yes", {}) == "yes (library), no device"
+    assert summary("yes", "yes", h200) == "yes, 1 × NVIDIA H200"
+    assert summary("no", "no", {}) == "no, no device"
+    assert summary("no", "yes", h200).endswith("the library found no CUDA driver")

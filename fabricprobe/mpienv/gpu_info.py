@@ -9,6 +9,7 @@ built with CUDA: both answer "no" here."""
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 from typing import Any
 
@@ -52,6 +53,42 @@ def cuda_aware(vendor: str) -> tuple[str, str]:
     if lib is None:
         return "unknown", "libmpi not found among the loaded libraries"
     return asked or ("unknown", "the library offers no CUDA-support query")
+
+
+# Open MPI built --with-cuda installs its CUDA support as a library of its own beside libmpi (4.x:
+# libmca_common_cuda; 5.x: the accelerator component); the wheels and Debian's build have neither.
+_OPEN_MPI_CUDA_FILES = ("libmca_common_cuda.so*", "openmpi/mca_accelerator_cuda.so", "openmpi/mca_common_cuda.so")
+
+
+def library_built_with_cuda(vendor: str, version_string: str = "", libmpi_path: str | None = None) -> tuple[str, str]:
+    """("yes" | "no" | "unknown", how): whether the library was built with CUDA support, which its run-time
+    answer does not say where no CUDA driver or device is (Open MPI's query then answers 0). MPICH
+    prints its configure line in MPI_Get_library_version."""
+    if vendor == "MPICH" and "configure:" in version_string:
+        line = next(x for x in version_string.splitlines() if "configure:" in x)
+        built = "--with-cuda" in line and "--with-cuda=no" not in line
+        return ("yes" if built else "no"), "MPI_Get_library_version's configure line"
+    if vendor != "Open MPI":
+        return "unknown", f"not asked of {vendor}"
+    path = libmpi_path or next(iter(loaded_libmpi_paths()), None)
+    if path is None:
+        return "unknown", "libmpi not found among the loaded libraries"
+    folder = os.path.dirname(os.path.realpath(path))
+    found = [hit for pattern in _OPEN_MPI_CUDA_FILES for hit in glob.glob(os.path.join(folder, pattern))]
+    if found:
+        return "yes", f"{os.path.basename(found[0])} beside {os.path.basename(path)}"
+    return "no", f"no CUDA component beside {os.path.basename(path)}"
+
+
+def summary(aware: str, built: str, gpus: dict[str, Any]) -> str:
+    """One line for `info` and the report: what the library can do with CUDA buffers and whether a GPU
+    was there, e.g. "yes (library), no device" for a CUDA-aware build on a machine without a GPU."""
+    device = "no device" if not gpus else f"{gpus.get('gpu_count', 1)} × {gpus.get('gpu_model', 'GPU')}"
+    if aware == "yes":
+        return f"yes, {device}"
+    if built == "yes":
+        return f"yes (library), {device}" + ("" if not gpus else ": the library found no CUDA driver")
+    return f"{aware}, {device}"
 
 
 def intel_answer(env: Any, asked: tuple[str, str] | None) -> tuple[str, str]:

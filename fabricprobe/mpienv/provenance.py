@@ -109,6 +109,7 @@ def collect(
     hw = topo.hardware
     lab = lab_state.from_environment()
     aware, aware_how = gpu_info.cuda_aware(lib.vendor)
+    built, built_how = gpu_info.library_built_with_cuda(lib.vendor, lib.version_string)
     gpus = gpu_info.devices()
     rank_gpus = comm.allgather(gpus.get("gpu_device", -1))
     # Emulated hosts share one machine's cores: oversubscription is counted against the machine.
@@ -148,6 +149,9 @@ def collect(
         "lab": lab["description"] if lab else "",
         "cuda_aware": aware,
         "cuda_aware_method": aware_how,
+        "cuda_library": built,  # built with CUDA support, whatever it answers at run time
+        "cuda_library_method": built_how,
+        "cuda": gpu_info.summary(aware, built, gpus),
         "gpu": gpus,
         "rank_gpus": rank_gpus,
         "lab_spec": json.dumps(lab) if lab else "",

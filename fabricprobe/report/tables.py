@@ -85,6 +85,8 @@ def run_header(run: Run, fabric: Fabric | None = None, of_bound: dict[int, float
             f"MPI start-up: MPI_Init {min(init):.3g}–{max(init):.3g} ms (mean {sum(init) / len(init):.3g}) over "
             f"{len(init)} ranks; to the end of the first barrier {min(first):.3g}–{max(first):.3g} ms"
         )
+    if a.get("cuda_library") == "yes" or a.get("gpu"):
+        lines.append(f"CUDA-aware MPI: {a.get('cuda', a.get('cuda_aware', '?'))}")
     buffers = header_line(a)
     if buffers:
         lines.append(buffers)
