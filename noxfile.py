@@ -23,6 +23,11 @@ from pathlib import Path
 
 import nox
 
+# Every rank of every launch imports numpy, Numba, h5py and fabricprobe: with PYTHONDONTWRITEBYTECODE
+# set (this machine's image sets it) and uv's environments holding no bytecode, each process compiled
+# them from source again, about 1.1 s of CPU of its 1.7 s import (docs/testing.md). The first process
+# to import a module now writes its bytecode and every later one reads it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 nox.options.reuse_existing_virtualenvs = False
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["lint", "tests", "site"]
