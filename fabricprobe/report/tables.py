@@ -327,8 +327,10 @@ def _case_labels(cases: list[dict[str, Any]]) -> list[str]:
     return labels
 
 
-def _range_text(r: SizeRange, baseline: str) -> str:
-    span = format_size(r.lo) if r.lo == r.hi else f"{format_size(r.lo)}–{format_size(r.hi)}"
+def _range_text(r: SizeRange, baseline: str, only: bool = False) -> str:
+    """`only`: the one range of the case, every size measured ("all: library" keeps the row to one line
+    at 80 columns, where "8 B–4 MiB: library" folded every row in two)."""
+    span = "all" if only else format_size(r.lo) if r.lo == r.hi else f"{format_size(r.lo)}–{format_size(r.hi)}"
     if r.winner == baseline:
         return f"{span}: {r.winner}"
     gain = (
@@ -381,7 +383,7 @@ def summary_table(
             f"{usec(s.latency_s)} @ {format_size(s.latency_bytes)}",
             f"{gbps(s.peak_busbw_gbps)} GB/s @ {format_size(s.peak_bytes)}",
             format_size(s.half_peak_bytes) if s.half_peak_bytes is not None else "-",
-            "\n".join(_range_text(r, s.baseline) for r in s.ranges),
+            "\n".join(_range_text(r, s.baseline, only=len(s.ranges) == 1) for r in s.ranges),
             "\n".join(
                 _crossover_text(a, [c for c in s.crossovers if c.algorithm == a])
                 for a in dict.fromkeys(c.algorithm for c in s.crossovers)
