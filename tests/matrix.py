@@ -52,6 +52,7 @@ ONE_WHEEL = {
     "test_economy.py": "the budgeted search (no MPI)",
     "test_economy_fixtures.py": "the search replayed on stored sweeps",
     "test_gpudirect.py": "device buffers under Numba's CUDA simulator",
+    "test_gpu_study.py": "the GPU study's script, dry (the simulator, the host trainers)",
     "test_cuda_mpi.py": "the CUDA-aware Open MPI build, loaded by mpi4py's wheel whichever wheel is installed",
     "test_han_tuning.py": "Open MPI's han (Open MPI only)",
     "test_harness.py": "the timing loop's decisions",

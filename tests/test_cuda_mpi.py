@@ -49,7 +49,8 @@ def test_the_build_says_it_is_cuda_aware_with_no_device_here():
     prov = json.loads(out.stdout[out.stdout.index("{") :])
     assert prov["mpi_vendor"] == "Open MPI" and prov["mpi_version"].startswith("4.1"), prov["mpi_library_version"]
     assert prov["cuda_library"] == "yes" and prov["cuda"] == "yes (library), no device", prov
-    assert prov["cuda_aware"] == "no"  # its own query: no CUDA driver here, so no CUDA buffers now
+    # its own query: Open MPI 4.1 answers what it was built with (1), whatever the machine has
+    assert prov["cuda_aware"] == "yes" and prov["cuda_aware_method"] == "MPIX_Query_cuda_support()"
 
 
 def test_a_host_sweep_on_the_build_agrees_with_the_wheel(tmp_path):
@@ -61,7 +62,8 @@ def test_a_host_sweep_on_the_build_agrees_with_the_wheel(tmp_path):
     assert runs[0].attrs["mpi_version"] != runs[1].attrs["mpi_version"]  # two libraries, not one twice
     shapes = []
     for run in runs:
-        assert all(p["status"] == "ok" and p["wrong"] == 0 for p in run.points), run.path
-        assert all(p["checked"] > 0 for p in run.points if p["count"] > 0)
-        shapes.append(sorted((p["collective"], p["algorithm"], p["bytes"], p["dtype"], p["op"]) for p in run.points))
+        points = [p for p in run.points if p["collective"] != "empty"]  # the harness floor: nothing to check
+        assert points and all(p["status"] == "ok" and p["wrong"] == 0 for p in points), run.path
+        assert all(p["checked"] > 0 for p in points if p["count"] > 0)
+        shapes.append(sorted((p["collective"], p["algorithm"], p["bytes"], p["dtype"], p["op"]) for p in points))
     assert shapes[0] == shapes[1]

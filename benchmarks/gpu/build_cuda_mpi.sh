@@ -11,7 +11,8 @@
 # opened at run time, so the build runs here on host buffers and turns CUDA-aware where a driver is.
 # MPICH's CUDA support compiles GPU kernels (yaksa) with nvcc for one CUDA version: larger and tied to it.
 # Runs as root (deb-src and dpkg-dev are added to apt if missing). mpi4py is not built: the mpi4py wheel
-# from PyPI loads this libmpi.so.40 at run time (LD_LIBRARY_PATH), for the GPU machine's Python too.
+# from PyPI loads this libmpi.so.40 at run time (MPI4PY_LIBMPI); its wheel for the GPU machine's Python
+# 3.12 is downloaded into PREFIX/wheels, to travel with the library.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PREFIX="$(realpath -m "${1:-$ROOT/.cuda-mpi}")"
@@ -52,6 +53,11 @@ rm -rf "$PREFIX" && make install > "$WORK/install.log" 2>&1
 rm -rf "$PREFIX/share/man" "$PREFIX/share/doc" "$PREFIX/include" "$PREFIX/lib/pkgconfig"
 find "$PREFIX" -name "*.la" -delete
 find "$PREFIX/lib" "$PREFIX/bin" -type f \( -name "*.so*" -o -perm -u+x \) -exec strip --strip-unneeded {} + 2>/dev/null || true
+# The GPU machine's Python (3.12) gets the mpi4py wheel that loads this libmpi (MPI4PY_LIBMPI): carried too.
+MPI4PY="${MPI4PY:-mpi4py==4.1.2}"
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version "${DEVICE_PYTHON:-3.12}" --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  -d "$PREFIX/wheels" "$MPI4PY"
 echo "built Open MPI $VERSION with CUDA ($CUDA_HOME) in $(( $(date +%s) - started )) s: $PREFIX"
 "$PREFIX/bin/ompi_info" --parsable --all | grep -m1 "mpi_built_with_cuda_support:value" || true
-echo "size: $(du -sm "$PREFIX" | cut -f1) MiB (limit for one device call's carry: 60 MiB with mpi4py)"
+echo "size: $(du -sm "$PREFIX" | cut -f1) MiB with $(ls "$PREFIX/wheels") (limit for one device call's carry: 60 MiB)"

@@ -82,12 +82,15 @@ def library_built_with_cuda(vendor: str, version_string: str = "", libmpi_path: 
 
 def summary(aware: str, built: str, gpus: dict[str, Any]) -> str:
     """One line for `info` and the report: what the library can do with CUDA buffers and whether a GPU
-    was there, e.g. "yes (library), no device" for a CUDA-aware build on a machine without a GPU."""
-    device = "no device" if not gpus else f"{gpus.get('gpu_count', 1)} × {gpus.get('gpu_model', 'GPU')}"
+    was there, e.g. "yes (library), no device" for a CUDA-aware build on a machine without a GPU (Open
+    MPI 4.1's query answers 1 there, a build's; 5.x's answers 0 without a driver)."""
+    if not gpus:
+        return "yes (library), no device" if "yes" in (aware, built) else f"{aware}, no device"
+    device = f"{gpus.get('gpu_count', 1)} × {gpus.get('gpu_model', 'GPU')}"
     if aware == "yes":
         return f"yes, {device}"
     if built == "yes":
-        return f"yes (library), {device}" + ("" if not gpus else ": the library found no CUDA driver")
+        return f"yes (library), {device}: the library found no CUDA driver"
     return f"{aware}, {device}"
 
 
