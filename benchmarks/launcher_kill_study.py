@@ -9,7 +9,9 @@ undisturbed tune-sweep's length, and SIGKILLs whichever launcher (tune-sweep's c
 a trial where none is running (start-up, between launches, writing) is counted as "no launcher" and
 tune-sweep must then finish as usual. Per trial:
 - status: tune-sweep's exit status (5: a launcher ended by a signal, docs/cli.md);
-- said: exactly one `fabricprobe: error:` line naming the signal;
+- said: exactly one `fabricprobe: error:` line naming the signal, exit 5; or, where the kill landed on
+  a probe (the launch that asks which component serves the job) and tune-sweep went on to measure
+  everything, exit 0 with a line saying the probe's launcher was ended by SIGKILL;
 - left: processes still alive once tune-sweep returned whose command line names the trial's folder
   (its ranks name their job file there);
 - tracebacks: "Traceback" anywhere in its output.
@@ -103,7 +105,12 @@ def kill_trial(delay: float) -> dict:
         code, out, left = _finish(proc, Path(tmp))
     errors = [line for line in out.splitlines() if line.startswith("fabricprobe: error:")]
     killed = bool(launchers)
-    named = len(errors) == 1 and "SIGKILL" in errors[0] if killed else code == 0
+    if not killed:
+        named = code == 0
+    elif code == 0:  # a probe's launcher (which component serves the job): tune-sweep goes on and says so
+        named = not errors and "was ended by SIGKILL" in out
+    else:
+        named = code == 5 and len(errors) == 1 and "SIGKILL" in errors[0]
     return {"killed": killed, "status": code, "named": named, "left": len(left), "traceback": "Traceback" in out}
 
 

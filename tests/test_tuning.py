@@ -484,3 +484,30 @@ def test_the_files_say_which_case_they_are_for():
         emit_openmpi.classic_rules(bare, OpenMPI(text=OMPI_INFO))
     )
     assert "unrecorded shape" in emit_openmpi.classic_rules(bare, OpenMPI(text=OMPI_INFO))
+
+
+@pytest.mark.process
+def test_a_probe_whose_launcher_is_killed_says_so(tmp_path):
+    """A SIGKILLed launcher leaves an empty stderr: tune-sweep said "could not ask which component serves
+    the job (error: )" (benchmarks/launcher_kill_study.py, 8 of 20 kills landed on a probe). Its ranks,
+    still running, are ended too."""
+    import subprocess
+    import time
+
+    from fabricprobe.tuning.verify.fingerprint import _probe
+
+    pidfile = tmp_path / "rank.pid"
+    launcher = tmp_path / "launcher.sh"  # starts a long "rank" (its output elsewhere, as prterun's are), is killed
+    launcher.write_text(f"#!/bin/sh\nsleep 300 >/dev/null 2>&1 & echo $! > {pidfile}\nkill -9 $$\n")
+    launcher.chmod(0o755)
+    found = _probe([str(launcher)], {}, 60, "path", None)
+    assert found.startswith("error: the launcher launcher.sh was ended by SIGKILL"), found
+    rank = int(pidfile.read_text())
+
+    def alive() -> bool:
+        return subprocess.run(["kill", "-0", str(rank)], capture_output=True).returncode == 0
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and alive():
+        time.sleep(0.1)
+    assert not alive(), "the rank the launcher left runs on"

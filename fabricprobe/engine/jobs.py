@@ -6,13 +6,12 @@ nodes)."""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import tempfile
 
 from fabricprobe.errors import LauncherError
 from fabricprobe.mpienv import orphans, slurm_env
-from fabricprobe.mpienv.launcher import run_launch, stream_launch
+from fabricprobe.mpienv.launcher import run_launch, signal_name, stream_launch
 
 
 def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeout: float, on_line=None):
@@ -31,17 +30,10 @@ def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeo
     if out.returncode < 0:  # the launcher itself died of a signal: its ranks would run on
         ended = orphans.end()
         raise LauncherError(
-            f"the launcher {os.path.basename(argv[0])} was ended by {_signal_name(-out.returncode)}; "
+            f"the launcher {os.path.basename(argv[0])} was ended by {signal_name(-out.returncode)}; "
             f"{ended} processes it left were ended; every point measured before is kept"
         )
     return out
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def job_file(output: str, content: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 from pathlib import Path
 
 from fabricprobe.errors import UsageError
@@ -218,6 +219,14 @@ _NOISE = re.compile(
     r"^\s*(PID|EXIT CODE|CLEANING UP|KILLED BY SIGNAL|YOUR APPLICATION)|^Abort\(\d+\): Internal error$",
     re.I,
 )
+
+
+def signal_name(number: int) -> str:
+    """SIGKILL for 9: what ended a launcher whose return code was -number."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def failure_message(stderr: str, lines: int = 2) -> str:

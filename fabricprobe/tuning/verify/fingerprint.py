@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fabricprobe.mpienv import slurm_env
-from fabricprobe.mpienv.launcher import failure_message, run_launch
+from fabricprobe.mpienv import orphans, slurm_env
+from fabricprobe.mpienv.launcher import failure_message, run_launch, signal_name
 from fabricprobe.specs import SPECS
 
 _MONITOR = re.compile(r"^I\s+(\d+)\s+(\d+)\s+(\d+) bytes\s+(\d+) msgs sent", re.M)
@@ -127,10 +127,15 @@ def monitoring_env(env: dict[str, str], folder: str) -> dict[str, str]:
 
 
 def _probe(argv: list[str], env: dict[str, str], timeout: float, method: str, folder: Path | None) -> str:
+    orphans.adopt()
     try:
         out = run_launch(argv, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         return TIMED_OUT
+    if out.returncode < 0:  # the launcher itself was killed (its stderr is empty): say so, end its ranks
+        ended = orphans.end()
+        left = f"; {ended} processes it left were ended" if ended else ""
+        return f"error: the launcher {os.path.basename(argv[0])} was ended by {signal_name(-out.returncode)}{left}"
     if out.returncode != 0:
         return "error: " + failure_message(out.stderr + "\n" + out.stdout)[:300]
     if folder is not None:
