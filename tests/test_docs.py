@@ -62,6 +62,7 @@ FOREIGN_OPTIONS = {
     "--host": "mpiexec (Open MPI)",
     "--mca": "mpiexec (Open MPI)",
     "--oversubscribe": "mpiexec (Open MPI)",
+    "--with-cuda": "configure (Open MPI, MPICH: benchmarks/gpu/build_cuda_mpi.sh)",
     "--parsable": "ompi_info",
     "--param": "ompi_info",
     "--level": "ompi_info",
