@@ -39,12 +39,12 @@ rm -rf "openmpi-$VERSION" && tar xJf "openmpi_$VERSION.orig.tar.xz"
 cd "openmpi-$VERSION"
 started=$(date +%s)
 # Only what fabricprobe uses: C bindings, shared memory and TCP, CUDA; nothing the GPU machine lacks
-# (no UCX, verbs, libfabric, PSM2, Slurm/PBS plugins) and no Fortran, C++ or OpenSHMEM.
+# (no UCX, verbs, libfabric, PSM2, Slurm/PBS plugins, libnl) and no Fortran, C++ or OpenSHMEM.
 ./configure --prefix="$PREFIX" --with-cuda="$CUDA_HOME" \
   --disable-mpi-fortran --disable-mpi-cxx --disable-oshmem --disable-static --enable-shared \
   --with-hwloc=internal --with-libevent=internal --with-pmix=internal \
   --without-ucx --without-verbs --without-ofi --without-psm2 --without-slurm --without-tm --without-lsf \
-  --without-x --disable-mpi-java --enable-mca-no-build=btl-uct,coll-hcoll,coll-fca \
+  --without-x --disable-mpi-java --enable-mca-no-build=btl-uct,coll-hcoll,coll-fca,reachable-netlink \
   CFLAGS=-O2 > "$WORK/configure.log" 2>&1 || { tail -40 "$WORK/configure.log"; exit 1; }
 make -j"$JOBS" > "$WORK/make.log" 2>&1 || { grep -m20 -B2 -A8 "error" "$WORK/make.log"; exit 1; }
 rm -rf "$PREFIX" && make install > "$WORK/install.log" 2>&1
@@ -52,6 +52,12 @@ rm -rf "$PREFIX" && make install > "$WORK/install.log" 2>&1
 # Fortran; strip the debug symbols
 rm -rf "$PREFIX/share/man" "$PREFIX/share/doc" "$PREFIX/include" "$PREFIX/lib/pkgconfig"
 find "$PREFIX" -name "*.la" -delete
+# reachable/netlink links libnl-3, which the GPU machine may lack (reachable/weighted serves instead)
+rm -f "$PREFIX"/lib/openmpi/mca_reachable_netlink.*
+if ldd "$PREFIX"/lib/*.so* "$PREFIX"/lib/openmpi/*.so "$PREFIX"/bin/* 2>/dev/null | grep "=>" | grep -v "$PREFIX" \
+    | grep -vE "lib(c|m|z|dl|pthread|rt)\.so" ; then
+  echo "the build links libraries beyond libc, libm and libz (above): the GPU machine may lack them" >&2
+fi
 find "$PREFIX/lib" "$PREFIX/bin" -type f \( -name "*.so*" -o -perm -u+x \) -exec strip --strip-unneeded {} + 2>/dev/null || true
 # The GPU machine's Python (3.12) gets the mpi4py wheel that loads this libmpi (MPI4PY_LIBMPI): carried too.
 MPI4PY="${MPI4PY:-mpi4py==4.1.2}"
