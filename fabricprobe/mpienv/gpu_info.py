@@ -83,7 +83,7 @@ def library_built_with_cuda(vendor: str, version_string: str = "", libmpi_path: 
 def summary(aware: str, built: str, gpus: dict[str, Any]) -> str:
     """One line for `info` and the report: what the library can do with CUDA buffers and whether a GPU
     was there, e.g. "yes (library), no device" for a CUDA-aware build on a machine without a GPU (Open
-    MPI 4.1's query answers 1 there, a build's; 5.x's answers 0 without a driver)."""
+    MPI 4.1's query answers 1 there, how it was built; a library may also answer 0 without a driver)."""
     if not gpus:
         return "yes (library), no device" if "yes" in (aware, built) else f"{aware}, no device"
     device = f"{gpus.get('gpu_count', 1)} × {gpus.get('gpu_model', 'GPU')}"
