@@ -32,7 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from mpirun import fabricprobe_argv, kill_session, mpi_env, need_ranks  # noqa: E402
+from mpirun import fabricprobe_argv, kill_session, mpi_env, need_ranks, processes_mentioning  # noqa: E402
+
+from fabricprobe.mpienv import orphans  # noqa: E402
 
 GRID = ["--collectives", "allreduce,reduce", "--sizes", "8,64K", "--iters", "20", "--max-time", "0.05"]
 
@@ -44,20 +46,9 @@ def _tune_sweep(folder: Path) -> subprocess.Popen:
     )
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            pass
-    return out
-
-
 def _launchers(pid: int) -> list[int]:
     found = []
-    for child in _children(pid):
+    for child in orphans.children(pid):
         try:
             name = open(f"/proc/{child}/comm").read().strip()
         except OSError:
@@ -67,21 +58,9 @@ def _launchers(pid: int) -> list[int]:
     return found
 
 
-def _alive_mentioning(text: str) -> list[int]:
-    out = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = open(f"/proc/{entry}/stat").read()
-            if text in open(f"/proc/{entry}/cmdline").read() and stat.rsplit(")", 1)[1].split()[0] != "Z":
-                out.append(int(entry))
-        except (OSError, IndexError):
-            pass
-    return out
-
-
 def _finish(proc: subprocess.Popen, folder: Path) -> tuple[int, str, list[int]]:
     out, _ = proc.communicate(timeout=300)
-    left = _alive_mentioning(str(folder))
+    left = processes_mentioning(str(folder))
     kill_session(proc.pid)
     return proc.returncode, out.decode("utf-8", "replace"), left
 

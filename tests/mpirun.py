@@ -247,6 +247,18 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("fabricprobe: error:")]
 
 
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line mentions text (a job's ranks name its files)."""
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if text in open(f"/proc/{entry}/cmdline").read() and "Z" not in open(f"/proc/{entry}/stat").read()[-60:]:
+                out.append(int(entry))
+        except OSError:
+            pass
+    return out
+
+
 def kill_session(sid: int, timeout: float = 30.0) -> None:
     """SIGKILL every process of session `sid` (a launcher started with start_new_session=True) and wait
     until they are gone. Open MPI puts each rank in its own process group, so killpg(launcher) would

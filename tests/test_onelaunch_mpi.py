@@ -13,8 +13,9 @@ import subprocess
 import time
 
 import pytest
-from mpirun import fabricprobe_argv, kill_session, launcher, mpi_env, need_ranks, run_local
+from mpirun import fabricprobe_argv, kill_session, launcher, mpi_env, need_ranks, processes_mentioning, run_local
 
+from fabricprobe.mpienv import orphans
 from fabricprobe.mpienv.launcher import launcher as launch_line
 from fabricprobe.store import load_runs
 from fabricprobe.tuning.measure.mpit_switch import PROOF_BYTES, SWITCHED
@@ -252,29 +253,6 @@ def _wait_for_state(proc, state: str, wanted: tuple[str, str]) -> None:
     pytest.fail(f"the sweep never reached {wanted}")
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            pass
-    return out
-
-
-def _mentioning(text: str) -> list[int]:
-    """Live processes whose command line mentions text."""
-    out = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if text in open(f"/proc/{entry}/cmdline").read() and "Z" not in open(f"/proc/{entry}/stat").read()[-60:]:
-                out.append(int(entry))
-        except OSError:
-            pass
-    return out
-
-
 def test_a_killed_launcher_is_named_and_its_ranks_ended(tmp_path):
     """SIGKILL to the launcher tune-sweep started: tune-sweep exited 2 (the bad-input status) with an
     empty cause and advice that did not apply, and its ranks ran on 2-5 s after it returned (issue 53)."""
@@ -285,11 +263,11 @@ def test_a_killed_launcher_is_named_and_its_ranks_ended(tmp_path):
     proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_for_state(proc, f"{path}.switching", ("reduce", alg))
-        (launcher_pid,) = _children(proc.pid)
+        (launcher_pid,) = orphans.children(proc.pid)
         os.kill(launcher_pid, signal.SIGKILL)
         code = proc.wait(timeout=60)
         err = proc.stderr.read().decode()
-        left = _mentioning(str(tmp_path))  # the ranks' command lines name the job file beside k.h5
+        left = processes_mentioning(str(tmp_path))  # the ranks' command lines name the job file beside k.h5
     finally:
         kill_session(proc.pid)
         proc.wait()

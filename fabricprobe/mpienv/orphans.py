@@ -22,9 +22,9 @@ def adopt() -> None:
         pass
 
 
-def children() -> list[int]:
-    """This process's live child processes, read from /proc."""
-    me, out = os.getpid(), []
+def children(pid: int | None = None) -> list[int]:
+    """The live child processes of pid (default: this process), read from /proc."""
+    me, out = os.getpid() if pid is None else pid, []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
