@@ -200,6 +200,7 @@ PLANTED = {  # --plant-fault KIND: (collective, description, run)
 
 
 def main() -> int:
+    each_size.keep_freed_memory()
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
     parser.add_argument("--each", default=None, help="communicator sizes to check in turn (each_size.py)")

@@ -65,6 +65,7 @@ def adds_onto_result(comm, sendbuf, recvbuf, op="sum", root=0):
 
 
 def main() -> int:
+    each_size.keep_freed_memory()
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks-per-node", default=None)
     parser.add_argument("--each", default=None, help="communicator sizes to check in turn (each_size.py)")

@@ -9,8 +9,11 @@ those sizes on a communicator of that many ranks): the test reads one line per c
 
 from __future__ import annotations
 
+import ctypes
 import time
 from typing import Any, Callable
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 
 
 def sizes(text: str | None, world_size: int) -> list[int]:
@@ -26,6 +29,17 @@ def sizes(text: str | None, world_size: int) -> list[int]:
 def layouts(text: str | None) -> list[tuple[int, str]]:
     """`8=4;8=3,3,2;5=2,3`: (communicator size, its virtual nodes' sizes) for each case."""
     return [(int(p), layout) for p, layout in (item.split("=") for item in (text or "").split(";") if item)]
+
+
+def keep_freed_memory() -> None:
+    """Let glibc keep the memory a case frees for the next case's buffers. A checker allocates fresh
+    buffers for every case; glibc maps each block of 128 KiB or more anew and unmaps it when freed, so
+    every large case page-faulted all its buffers in again: at p = 1..9 on 9 ranks the kernel's share
+    was most of the run (docs/testing.md). Blocks up to 32 MiB (glibc's most) now come from the heap,
+    which is not trimmed. What the checks compute is unchanged; only where the memory comes from."""
+    libc = ctypes.CDLL(None)  # the process's own symbols: glibc's among them
+    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
+    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
 
 
 def quiet_barrier(comm: Any, poll_s: float = 0.002) -> None:
