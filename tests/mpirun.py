@@ -3,6 +3,8 @@ Open MPI oversubscribes (it yields when idle), MPICH busy-polls so it runs at n 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
 import shutil
@@ -106,7 +108,30 @@ def run_mpi(
     """Run `fabricprobe ARGS` (or `python PYTHON_ARGS`) under mpiexec with n ranks."""
     found = need_ranks(n)
     program = [sys.executable, *python_args] if python_args is not None else [*fabricprobe_argv(), *args]
-    return run_launched(found.argv(n) + program, timeout=timeout, env=mpi_env(env), cwd=cwd)
+    with one_crowded_job_at_a_time(n):
+        return run_launched(found.argv(n) + program, timeout=timeout, env=mpi_env(env), cwd=cwd)
+
+
+CROWDED = 2 * (os.cpu_count() or 1)  # ranks per core past which a job waits for the other crowded ones
+
+
+@contextlib.contextmanager
+def one_crowded_job_at_a_time(n: int):
+    """A job of more than twice as many ranks as cores waits while another such job runs (on the other
+    xdist worker, or in another test session on this machine). Two of them side by side thrash: every
+    collective step waits for its slowest rank to be scheduled, so p = 1..9 on 9 ranks took 140 s beside
+    a 16-rank job against 29 s alone (docs/testing.md). A job at most twice the cores runs at once."""
+    if n <= CROWDED:
+        yield
+        return
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / f"fabricprobe-tests-crowded-{os.getuid()}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def run_launched(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
