@@ -254,34 +254,51 @@ def is_ours(pid: int, program: str, lab_name: str) -> bool:
 def stop(lab_name: str) -> list[str]:
     """Stop every daemon `start` began (found by its pid file, checked to be that daemon of this lab:
     is_ours) and remove the cluster's state. Jobs' processes live in the hosts' namespaces, which
-    `lab down` empties."""
+    `lab down` empties. Slurm's daemons are signalled together and munged after them: they may still
+    ask munge for credentials while they stop."""
     d = folder(lab_name)
-    stopped = []
+    ours = []
     for pidfile in sorted(d.glob("*.pid")) if d.is_dir() and not d.is_symlink() else []:
         pid = _pid(pidfile)
-        if pid is None or pid <= 1 or not is_ours(pid, _daemon(pidfile), lab_name):
-            continue
-        try:
-            os.kill(pid, signal.SIGTERM)
-            stopped.append(pidfile.stem)
-        except ProcessLookupError:
-            continue
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if pid is not None and pid > 1 and is_ours(pid, _daemon(pidfile), lab_name):
+            ours.append((pidfile.stem, pid))
+    slurm_daemons = [(name, pid) for name, pid in ours if not name.startswith("munged")]
+    munge = [(name, pid) for name, pid in ours if name.startswith("munged")]
+    stopped = _terminate(slurm_daemons) + _terminate(munge)
     if d.is_symlink():
         d.unlink()
     else:
         shutil.rmtree(d, ignore_errors=True)
     return stopped
+
+
+def _terminate(daemons: list[tuple[str, int]], wait_s: float = 5.0) -> list[str]:
+    """SIGTERM to each (name, pid), then wait for them all; SIGKILL to any still there after wait_s."""
+    signalled = []
+    for name, pid in daemons:
+        try:
+            os.kill(pid, signal.SIGTERM)
+            signalled.append((name, pid))
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + wait_s
+    for _, pid in signalled:
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return [name for name, _ in signalled]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def real_program(program: str) -> str:
