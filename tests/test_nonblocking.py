@@ -109,7 +109,7 @@ PERSISTENT_SOME = "allreduce_persistent,bcast_persistent,alltoallv_persistent,ba
 def _against_the_library(n: int, timer: str) -> Case:
     sizes = ",".join(str(c * 8 * n) for c in (0, 1, n, n + 1, 1 << 14))
     args = ["sweep", "-o", "{out}", "--collectives", f"{NB_SOME},{PERSISTENT_SOME}", "--timer", timer]
-    args += ["--sizes", sizes, "-d", "float32,int64", "--in-place", "both", "--iters", "20", "--warmup", "2"]
+    args += ["--sizes", sizes, "-d", "float32,int64", "--in-place", "both", "--iters", "6", "--warmup", "1"]
     return Case(args + ["--max-time", "0.1", "--progress", "none", "--quiet"])
 
 
