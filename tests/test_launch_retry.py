@@ -129,6 +129,24 @@ def test_a_launch_that_never_started_names_the_orphans(tmp_path):
     assert "session folder" not in out.stderr  # only the launch's own TMPDIR is looked at
 
 
+LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
+
+
+def _pid_window(width: int) -> int:
+    """The first of `width` pids above the last one given, below pid_max (pids wrap to 300 past it)."""
+    last = int(LAST_PID.read_text())
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    return last + 1 if last + 1 + width < pid_max else 301
+
+
+def _next_pid_from(pid: int) -> None:
+    """The kernel's next pid is `pid` or the first free one above it (as root; otherwise unchanged)."""
+    try:
+        LAST_PID.write_text(str(pid - 1))
+    except OSError:
+        pass
+
+
 @pytest.mark.process
 def test_a_killed_open_mpi_launchers_folder_fails_the_launcher_given_its_pid(tmp_path):
     """The cause on the real library: kill a launcher (its folder stays), copy the folder, renamed,
@@ -156,17 +174,19 @@ def test_a_killed_open_mpi_launchers_folder_fails_the_launcher_given_its_pid(tmp
     old = left.name.split(".")[1]
     true = [sys.executable, "-c", "pass"]
     # The launcher must get one of the pids the copies stand in for. Another worker of the suite forks
-    # too (CI at db516f6: the launch ran, its pid beyond 400 copies), so a launch that ran is tried
-    # again above the pids used meanwhile; three launches that all ran fail the test.
+    # too (CI at db516f6: the launch ran, its pid beyond 400 copies; at 01bb2f1 three launches in a
+    # row), so as root the next pid is set to the window's start just before the launch, and a launch
+    # that ran anyway is tried again above the pids used meanwhile; three that all ran fail the test.
     for _ in range(3):
-        last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
-        for pid in range(last + 1, last + 600):
+        start = _pid_window(600)
+        for pid in range(start, start + 600):
             copy = jobs / f"ompi.{pid}"
             if copy.exists():
                 continue
             shutil.copytree(left, copy, symlinks=True)
             for path in sorted(copy.rglob(f"*{old}*"), key=lambda p: -len(p.parts)):
                 path.rename(path.with_name(path.name.replace(old, str(pid))))
+        _next_pid_from(start)
         out = run_launch(found.argv(2) + true, env=env, timeout=120)
         if out.returncode != 0:
             break
