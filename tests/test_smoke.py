@@ -5,6 +5,7 @@ fabricprobe.h5 and prints its summary, fitted to the terminal."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -34,9 +35,10 @@ def test_the_readme_quick_start(tmp_path):
     assert "allreduce" in out.plain and "results in fabricprobe.h5" in out.plain
     assert "full tables: fabricprobe report fabricprobe.h5" in out.plain
     assert out.lines <= 60 and "…" not in out.plain, out.plain
-    # one algorithm at every size: one short cell ("8 B–4 MiB: library" folded every row in two, and
-    # CI's MPICH run at 01d05db printed 61 lines)
-    assert "all: library" in out.plain and "8 B–4 MiB: library" not in out.plain
+    # one algorithm at every size is one short cell, "all: X" ("8 B–4 MiB: library" folded every row in
+    # two, and CI's MPICH run at 01d05db printed 61 lines). Which algorithm wins where is measured: a
+    # hand-written one may take a range (a clean-clone `nox -s quick` at 0122515 had no "all: library").
+    assert "8 B–4 MiB:" not in out.plain and re.search(r"(all|B): \w", out.plain), out.plain
     for columns in (80, 132):
         for view in ([], ["--summary"]):
             shown = run_on_screen(
