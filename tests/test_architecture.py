@@ -35,7 +35,16 @@ LAYERS = [
     ("timing and kernels", {"fabricprobe.timing", "fabricprobe.kernels"}),
     ("memory", {"fabricprobe.memory"}),
     ("fabric lab", {"fabricprobe.lab"}),
-    ("base", {"fabricprobe.sizes", "fabricprobe.choices", "fabricprobe.stats", "fabricprobe.inputs"}),
+    (
+        "base",
+        {
+            "fabricprobe.sizes",
+            "fabricprobe.choices",
+            "fabricprobe.stats",
+            "fabricprobe.inputs",
+            "fabricprobe.processes",
+        },
+    ),
     ("errors and version", {"fabricprobe.errors", "fabricprobe.version"}),
 ]
 LAYER_OF = {unit: i for i, (_, units) in enumerate(LAYERS) for unit in units}

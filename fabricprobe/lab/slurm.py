@@ -31,6 +31,7 @@ from fabricprobe.lab.config import LabConfig
 from fabricprobe.lab.launch import unshare_options
 from fabricprobe.lab.network import BRIDGE, LabError
 from fabricprobe.lab.state import STATE_ROOT, directory
+from fabricprobe.processes import alive
 
 PROGRAMS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "sinfo", "squeue", "scancel", "salloc")
 CLIENTS = ("srun", "sbatch", "salloc", "sinfo", "squeue", "scancel", "scontrol")  # wrapped for the head
@@ -283,22 +284,14 @@ def _terminate(daemons: list[tuple[str, int]], wait_s: float = 5.0) -> list[str]
             continue
     deadline = time.monotonic() + wait_s
     for _, pid in signalled:
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _alive(pid):
+        if alive(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
     return [name for name, _ in signalled]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def real_program(program: str) -> str:

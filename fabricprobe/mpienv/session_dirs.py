@@ -24,6 +24,8 @@ import os
 import re
 from pathlib import Path
 
+from fabricprobe.processes import alive
+
 _SESSION_DIR = re.compile(r"^(?:ompi|prte|prted)\.(\d+)$")
 
 
@@ -37,16 +39,6 @@ def session_tmpdir(env: dict[str, str] | None = None) -> Path:
     return Path("/tmp")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
-
-
 def orphaned_session_dirs(tmpdir: Path) -> list[Path]:
     """This user's launcher session folders in tmpdir whose launcher pid is not alive here."""
     found = []
@@ -58,7 +50,7 @@ def orphaned_session_dirs(tmpdir: Path) -> list[Path]:
         match = _SESSION_DIR.match(entry.name)
         if match is None or not entry.is_dir(follow_symlinks=False):
             continue
-        if entry.stat(follow_symlinks=False).st_uid == os.getuid() and not _alive(int(match.group(1))):
+        if entry.stat(follow_symlinks=False).st_uid == os.getuid() and not alive(int(match.group(1))):
             found.append(Path(entry.path))
     return sorted(found)
 
