@@ -14,7 +14,7 @@ BOTH_WHEELS = {
     "test_mpit.py": "MPI_T: each library's control variables, their names, values and writability",
     "test_onelaunch_mpi.py": "MPI_T: algorithms switched at run time inside one launch, proven by their traces",
     # tuning files: the formats each library reads, and proof that they apply
-    "test_tuning_mpi.py": "tuning files: each library's reader quirks, loading, fingerprints, verify verdicts",
+    "test_tuning_mpi.py": "tuning files: readers' quirks, loading, fingerprints, verdicts, grouped probes",
     # which component serves a collective
     "test_coll_path.py": "served paths: the component each library selects for a collective",
     "test_mpich_composition.py": "served paths: MPICH's CH4 compositions on several nodes (MPICH only)",
@@ -58,6 +58,7 @@ ONE_WHEEL = {
     "test_harness.py": "the timing loop's decisions",
     "test_hostile_input.py": "bad input, in process",
     "test_lab.py": "the fabric lab's namespaces, links and doctor",
+    "test_verify_groups.py": "the planning of grouped probes, on a fake library (no MPI)",
     "test_lab_ownership.py": "what lab down removes",
     "test_launches.py": "several launches and their spread",
     "test_model.py": "the cost model",

@@ -254,6 +254,76 @@ def test_verification(tmp_path, applied):
         assert (1 << 20, MISMATCH) in statuses
 
 
+def _two_collectives(vendor: str, n: int) -> Table:
+    """allreduce: recursive doubling below 64 KiB (the library's own choice at 8 B on 4 ranks: the
+    same fingerprint), ring above; bcast: one algorithm at every size. Six checked sizes."""
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    ranges = [
+        Range(0, 65536, "recursive_doubling", [d(8), d(1024)]),
+        Range(65536, None, "ring", [d(65536), d(1 << 20)]),
+    ]
+    bcast = [Range(0, None, "binomial" if vendor == "MPICH" else "pipeline", [d(8), d(1 << 20)])]
+    return Table(
+        vendor,
+        "",
+        n,
+        "float32",
+        {"allreduce": {n: ranges}, "bcast": {n: bcast}},
+        served={"allreduce": {n: "tuned"}, "bcast": {n: "tuned"}},
+        shape=f"{n} ranks of 1 node",
+    )
+
+
+@pytest.mark.parametrize("planted", ["applies", "served by another component", "malformed"])
+def test_probes_grouped_by_environment_give_the_verdicts_of_one_probe_per_launch(tmp_path, planted):
+    """Issue 54: the fingerprints taken in one launch per environment (probe.py --group, the monitoring
+    read through MPI_T inside the job) give every check exactly the status and detail of one probe per
+    launch, in fewer launches; a file the library refuses (MPICH, malformed) fails the grouped launch,
+    and its probes are taken one per launch as before."""
+    from fabricprobe.tuning.plan.libraries import for_vendor
+    from fabricprobe.tuning.verify.checks import ERROR, NOT_CONSULTED
+    from fabricprobe.tuning.verify.probes import Fingerprints
+
+    found = launcher()
+    if found is None:
+        pytest.skip("no mpiexec")
+    if planted == "served by another component" and found.vendor != "Open MPI":
+        pytest.skip("a component that takes a collective from the rules on one node: Open MPI's coll/sm")
+    n = 4 if found.vendor == "Open MPI" else 2
+    table = _two_collectives(found.vendor, n)
+    env = _emit(found.vendor, table, tmp_path)
+    if planted == "served by another component":
+        env["OMPI_MCA_coll_sm_priority"] = "40"  # sm serves allreduce and bcast on one node
+    elif planted == "malformed":
+        path = Path(next(v for v in env.values() if v.endswith((".conf", ".json"))))
+        if found.vendor == "Open MPI":  # a first rule not at 0: Open MPI drops the whole file silently
+            path.write_text(path.read_text().replace("\n0 0 ", "\n1 0 "))
+        else:  # no catch-all at the end of the allreduce chain: MPICH refuses the file
+            tree = json.loads(path.read_text())
+            del tree["collective=allreduce"]["comm_type=intra"]["comm_size=any"]
+            path.write_text(json.dumps(tree))
+    library = for_vendor(found.vendor)
+    tallies = {grouped: Fingerprints(_base(found), None) for grouped in (True, False)}
+    verdicts = {
+        grouped: [c.as_dict() for c in verify(table, library, env, _base(found), grouped=grouped, fingerprints=t)]
+        for grouped, t in tallies.items()
+    }
+    assert verdicts[True] == verdicts[False]
+    statuses = {c["status"] for c in verdicts[True]}
+    assert len(verdicts[True]) == 6
+    if planted == "applies":
+        assert VERIFIED in statuses
+        if found.vendor == "Open MPI":
+            assert INDISTINGUISHABLE in statuses  # recursive doubling at 8 B is the default's choice
+    elif planted == "served by another component":
+        assert statuses == {NOT_CONSULTED}
+    else:
+        assert statuses & {MISMATCH, ERROR}, verdicts[True]
+    refused = planted == "malformed" and found.vendor == "MPICH"
+    if not refused:  # a file the library refuses fails each group once, then one probe per launch as before
+        assert tallies[True].launches < tallies[False].launches
+
+
 def _sourced(path) -> dict[str, str]:
     """The environment a shell has after sourcing path (what a module or job script does with env.sh)."""
     import subprocess

@@ -14,7 +14,8 @@ from fabricprobe.tuning.emit.mpich import needs_builtin_op
 from fabricprobe.tuning.plan.hierarchy import is_hierarchy
 from fabricprobe.tuning.plan.library import DEFAULT, Library
 from fabricprobe.tuning.plan.openmpi_han import GLOBAL, level_of
-from fabricprobe.tuning.verify.fingerprint import method_for, probe
+from fabricprobe.tuning.verify.fingerprint import method_for
+from fabricprobe.tuning.verify.probes import Fingerprints, Unknown
 
 VERIFIED = "verified"  # the file's algorithm is the rule's, and it is told apart from the default
 INDISTINGUISHABLE = "indistinguishable"  # it matches, but so would the default: no proof either way
@@ -55,17 +56,30 @@ def verify(
     launcher: list[str],
     progress: Callable[[str], None] | None = None,
     scratch: str | None = None,
+    grouped: bool = True,
+    fingerprints: Fingerprints | None = None,
 ) -> list[Check]:
     """`scratch`: a folder every node sees, for the probes' per-rank monitoring files (the tuning
-    files' folder; node-local /tmp is not enough under a scheduler)."""
-    cache: dict[tuple, str] = {}
+    files' folder; node-local /tmp is not enough under a scheduler). `grouped`: the fingerprints are
+    first taken in launches grouped by environment (Fingerprints.plan); without it, one launch each
+    (what the tests compare the groups with). `fingerprints`: the caller's, to read its launches and
+    seconds afterwards."""
+    fingerprints = fingerprints or Fingerprints(launcher, scratch)
+    if grouped:
+        fingerprints.plan(lambda: _checks(table, library, tuned_env, fingerprints, None), progress)
+    checks = _checks(table, library, tuned_env, fingerprints, progress)
+    for c in checks:
+        if is_hierarchy(c.expected):
+            c.level = level_of(c.expected)
+    return checks
+
+
+def _checks(table, library, tuned_env, fingerprints, progress) -> list[Check]:
+    """The verdicts, asking `fingerprints` for every fingerprint they rest on."""
 
     def fp(coll: str, n: int, size: int, method: str, env: dict[str, str]) -> str:
-        key = (coll, n, size, method, tuple(sorted(env.items())))
-        if key not in cache:
-            settle = method == "monitor" and several_nodes(coll, n)
-            cache[key] = probe(launcher, n, coll, size, method, env, scratch=scratch, settle=settle)
-        return cache[key]
+        settle = method == "monitor" and several_nodes(coll, n)
+        return fingerprints(coll, n, size, method, env, settle)
 
     def several_nodes(coll: str, n: int) -> bool:
         """Whether the job of n ranks spans nodes (the library's own view: the probe's path)."""
@@ -89,121 +103,124 @@ def verify(
             "are never consulted there"
         )
 
+    def section(coll: str, n: int, ranges) -> list[Check]:
+        checks = []
+        # A section with han's own winners is steered through han (its rules file and settings):
+        # every range is proven, the default's too (han as it comes). Otherwise coll/tuned's rules
+        # are about a communicator that another component may serve.
+        hers = any(is_hierarchy(r.winner) for r in ranges)
+        why_not = "" if hers else elsewhere(coll, n)
+        method = method_for(library.vendor, coll, hierarchical=hers)
+        for r in ranges:
+            sizes = sorted({d.size for d in (r.decisions[0], r.decisions[-1]) if d.size > 0})
+            if why_not:
+                checks += [Check(coll, n, size, r.winner, NOT_CONSULTED, why_not) for size in sizes]
+                continue
+            for size in sizes:
+                if progress is not None:
+                    progress(f"{coll} on {n} ranks at {size} B: expecting {r.winner}")
+                if method in (None, "trace"):
+                    # Where no fingerprint exists, or the trace's user op may take another path, the
+                    # library must at least run the call with the file and a built-in op.
+                    smoke = fp(coll, n, size, "smoke", tuned_env)
+                    if smoke.startswith("error"):
+                        checks.append(
+                            Check(
+                                coll,
+                                n,
+                                size,
+                                r.winner,
+                                ERROR,
+                                f"the library fails with the file and a built-in op: {smoke}",
+                            )
+                        )
+                        continue
+                if method is None:
+                    checks.append(
+                        Check(
+                            coll,
+                            n,
+                            size,
+                            r.winner,
+                            UNVERIFIABLE,
+                            f"no fingerprint for {coll} on {library.vendor} (it runs with the file)",
+                        )
+                    )
+                    continue
+                env = _expected_env(library, coll, r.winner)
+                if env is None:
+                    checks.append(Check(coll, n, size, r.winner, ERROR, "cannot force this algorithm"))
+                    continue
+                base = keeps_han_env(tuned_env) if hers and not hands_over(r.winner) else {}
+                env = {**base, **env}
+                tuned = fp(coll, n, size, method, tuned_env)
+                default = fp(coll, n, size, method, base)
+                if method == "trace" and library.vendor == "MPICH" and needs_builtin_op(coll, r.winner):
+                    # The trace needs a user-defined op, which the file's guard sends to MPICH's
+                    # own tree (reached through the POSIX file, so compare with the "mpir" variant).
+                    mpir = _expected_env(library, coll, "mpir")
+                    fallbacks = {default} | ({fp(coll, n, size, method, mpir)} if mpir else set())
+                    status = UNVERIFIABLE if tuned in fallbacks else MISMATCH
+                    checks.append(
+                        Check(
+                            coll,
+                            n,
+                            size,
+                            r.winner,
+                            status,
+                            f"{r.winner} runs with built-in ops only and the trace uses a user op: "
+                            + (
+                                "checked that the user op takes the default and a built-in op runs"
+                                if status == UNVERIFIABLE
+                                else f"the user op did not take the default: {tuned[:120]}"
+                            ),
+                        )
+                    )
+                    continue
+                expected = fp(coll, n, size, method, env)
+                if hers and method == "monitor" and default.startswith("error"):
+                    # han's own run (the default) crashes under Open MPI's pml monitoring
+                    smoke = "" if hands_over(r.winner) else fp(coll, n, size, "smoke", tuned_env)
+                    checks.append(_under_failed_monitoring(coll, n, size, r.winner, tuned, expected, default, smoke))
+                    continue
+                if any(x.startswith("error") for x in (tuned, expected, default)):
+                    detail = next(x for x in (tuned, expected, default) if x.startswith("error"))
+                    checks.append(Check(coll, n, size, r.winner, ERROR, detail))
+                elif tuned != expected:
+                    checks.append(
+                        Check(
+                            coll,
+                            n,
+                            size,
+                            r.winner,
+                            MISMATCH,
+                            f"with the file: {tuned[:120]}; {r.winner} forced: {expected[:120]}",
+                        )
+                    )
+                elif r.winner != DEFAULT and expected == default:
+                    checks.append(
+                        Check(
+                            coll,
+                            n,
+                            size,
+                            r.winner,
+                            INDISTINGUISHABLE,
+                            "the rule's algorithm and the default leave the same fingerprint",
+                        )
+                    )
+                else:
+                    checks.append(Check(coll, n, size, r.winner, VERIFIED))
+        return checks
+
     checks = []
     for coll, sections in table.rules.items():
         if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
             continue  # nothing of this collective is in the file
         for n, ranges in sorted(sections.items()):
-            # A section with han's own winners is steered through han (its rules file and settings):
-            # every range is proven, the default's too (han as it comes). Otherwise coll/tuned's rules
-            # are about a communicator that another component may serve.
-            hers = any(is_hierarchy(r.winner) for r in ranges)
-            why_not = "" if hers else elsewhere(coll, n)
-            method = method_for(library.vendor, coll, hierarchical=hers)
-            for r in ranges:
-                sizes = sorted({d.size for d in (r.decisions[0], r.decisions[-1]) if d.size > 0})
-                if why_not:
-                    checks += [Check(coll, n, size, r.winner, NOT_CONSULTED, why_not) for size in sizes]
-                    continue
-                for size in sizes:
-                    if progress is not None:
-                        progress(f"{coll} on {n} ranks at {size} B: expecting {r.winner}")
-                    if method in (None, "trace"):
-                        # Where no fingerprint exists, or the trace's user op may take another path, the
-                        # library must at least run the call with the file and a built-in op.
-                        smoke = fp(coll, n, size, "smoke", tuned_env)
-                        if smoke.startswith("error"):
-                            checks.append(
-                                Check(
-                                    coll,
-                                    n,
-                                    size,
-                                    r.winner,
-                                    ERROR,
-                                    f"the library fails with the file and a built-in op: {smoke}",
-                                )
-                            )
-                            continue
-                    if method is None:
-                        checks.append(
-                            Check(
-                                coll,
-                                n,
-                                size,
-                                r.winner,
-                                UNVERIFIABLE,
-                                f"no fingerprint for {coll} on {library.vendor} (it runs with the file)",
-                            )
-                        )
-                        continue
-                    env = _expected_env(library, coll, r.winner)
-                    if env is None:
-                        checks.append(Check(coll, n, size, r.winner, ERROR, "cannot force this algorithm"))
-                        continue
-                    base = keeps_han_env(tuned_env) if hers and not hands_over(r.winner) else {}
-                    env = {**base, **env}
-                    tuned = fp(coll, n, size, method, tuned_env)
-                    default = fp(coll, n, size, method, base)
-                    if method == "trace" and library.vendor == "MPICH" and needs_builtin_op(coll, r.winner):
-                        # The trace needs a user-defined op, which the file's guard sends to MPICH's
-                        # own tree (reached through the POSIX file, so compare with the "mpir" variant).
-                        mpir = _expected_env(library, coll, "mpir")
-                        fallbacks = {default} | ({fp(coll, n, size, method, mpir)} if mpir else set())
-                        status = UNVERIFIABLE if tuned in fallbacks else MISMATCH
-                        checks.append(
-                            Check(
-                                coll,
-                                n,
-                                size,
-                                r.winner,
-                                status,
-                                f"{r.winner} runs with built-in ops only and the trace uses a user op: "
-                                + (
-                                    "checked that the user op takes the default and a built-in op runs"
-                                    if status == UNVERIFIABLE
-                                    else f"the user op did not take the default: {tuned[:120]}"
-                                ),
-                            )
-                        )
-                        continue
-                    expected = fp(coll, n, size, method, env)
-                    if hers and method == "monitor" and default.startswith("error"):
-                        # han's own run (the default) crashes under Open MPI's pml monitoring
-                        smoke = "" if hands_over(r.winner) else fp(coll, n, size, "smoke", tuned_env)
-                        checks.append(
-                            _under_failed_monitoring(coll, n, size, r.winner, tuned, expected, default, smoke)
-                        )
-                        continue
-                    if any(x.startswith("error") for x in (tuned, expected, default)):
-                        detail = next(x for x in (tuned, expected, default) if x.startswith("error"))
-                        checks.append(Check(coll, n, size, r.winner, ERROR, detail))
-                    elif tuned != expected:
-                        checks.append(
-                            Check(
-                                coll,
-                                n,
-                                size,
-                                r.winner,
-                                MISMATCH,
-                                f"with the file: {tuned[:120]}; {r.winner} forced: {expected[:120]}",
-                            )
-                        )
-                    elif r.winner != DEFAULT and expected == default:
-                        checks.append(
-                            Check(
-                                coll,
-                                n,
-                                size,
-                                r.winner,
-                                INDISTINGUISHABLE,
-                                "the rule's algorithm and the default leave the same fingerprint",
-                            )
-                        )
-                    else:
-                        checks.append(Check(coll, n, size, r.winner, VERIFIED))
-    for c in checks:
-        if is_hierarchy(c.expected):
-            c.level = level_of(c.expected)
+            try:
+                checks += section(coll, n, ranges)
+            except Unknown:
+                continue  # planning: the section waits for the path it is served on
     return checks
 
 

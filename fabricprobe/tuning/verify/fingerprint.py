@@ -77,6 +77,49 @@ def probe(
     return found
 
 
+Item = tuple[str, int, str]  # (collective, bytes, method) of one probe; "monitor2": probe(settle=True)
+
+
+def probe_group(
+    launcher: list[str],
+    nranks: int,
+    items: list[Item],
+    env: dict[str, str],
+    timeout: float = 120,
+) -> dict[Item, str]:
+    """The fingerprints of many probes that share an environment and a job size, taken in one job
+    (probe.py --group), each what probe() gives in a launch of its own: a monitoring fingerprint is of
+    the call on a new communicator (its first call, or its second for "monitor2", as settle). Only what
+    the job printed before it ended is returned: a job that failed, crashed or timed out part way
+    leaves the rest to the caller (probes.Fingerprints takes them one per launch, with probe()'s
+    retries and messages). Monitoring and the other methods belong in separate groups (the caller's):
+    han's own runs crash under the monitoring, and a trace must not run with it on."""
+    if not items:
+        return {}
+    argv = launcher + slurm_env.step_nodes(launcher, nranks) + ["-n", str(nranks)]
+    argv += [sys.executable, "-m", "fabricprobe.tuning.verify.probe", "--group", json.dumps(items)]
+    full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
+    if any(method.startswith("monitor") for _, _, method in items):
+        full_env = counting_env(full_env)
+    orphans.adopt()
+    try:
+        out = run_launch(argv, env=full_env, timeout=timeout + GROUP_SECONDS_PER_ITEM * len(items))
+        printed = out.stdout
+        if out.returncode < 0:
+            orphans.end()
+    except subprocess.TimeoutExpired as exc:  # the launcher was killed: end the ranks it left
+        printed = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        orphans.end()
+    found: dict[Item, str] = {}
+    for line in printed.splitlines():
+        if line.startswith('{"item"'):
+            record = json.loads(line)
+            found[tuple(items[record["item"]])] = record["found"]
+    return found
+
+
+GROUP_SECONDS_PER_ITEM = 15  # a group's time limit: probe()'s for one, and this for each probe in it
+
 # Open MPI 4.1.4's pml monitoring now and then ends a job with a segmentation fault that the same job
 # does not repeat: in the lab under Slurm (2 × 2), 3 of 10 runs of the site test's planted-rule check
 # had one crashed probe among their dozen (once at 8 B, twice at 64 KiB, with the rules file), and 0 of
@@ -118,6 +161,16 @@ def monitoring_env(env: dict[str, str], folder: str) -> dict[str, str]:
         "OMPI_MCA_pml_monitoring_enable_output": "3",
         "OMPI_MCA_pml_monitoring_filename": os.path.join(folder, "rank"),
     }
+    return _monitoring_pml(out)
+
+
+def counting_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` with Open MPI's pml monitoring on at level 1 and no file: the counters a grouped job reads
+    (mpienv.monitoring: at level 2 they leave the collectives' messages out)."""
+    return _monitoring_pml({**env, "OMPI_MCA_pml_monitoring_enable": "1"})
+
+
+def _monitoring_pml(out: dict[str, str]) -> dict[str, str]:
     # the monitoring PML sits on top of the one selected: a PML include list (a site's
     # OMPI_MCA_pml=ucx, the lab's ob1) must name it too, or nothing is recorded
     pml = out.get("OMPI_MCA_pml", "")

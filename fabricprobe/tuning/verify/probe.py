@@ -15,6 +15,14 @@
   ranks' hosts. Prints {"path": {"component": ..., "text": ..., "shape": ...}} on rank 0.
 Sizes are S as fabricprobe defines them (the whole vector; for allgather/alltoall/reduce_scatter the
 whole buffer), float32.
+
+    python -m fabricprobe.tuning.verify.probe --group '[[COLLECTIVE, BYTES, METHOD], ...]'
+
+runs many probes in one job (one environment: fingerprint.probe_group). trace, smoke and path as above,
+on MPI_COMM_WORLD; monitorK from the monitoring's counters read inside the job
+(mpienv.monitoring, `OMPI_MCA_pml_monitoring_enable=1`) around the K-th call on a new duplicate of
+MPI_COMM_WORLD, so that every fingerprint is of a communicator's first (or K-th) call, as in a job of
+its own. Prints {"item": I, "found": FINGERPRINT} on rank 0 after each.
 """
 
 from __future__ import annotations
@@ -98,12 +106,70 @@ def served_path(MPI, comm, collective: str) -> dict[str, str]:
     return {"component": path.component, "text": path.describe(), "shape": shape.describe()}
 
 
+def monitored(MPI, comm, counters, collective: str, nbytes: int, calls: int) -> str:
+    """The messages of the calls-th call of `collective` on a new duplicate of comm, every rank's
+    sends (source, peer, bytes, messages) sorted, as fingerprint.probe canonicalises the file's (and
+    its errors: no message in the job's calls at all, or none in the last of several)."""
+    from fabricprobe.mpienv.monitoring import sent_between
+
+    dup = comm.Dup()
+    try:
+        start = counters.read()
+        for _ in range(calls - 1):
+            call(dup, collective, nbytes, MPI.SUM)
+        before = counters.read()
+        call(dup, collective, nbytes, MPI.SUM)
+        after = counters.read()
+    finally:
+        dup.Free()
+    mine = (sent_between(before, after, comm.rank), sent_between(start, after, comm.rank))
+    gathered = comm.gather(mine, root=0)
+    if comm.rank != 0:
+        return ""
+    pairs = sorted(pair for last, _ in gathered for pair in last)
+    if not any(every for _, every in gathered):
+        return "error: pml monitoring recorded no messages (no fingerprint to compare)"
+    if not pairs:
+        return "error: the second call's messages could not be told (a pair only in the one-call job, or none)"
+    return json.dumps(pairs)
+
+
+def group(MPI, comm, items: list) -> None:
+    """Every (collective, bytes, method) of `items` in this job, one result line each on rank 0."""
+    counters = None
+    if any(method.startswith("monitor") for _, _, method in items):
+        from fabricprobe.mpienv.monitoring import MessageCounters
+
+        counters = MessageCounters(MPI, comm)
+    try:
+        for i, (collective, nbytes, method) in enumerate(items):
+            if method.startswith("monitor"):
+                found = monitored(MPI, comm, counters, collective, nbytes, int(method[len("monitor") :] or 1))
+            elif method == "path":
+                found = json.dumps(served_path(MPI, comm, collective), sort_keys=True)
+            elif method == "smoke":
+                for _ in range(WARMUP + 1):
+                    call(comm, collective, nbytes, MPI.SUM)
+                comm.Barrier()
+                found = "ok"
+            else:
+                found = json.dumps(trace(comm, collective, nbytes))
+            if comm.rank == 0:
+                print(json.dumps({"item": i, "found": found}), flush=True)
+    finally:
+        if counters is not None:
+            counters.close()
+
+
 def main() -> int:
     import mpi4py
 
     mpi4py.rc.thread_level = "single"
     from mpi4py import MPI
 
+    if sys.argv[1] == "--group":
+        group(MPI, MPI.COMM_WORLD, json.loads(sys.argv[2]))
+        return 0
     collective, nbytes, method = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     comm = MPI.COMM_WORLD
     if method.startswith("monitor"):  # monitorK: K calls (fingerprint.second_call subtracts two jobs)
