@@ -28,7 +28,8 @@ def main() -> int:
         print(
             f"| {r['collective']} | {r['comm_size']} | {format_size(r['size'])} | {r['baseline_s'] * 1e6:.2f} | "
             f"{r['tuned_s'] * 1e6:.2f} | {r['speedup']:.2f}× | {ci} | {min(r['ratios']):.2f}–{max(r['ratios']):.2f} "
-            f"({r['reps']}) | {r['verdict']} |"
+            f"({r['reps']}{'' if r['reps'] == r.get('planned', r['reps']) else '/' + str(r['planned'])}) | "
+            f"{r['verdict']} |"
         )
     return 0
 

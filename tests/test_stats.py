@@ -1,4 +1,5 @@
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -93,3 +94,60 @@ def test_before_after_never_collapses_disagreeing_repetitions():
     assert row["verdict"] == "slower in all 3" and row["slower"]
     (row,) = speedups(_before_after_runs([(1.5, 1.0)] * 5 + [(0.5, 1.0)]), None)
     assert row["verdict"] == "no difference shown"  # the interval [min, max] holds 1
+
+
+def test_before_after_stops_a_row_only_when_its_verdict_is_decided():
+    """Issue 54: a row is decided when the repetitions left could not change its verdict (the same at
+    both extremes); decided early, it keeps its ratios and says how many it took, with no interval."""
+    from fabricprobe.tuning.measure.before_after import settled_verdict, speedups
+
+    assert settled_verdict(np.array([0.9, 1.2]), 6) == "no difference shown"  # [min, max] of 6 holds 1
+    assert settled_verdict(np.array([1.1, 1.2, 1.3]), 6) is None  # three more above 1 would make it faster
+    assert settled_verdict(np.array([1.1, 1.2]), 2) == "faster in all 2"
+    assert settled_verdict(np.array([1.1, 0.8]), 3) == "repetitions disagree"
+    assert settled_verdict(np.array([1.1, 1.2, 1.3, 1.4, 1.5]), 9) is None  # [x(2), x(8)] of 9 could exclude 1
+    (row,) = speedups(_before_after_runs([(2.24, 1.0), (0.32, 1.0)]), None, planned=6)
+    assert (row["verdict"], row["reps"], row["planned"], row["decided"]) == ("no difference shown", 2, 6, True)
+    assert row["ci_low"] is None and row["ratios"] == [0.32, 2.24] and not row["slower"]
+    (row,) = speedups(_before_after_runs([(2.0, 1.0)] * 3), None, planned=6)
+    assert (row["verdict"], row["decided"]) == ("open", False)
+
+
+def test_before_after_measures_every_tuned_collective_in_each_launch_and_stops_when_settled(monkeypatch):
+    from fabricprobe.tuning.choose.rules import Decision, Range, Table
+    from fabricprobe.tuning.measure import before_after as ba
+
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    table = Table(
+        "Open MPI",
+        "",
+        4,
+        "float32",
+        {
+            "allreduce": {4: [Range(0, None, "ring", [d(8), d(1024)])]},
+            "bcast": {2: [Range(0, None, "binomial", [d(64)])]},
+            "reduce": {4: [Range(0, None, "default", [d(8)])]},  # nothing of it in the files
+        },
+    )
+    seen = []
+    monkeypatch.setattr(ba, "run_variant", lambda base, out, variant, config, timeout: seen.append((variant, config)))
+    answers = iter([False, True])
+    ba.before_after(["mpiexec"], "x.h5", table, {"F": "1"}, reps=6, settled=lambda: next(answers))
+    # two repetitions (which side runs first alternating), then settled
+    assert [v.name for v, _ in seen] == ["baseline", "tuned", "tuned", "baseline"]
+    assert all(v.env == ({"F": "1"} if v.name == "tuned" else {}) for v, _ in seen)
+    config = seen[0][1]
+    assert config.collectives == ["allreduce", "bcast"] and config.sizes == [8, 64, 1024]
+    assert config.comm_sizes == [2, 4] and {c.library_variant for _, c in seen} == {"baseline", "tuned"}
+    # the rows keep each collective's own communicator and message sizes
+    runs = []
+    for label, t in (("baseline", 2.0), ("tuned", 1.0)):
+        points = [
+            dict(algorithm=f"library:{label}", status="ok", collective=c, nranks=n, bytes=b, median_s=t)
+            for c in ("allreduce", "bcast")
+            for n in (2, 4)
+            for b in (8, 64, 1024)
+        ]
+        runs.append(SimpleNamespace(points=points))
+    rows = {(r["collective"], r["comm_size"], r["size"]) for r in ba.speedups(runs, table)}
+    assert rows == {("allreduce", 4, 8), ("allreduce", 4, 1024), ("bcast", 2, 64)}

@@ -116,3 +116,19 @@ def test_an_indistinguishable_rule_stays_so(fake, monkeypatch):
     )
     checks = verify(table(), FakeLibrary(), {"ALG": "same"}, ["mpiexec"])
     assert {c.status for c in checks if c.collective == "allreduce"} == {INDISTINGUISHABLE}
+
+
+def test_a_file_rewritten_under_the_same_name_is_probed_again(fake, tmp_path):
+    """tune verifies again after giving rules back to the default, writing the files under the same
+    names: the fingerprints of the old content must not stand for the new."""
+    launches, _ = fake
+    rules = tmp_path / "rules.conf"
+    rules.write_text("first")
+    fingerprints = probes.Fingerprints(["mpiexec"], None)
+    env = {"FILE": str(rules)}
+    fingerprints("allreduce", 4, 8, "monitor", env, False)
+    fingerprints("allreduce", 4, 8, "monitor", env, False)
+    assert len(launches) == 1  # the same content: known
+    rules.write_text("second")
+    fingerprints("allreduce", 4, 8, "monitor", env, False)
+    assert len(launches) == 2 and fingerprints.launches == 2

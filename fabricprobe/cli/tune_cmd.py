@@ -425,7 +425,7 @@ class ConsoleReporter:
                 r["collective"],
                 str(r["comm_size"]),
                 format_size(r["size"]),
-                str(r["reps"]),
+                str(r["reps"]) if r["reps"] == r["planned"] else f"{r['reps']}/{r['planned']}",
                 usec(r["baseline_s"]),
                 usec(r["tuned_s"]),
                 f"{r['speedup']:.2f}×",
@@ -434,7 +434,12 @@ class ConsoleReporter:
                 f"[{colour}]{r['verdict']}[/]",
             )
         self.console.print(t)
-        if any(r["ci_low"] is None for r in rows):
+        if any(r["reps"] < r["planned"] for r in rows):
+            self.console.print(
+                "k/N reps: stopped after k of N repetitions, when no ratio the others could give would change "
+                "the verdict (docs/tuning.md)"
+            )
+        if any(r["planned"] < 6 for r in rows):
             self.console.print("fewer than 6 repetitions: no 95% interval, a verdict only where every one agrees")
 
 

@@ -7,7 +7,8 @@ records everything."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +38,7 @@ from fabricprobe.tuning.verify.checks import (
     unproven,
     verify,
 )
+from fabricprobe.tuning.verify.probes import Fingerprints
 
 
 class Reporter(Protocol):
@@ -64,7 +66,38 @@ class TuneOptions:
     mpiexec_args: str = ""
 
 
+@dataclass
+class Phases:
+    """Time to verified files: the wall time of `tune` and, per phase of the verification, its seconds
+    and launches (probes: the fingerprints; before/after: the re-measurements); the rest is choosing
+    the rules and writing the files."""
+
+    began: float = field(default_factory=time.monotonic)
+    probes: tuple[float, int] = (0.0, 0)
+    before_after: tuple[float, int] = (0.0, 0)
+
+    def as_dict(self) -> dict:
+        total = time.monotonic() - self.began
+        return {
+            "total_s": round(total, 2),
+            "launches": self.probes[1] + self.before_after[1],
+            "probes": {"seconds": round(self.probes[0], 2), "launches": self.probes[1]},
+            "before_after": {"seconds": round(self.before_after[0], 2), "launches": self.before_after[1]},
+            "choosing_and_writing_s": round(total - self.probes[0] - self.before_after[0], 2),
+        }
+
+    def line(self) -> str:
+        t = self.as_dict()
+        return (
+            f"time to verified files: {t['total_s']:.0f} s, {t['launches']} launches (probes "
+            f"{t['probes']['seconds']:.0f} s in {t['probes']['launches']}; before/after "
+            f"{t['before_after']['seconds']:.0f} s in {t['before_after']['launches']}; choosing and writing "
+            f"{t['choosing_and_writing_s']:.0f} s)"
+        )
+
+
 def tune(opts: TuneOptions, say: Reporter) -> int:
+    phases = Phases()
     runs = load_runs(opts.file)
     table = choose(runs, opts.dtype, opts.min_gain, collectives=opts.collectives)
     if not any(p["algorithm"] != "library" for run in runs for p in run.points if p["collective"] in TUNE_COLLECTIVES):
@@ -116,7 +149,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         reemit = lambda t, marker=emitters.UNVERIFIED: emitters.write_library_files(  # noqa: E731
             t, emits, library, runs, out, marker
         )
-        status, emitted, proof = _verify(opts, table, library, emitted, manifest, say, reemit)
+        status, emitted, proof = _verify(opts, table, library, emitted, manifest, say, reemit, phases)
     elif opts.verify and emitted.files:
         say.line("nothing in these files can be loaded by this library, so nothing was verified", "warning")
     if emitters.SELECTION in emits:
@@ -143,6 +176,9 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         load_env=emitted.load_env,
         proof=proof,
     )
+    if opts.verify and emitted.load_env:
+        manifest["time_to_verified_files"] = phases.as_dict()
+        say.line(phases.line())
     (out / "tuning.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
     return status
 
@@ -220,7 +256,7 @@ def promote(verified: emitters.Emitted, fresh: emitters.Emitted) -> None:
     fresh.files = {k: p for k, p in fresh.files.items() if p.exists()}
 
 
-def _proven_only(table, library, checks, emitted, base, opts, say, reemit):
+def _proven_only(table, library, checks, emitted, fingerprints, say, reemit):
     """--proven-only: every rule some check of which is not VERIFIED (indistinguishable from the default,
     no fingerprint for the collective, not consulted) goes back to the default, and the smaller files are
     written and verified again: what is left was each seen to run as the rule says."""
@@ -231,32 +267,52 @@ def _proven_only(table, library, checks, emitted, base, opts, say, reemit):
     say.line("without proof, given back to the default (--proven-only): " + "; ".join(gone), "warning")
     if not table.tuned():
         say.line("no rule is left with proof: nothing to write for the library", "warning")
-    checks, again = _verify_again(table, library, emitted, base, opts, say, reemit)
+    checks, again = _verify_again(table, library, emitted, fingerprints, say, reemit)
     return checks, again, gone, why
 
 
-def _verify_again(table, library, emitted, base, opts, say, reemit) -> tuple[list[Check], emitters.Emitted]:
-    """The files written again from the pruned rules (replacing `emitted`'s) and verified again."""
+def _verify_again(table, library, emitted, fingerprints, say, reemit) -> tuple[list[Check], emitters.Emitted]:
+    """The files written again from the pruned rules (replacing `emitted`'s) and verified again (the
+    fingerprints of environments already probed are not taken again)."""
     again = reemit(table)
     replace_files(emitted, again)
-    checks = verify(
-        table,
-        library,
-        again.load_env,
-        base,
-        progress=lambda text: say.line(f"verifying again {text}"),
-        scratch=opts.output,
-    )
+    checks = _verified(table, library, again.load_env, fingerprints, say, "verifying again ")
     return checks, again
 
 
+def _verified(table, library, env, fingerprints: Fingerprints, say: Reporter, what: str) -> list[Check]:
+    """verify() with the fingerprints of this `tune` (shared by its rounds), its progress said."""
+    return verify(
+        table,
+        library,
+        env,
+        fingerprints.launcher,
+        progress=lambda text: say.line(f"{what}{text}"),
+        scratch=fingerprints.scratch,
+        fingerprints=fingerprints,
+    )
+
+
 def _verify(
-    opts: TuneOptions, table: Table, library: Library, emitted: emitters.Emitted, manifest: dict, say: Reporter, reemit
+    opts: TuneOptions,
+    table: Table,
+    library: Library,
+    emitted: emitters.Emitted,
+    manifest: dict,
+    say: Reporter,
+    reemit,
+    phases: Phases,
 ) -> tuple[int, emitters.Emitted, str]:
     base = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)[:-2]  # without "-n N"
-    checks = verify(
-        table, library, emitted.load_env, base, progress=lambda text: say.line(f"verifying {text}"), scratch=opts.output
-    )
+    fingerprints = Fingerprints(base, opts.output)
+    status, emitted, proof = _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, phases)
+    phases.probes = (fingerprints.seconds, fingerprints.launches)
+    return status, emitted, proof
+
+
+def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, phases):
+    """The files proven (rules the library does not apply given back, once), then re-measured."""
+    checks = _verified(table, library, emitted.load_env, fingerprints, say, "verifying ")
     dropped: list[str] = []
     why_dropped = [c.as_dict() for c in checks if c.status in (MISMATCH, ERROR)]  # the first round's failures
     if not passed(checks):
@@ -266,9 +322,9 @@ def _verify(
         dropped = prune(table, checks)
         say.line("not applied as measured, given back to the default: " + "; ".join(dropped), "warning")
         if table.tuned():
-            checks, emitted = _verify_again(table, library, emitted, base, opts, say, reemit)
+            checks, emitted = _verify_again(table, library, emitted, fingerprints, say, reemit)
     if opts.proven_only and passed(checks):
-        checks, emitted, gone, why = _proven_only(table, library, checks, emitted, base, opts, say, reemit)
+        checks, emitted, gone, why = _proven_only(table, library, checks, emitted, fingerprints, say, reemit)
         dropped += gone
         why_dropped += why  # the checks that gave no proof
     say.verification(checks)
@@ -283,7 +339,7 @@ def _verify(
         "kept_without_proof": kept,
     }
     if ok and emitted.files.get("intel-adjust") is not None and emitted.files["intel-adjust"].exists():
-        _verify_adjust(table, library, emitted.files, manifest, base, say)
+        _verify_adjust(table, library, emitted.files, manifest, fingerprints, say)
     if not ok:
         say.line(
             "the library did not apply the files as intended: they are renamed *.REJECTED and must not be used",
@@ -294,7 +350,13 @@ def _verify(
         say.line(f"kept without proof: {line}", "warning")
     full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
     runs_before = len(load_runs(opts.file))
-    launches = before_after(full, opts.file, table, emitted.load_env, reps=opts.reps)
+
+    def settled() -> bool:  # every row's verdict decided, whatever the repetitions left would measure
+        return all(r["decided"] for r in speedups(load_runs(opts.file)[runs_before:], table, opts.reps))
+
+    began = time.monotonic()
+    launches = before_after(full, opts.file, table, emitted.load_env, reps=opts.reps, settled=settled)
+    phases.before_after = (time.monotonic() - began, len(launches))
     failed = [la for la in launches if la.returncode != 0]
     if failed:
         manifest["before_after_failures"] = [f"{la.collective} {la.variant.name}: {la.stderr_tail}" for la in failed]
@@ -306,7 +368,7 @@ def _verify(
                 "error",
             )
             return EXIT_WRONG, withdraw(emitted), REJECTED
-    rows = speedups(load_runs(opts.file)[runs_before:], table)
+    rows = speedups(load_runs(opts.file)[runs_before:], table, opts.reps)
     manifest["before_after"] = rows
     say.before_after(rows)
     slower = [r for r in rows if r["slower"]]
@@ -330,18 +392,12 @@ def _verify(
 
 
 def _verify_adjust(
-    table: Table, library: Library, files: dict[str, Path], manifest: dict, base: list[str], say: Reporter
+    table: Table, library: Library, files: dict[str, Path], manifest: dict, fingerprints: Fingerprints, say: Reporter
 ) -> None:
     """The Intel ADJUST alternative, proven on its own for the collectives it carries; withdrawn if not."""
     env = emit_intel.read_adjust(files["intel-adjust"])
     carried = {c: s for c, s in table.rules.items() if f"I_MPI_ADJUST_{names(c).intel}" in env}
-    checks = verify(
-        replace(table, rules=carried),
-        library,
-        env,
-        base,
-        progress=lambda text: say.line(f"verifying the ADJUST file: {text}"),
-    )
+    checks = _verified(replace(table, rules=carried), library, env, fingerprints, say, "verifying the ADJUST file: ")
     ok = passed(checks)
     manifest["verification_adjust"] = {
         "passed": ok,

@@ -4,46 +4,102 @@ and what the repetitions allow one to say of their ratio."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 
+from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.stats import median_ci_exact
-from fabricprobe.tuning.measure.launch import Launch, job_config, run_variant
+from fabricprobe.tuning.measure.launch import Launch, run_variant
 from fabricprobe.tuning.plan.library import DEFAULT, Variant
 
 # Before/after re-measurements: a first batch of 100 iterations and 0.5 s per point, as tune-sweep's defaults.
 BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=0.5)
 
 
+def tuned_collectives(table) -> list[str]:
+    """The collectives some rule of which is not the default's: those the files change."""
+    return [
+        c for c, sections in table.rules.items() if any(r.winner != DEFAULT for rs in sections.values() for r in rs)
+    ]
+
+
+def measured_at(table, collective: str) -> tuple[list[int], list[int]]:
+    """(communicator sizes, message sizes) a collective's rules were decided at: every size of every range."""
+    sections = table.rules[collective]
+    return sorted(sections), sorted({d.size for rs in sections.values() for r in rs for d in r.decisions})
+
+
 def before_after(
-    base: list[str], output: str, table, tuned_env: dict[str, str], reps: int = 6, timeout: float = 900
+    base: list[str],
+    output: str,
+    table,
+    tuned_env: dict[str, str],
+    reps: int = 6,
+    timeout: float = 900,
+    settled: Callable[[], bool] | None = None,
 ) -> list[Launch]:
     """Re-measure the tuned collectives with the library's default and with the tuning files,
-    alternately `reps` times (which runs first alternates too), labelled library:baseline and library:tuned."""
+    alternately, up to `reps` times (which runs first alternates too), labelled library:baseline and
+    library:tuned. One launch per side and repetition measures every tuned collective at once (the
+    sizes and communicator sizes of all of them: speedups() keeps each collective's own), since the
+    spread between launches is what the interval must hold, not between collectives. `settled()`,
+    asked after each repetition, ends them early once every row's verdict is decided (speedups with
+    `planned`)."""
+    collectives = tuned_collectives(table)
+    if not collectives:
+        return []
+    comm_sizes = sorted({n for c in collectives for n in measured_at(table, c)[0]})
+    sizes = sorted({s for c in collectives for s in measured_at(table, c)[1]})
+    template = replace(BEFORE_AFTER, sizes=sizes, collectives=collectives, algorithms=[LIBRARY], comm_sizes=comm_sizes)
     launches = []
-    for coll, sections in table.rules.items():
-        if all(r.winner == DEFAULT for rs in sections.values() for r in rs):
-            continue
-        sizes = sorted({d.size for rs in sections.values() for r in rs for d in r.decisions})
-        template = replace(BEFORE_AFTER, sizes=sizes)
-        for rep in range(reps):
-            order = (("baseline", {}), ("tuned", tuned_env))
-            for label, env in order if rep % 2 == 0 else order[::-1]:  # neither always runs first
-                variant = Variant(coll, label, "", env)
-                launches.append(
-                    run_variant(base, output, variant, job_config(template, coll, sorted(sections), variant), timeout)
-                )
+    for rep in range(reps):
+        order = (("baseline", {}), ("tuned", tuned_env))
+        for label, env in order if rep % 2 == 0 else order[::-1]:  # neither always runs first
+            variant = Variant(",".join(collectives), label, "", env)
+            launches.append(
+                run_variant(base, output, variant, replace(template, library_variant=label).check(), timeout)
+            )
+        if settled is not None and rep + 1 < reps and settled():
+            break
     return launches
 
 
-def speedups(runs, table) -> list[dict]:
+def verdict_of(ratios: np.ndarray) -> tuple[str, float, float, bool]:
+    """(verdict, interval low, interval high, exact interval) of sorted per-repetition ratios. With at
+    least 6 repetitions the median ratio gets a distribution-free 95% interval and a verdict only when
+    the interval excludes 1; with fewer, a verdict only when every repetition agrees."""
+    ci = median_ci_exact(ratios)
+    low, high = ci if ci is not None else (float(ratios[0]), float(ratios[-1]))
+    if low > 1:
+        verdict = "faster" if ci is not None else f"faster in all {ratios.size}"
+    elif high < 1:
+        verdict = "slower" if ci is not None else f"slower in all {ratios.size}"
+    else:
+        verdict = "no difference shown" if ci is not None else "repetitions disagree"
+    return verdict, low, high, ci is not None
+
+
+def settled_verdict(ratios: np.ndarray, planned: int) -> str | None:
+    """The verdict `planned` repetitions will give whatever the ones left measure, or None while it is
+    open: the same at both extremes (every ratio left above all, or below all), and the interval's ends
+    are order statistics, so any ratios in between give it too."""
+    left = planned - ratios.size
+    if left <= 0:
+        return verdict_of(ratios)[0]
+    above = verdict_of(np.sort(np.concatenate([ratios, np.full(left, np.inf)])))[0]
+    below = verdict_of(np.sort(np.concatenate([ratios, np.zeros(left)])))[0]
+    return above if above == below else None
+
+
+def speedups(runs, table, planned: int | None = None) -> list[dict]:
     """Per tuned point, default against tuned over the alternating repetitions of `runs` (the
     before/after runs of one `tune --verify`): each repetition's ratio (default time / tuned time,
-    above 1: the files are faster), their median, and what the repetitions allow one to claim. With at
-    least 6 repetitions the median ratio gets a distribution-free 95% interval and a verdict only when
-    the interval excludes 1; with fewer, a verdict only when every repetition agrees. Disagreeing
-    repetitions are reported as such, never as one ratio."""
+    above 1: the files are faster), their median, and what the repetitions allow one to claim
+    (verdict_of). Disagreeing repetitions are reported as such, never as one ratio. `planned`: the
+    repetitions asked for; a row with fewer gets the verdict they settle (settled_verdict; "decided"
+    says whether it is), its interval left out. Only each collective's own sizes (measured_at)."""
     times: dict[tuple, dict[str, list[float]]] = {}
     for run in runs:  # in file order: baseline, tuned, baseline, tuned, ...
         for p in run.points:
@@ -52,32 +108,39 @@ def speedups(runs, table) -> list[dict]:
                 times.setdefault(key, {}).setdefault(p["algorithm"].split(":")[1], []).append(p["median_s"])
     out = []
     for (coll, n, size), t in sorted(times.items()):
+        if table is not None and not _decided_at(table, coll, n, size):
+            continue
         pairs = list(zip(t.get("baseline", []), t.get("tuned", [])))
         ratios = np.sort([b / u for b, u in pairs if u > 0])
         if ratios.size == 0:
             continue
-        ci = median_ci_exact(ratios)
-        low, high = ci if ci is not None else (float(ratios[0]), float(ratios[-1]))
-        if low > 1:
-            verdict = "faster" if ci is not None else f"faster in all {ratios.size}"
-        elif high < 1:
-            verdict = "slower" if ci is not None else f"slower in all {ratios.size}"
-        else:
-            verdict = "no difference shown" if ci is not None else "repetitions disagree"
+        verdict, low, high, exact = verdict_of(ratios)
+        early = planned is not None and ratios.size < planned
+        if early:
+            verdict, exact = settled_verdict(ratios, planned), False
         out.append(
             dict(
                 collective=coll,
                 comm_size=n,
                 size=size,
                 reps=int(ratios.size),
+                planned=planned or int(ratios.size),
+                decided=verdict is not None,
                 baseline_s=float(np.median([b for b, _ in pairs])),
                 tuned_s=float(np.median([u for _, u in pairs])),
                 ratios=[float(r) for r in ratios],
                 speedup=float(np.median(ratios)),
-                ci_low=None if ci is None else low,
-                ci_high=None if ci is None else high,
-                verdict=verdict,
-                slower=high < 1,
+                ci_low=low if exact else None,
+                ci_high=high if exact else None,
+                verdict=verdict or "open",
+                slower=bool(verdict) and verdict.startswith("slower"),
             )
         )
     return out
+
+
+def _decided_at(table, collective: str, comm_size: int, size: int) -> bool:
+    if collective not in table.rules:
+        return False
+    comm_sizes, sizes = measured_at(table, collective)
+    return comm_size in comm_sizes and size in sizes

@@ -82,9 +82,9 @@ def run_variant(base: list[str], output: str, variant: Variant, config: SweepCon
     args = ["sweep", "--config", path, "-o", output, "--progress", "none", "--quiet"]
     try:
         out = run_fabricprobe(base, args, variant.env, timeout)
-        return Launch(config.collectives[0], variant, out.returncode, job_error(out.stderr), comm_sizes)
+        return Launch(",".join(config.collectives), variant, out.returncode, job_error(out.stderr), comm_sizes)
     except subprocess.TimeoutExpired:
-        return Launch(config.collectives[0], variant, 124, f"no result within {timeout:g} s", comm_sizes)
+        return Launch(",".join(config.collectives), variant, 124, f"no result within {timeout:g} s", comm_sizes)
     finally:
         os.unlink(path)
 

@@ -17,12 +17,14 @@ alone as soon as its group failed."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 from typing import Callable
 
 from fabricprobe.tuning.verify.fingerprint import Item, probe, probe_group
 
-Key = tuple  # (collective, nranks, bytes, method, sorted environment items, settle)
+Key = tuple  # (collective, nranks, bytes, method, environment_key(env), settle)
 PLANNING_ROUNDS = 4  # paths; fingerprints; those the fingerprints' results call for; one spare
 
 
@@ -46,7 +48,7 @@ class Fingerprints:
         self.seconds = 0.0
 
     def __call__(self, coll: str, nranks: int, nbytes: int, method: str, env: dict[str, str], settle: bool) -> str:
-        key = (coll, nranks, nbytes, method, tuple(sorted(env.items())), settle)
+        key = (coll, nranks, nbytes, method, environment_key(env), settle)
         if key in self.known:
             return self.known[key]
         if self.planning and (key[4], nranks) in self.failing:
@@ -64,7 +66,7 @@ class Fingerprints:
         coll, nranks, nbytes, method, env, settle = key
         began = time.monotonic()
         self.known[key] = probe(
-            self.launcher, nranks, coll, nbytes, method, dict(env), scratch=self.scratch, settle=settle
+            self.launcher, nranks, coll, nbytes, method, as_env(env), scratch=self.scratch, settle=settle
         )
         self.launches += 2 if settle and method == "monitor" else 1
         self.seconds += time.monotonic() - began
@@ -95,7 +97,7 @@ class Fingerprints:
             if progress is not None:
                 progress(f"probes: launch {i} of {len(groups)}, {len(members)} fingerprints on {nranks} ranks")
             began = time.monotonic()
-            found = probe_group(self.launcher, nranks, [item for item, _ in members], dict(env))
+            found = probe_group(self.launcher, nranks, [item for item, _ in members], as_env(env))
             self.seconds += time.monotonic() - began
             self.launches += 1
             missing = [key for item, key in members if item not in found]
@@ -103,3 +105,21 @@ class Fingerprints:
                 self.failing.add((env, nranks))
             self.alone.update(missing if len(missing) == len(members) else missing[:1])
             self.known.update((key, found[item]) for item, key in members if item in found)
+
+
+def environment_key(env: dict[str, str]) -> tuple:
+    """The environment as a cache key: each (name, value), and where the value names a file, a digest of
+    what the file holds. One `tune` verifies several rounds of files rewritten under the same names
+    (rules given back to the default), and a fingerprint of the old content must not stand for the new."""
+    return tuple((k, v, _digest(v)) for k, v in sorted(env.items()))
+
+
+def as_env(key: tuple) -> dict[str, str]:
+    return {k: v for k, v, _ in key}
+
+
+def _digest(value: str) -> str:
+    if not os.path.isfile(value):
+        return ""
+    with open(value, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
