@@ -49,6 +49,21 @@ LAYERS = [
 ]
 LAYER_OF = {unit: i for i, (_, units) in enumerate(LAYERS) for unit in units}
 
+# Inside a package made of subpackages, the same rule one level down: a part (a subpackage or a module at
+# the package's top) imports only from parts in lower layers; the package's own __init__ is the bottom.
+SUBLAYERS = {
+    "fabricprobe.tuning": [
+        ("workflows and the one launch's ranks", {"workflow", "sweep_job", "runtime"}),
+        ("budgeted search", {"economy"}),
+        ("measurement", {"measure"}),
+        ("verification", {"verify"}),
+        ("emitters", {"emit"}),
+        ("rules", {"choose"}),
+        ("library plans", {"plan"}),
+        ("the package", {"__init__"}),
+    ],
+}
+
 
 def _module_name(path: Path, root: Path = ROOT) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
@@ -102,6 +117,55 @@ def upward(root: Path = ROOT) -> list[str]:
         f"{file}: {a} ({LAYERS[LAYER_OF[a]][0]}) imports {b} ({LAYERS[LAYER_OF[b]][0]})"
         for a, b, file in edges(root)
         if LAYER_OF[b] <= LAYER_OF[a]
+    ]
+
+
+def _part(package: str, module: str) -> str:
+    rest = module[len(package) + 1 :].split(".") if module != package else []
+    return rest[0] if rest else "__init__"
+
+
+def sideways(package: str, root: Path = ROOT) -> list[str]:
+    """Imports between parts of `package` (SUBLAYERS) that do not run downward."""
+    layer_of = {part: i for i, (_, parts) in enumerate(SUBLAYERS[package]) for part in parts}
+    out = []
+    for path in sorted(root.glob(package.replace(".", "/") + "/**/*.py")):
+        here = _part(package, _module_name(path, root))
+        for target in _imports(path, root):
+            if target != package and not target.startswith(package + "."):
+                continue
+            there = _part(package, target)
+            if there != here and layer_of.get(there, -1) <= layer_of.get(here, -1):
+                out.append(f"{path.relative_to(root)}: {package}.{here} imports {package}.{there}")
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(SUBLAYERS))
+def test_every_part_of_a_layered_package_has_a_layer(package):
+    folder = ROOT / package.replace(".", "/")
+    parts = {
+        p.stem if p.is_file() else p.name for p in folder.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
+    layered = {part for _, group in SUBLAYERS[package] for part in group}
+    assert parts == layered, f"SUBLAYERS[{package!r}] and docs/architecture.md: {sorted(parts ^ layered)}"
+
+
+@pytest.mark.parametrize("package", sorted(SUBLAYERS))
+def test_imports_inside_a_layered_package_only_run_downward(package):
+    found = sideways(package)
+    assert not found, "\n".join(found)
+
+
+def test_the_sublayer_check_can_fail(tmp_path):
+    """A planted import of the budgeted search from the measurement (the loop issue 54 found) is caught."""
+    (tmp_path / "fabricprobe" / "tuning" / "measure").mkdir(parents=True)
+    (tmp_path / "fabricprobe" / "tuning" / "economy").mkdir()
+    (tmp_path / "fabricprobe" / "tuning" / "economy" / "rounds.py").write_text("")
+    (tmp_path / "fabricprobe" / "tuning" / "measure" / "job.py").write_text(
+        "def run():\n    from fabricprobe.tuning.economy.rounds import run_rounds\n"
+    )
+    assert sideways("fabricprobe.tuning", tmp_path) == [
+        "fabricprobe/tuning/measure/job.py: fabricprobe.tuning.measure imports fabricprobe.tuning.economy"
     ]
 
 

@@ -42,6 +42,17 @@ def _plan(**kw):
     return points
 
 
+def test_a_sweep_measures_only_the_points_named_with_their_collective():
+    """tune --verify's later before/after repetitions name [collective, algorithm, comm size, bytes];
+    tune-sweep --budget's [algorithm, comm size, bytes] still mean every collective."""
+    named = _plan(points=[["bcast", "library", 2, 1024]])
+    assert [(p.collective, p.algorithm, p.nranks, p.requested_bytes) for p in named if p.collective != "empty"] == [
+        ("bcast", "library", 2, 1024)
+    ]
+    anyone = {p.collective for p in _plan(points=[["library", 2, 1024]]) if p.collective != "empty"}
+    assert anyone == {"allreduce", "bcast"}
+
+
 def test_a_random_order_is_a_permutation_of_whole_blocks_drawn_from_its_seed():
     fixed = _plan()
     one, again, other = _plan(order="random", seed=7), _plan(order="random", seed=7), _plan(order="random", seed=8)

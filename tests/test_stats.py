@@ -113,7 +113,7 @@ def test_before_after_stops_a_row_only_when_its_verdict_is_decided():
     assert (row["verdict"], row["decided"]) == ("open", False)
 
 
-def test_before_after_measures_every_tuned_collective_in_each_launch_and_stops_when_settled(monkeypatch):
+def test_before_after_measures_every_tuned_collective_in_each_launch_and_only_open_rows_later(monkeypatch):
     from fabricprobe.tuning.choose.rules import Decision, Range, Table
     from fabricprobe.tuning.measure import before_after as ba
 
@@ -131,14 +131,15 @@ def test_before_after_measures_every_tuned_collective_in_each_launch_and_stops_w
     )
     seen = []
     monkeypatch.setattr(ba, "run_variant", lambda base, out, variant, config, timeout: seen.append((variant, config)))
-    answers = iter([False, True])
-    ba.before_after(["mpiexec"], "x.h5", table, {"F": "1"}, reps=6, settled=lambda: next(answers))
-    # two repetitions (which side runs first alternating), then settled
+    answers = iter([{("allreduce", 4, 1024)}, set()])  # after the first repetition one row is open; then none
+    ba.before_after(["mpiexec"], "x.h5", table, {"F": "1"}, reps=6, still_open=lambda: next(answers))
+    # two repetitions (which side runs first alternating), then every row decided
     assert [v.name for v, _ in seen] == ["baseline", "tuned", "tuned", "baseline"]
     assert all(v.env == ({"F": "1"} if v.name == "tuned" else {}) for v, _ in seen)
-    config = seen[0][1]
-    assert config.collectives == ["allreduce", "bcast"] and config.sizes == [8, 64, 1024]
-    assert config.comm_sizes == [2, 4] and {c.library_variant for _, c in seen} == {"baseline", "tuned"}
+    first, later = seen[0][1], seen[2][1]
+    assert first.collectives == ["allreduce", "bcast"] and first.sizes == [8, 64, 1024] and first.points is None
+    assert first.comm_sizes == [2, 4] and {c.library_variant for _, c in seen} == {"baseline", "tuned"}
+    assert later.collectives == ["allreduce"] and later.points == [["allreduce", "library", 4, 1024]]
     # the rows keep each collective's own communicator and message sizes
     runs = []
     for label, t in (("baseline", 2.0), ("tuned", 1.0)):

@@ -308,7 +308,9 @@ def test_probes_grouped_by_environment_give_the_verdicts_of_one_probe_per_launch
         grouped: [c.as_dict() for c in verify(table, library, env, _base(found), grouped=grouped, fingerprints=t)]
         for grouped, t in tallies.items()
     }
-    assert verdicts[True] == verdicts[False]
+    # an error's detail is the library's stderr, whose ranks' lines come in any order from run to run
+    same = lambda c: {**c, "detail": "(the library's message)"} if c["status"] == ERROR else c  # noqa: E731
+    assert [same(c) for c in verdicts[True]] == [same(c) for c in verdicts[False]]
     statuses = {c["status"] for c in verdicts[True]}
     assert len(verdicts[True]) == 6
     if planted == "applies":

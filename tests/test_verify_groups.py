@@ -132,3 +132,22 @@ def test_a_file_rewritten_under_the_same_name_is_probed_again(fake, tmp_path):
     rules.write_text("second")
     fingerprints("allreduce", 4, 8, "monitor", env, False)
     assert len(launches) == 2 and fingerprints.launches == 2
+
+
+def test_a_library_without_monitoring_counters_takes_its_monitoring_probes_alone(fake, monkeypatch):
+    """Open MPI 4.1.4 has no MPI_T variables for the pml monitoring's counters: the first monitored job
+    prints nothing, and no other monitored group is launched; the paths still come in one launch."""
+    launches, _ = fake
+    alone = _verdicts(grouped=False)
+    launches.clear()
+    real = probes.probe_group
+
+    def no_counters(launcher, nranks, items, env, timeout=120):
+        found = real(launcher, nranks, items, env, timeout)
+        return {} if any(i[2] == "monitor" for i in items) else found
+
+    monkeypatch.setattr(probes, "probe_group", no_counters)
+    assert _verdicts(grouped=True) == alone
+    groups = [items for kind, items, _ in launches if kind == "group"]
+    assert len(groups) == 2 and {i[2] for i in groups[0]} == {"path"}  # the paths, one monitored try
+    assert sum(kind == "alone" for kind, _, _ in launches) == 12  # as many as one probe per launch, paths aside

@@ -252,7 +252,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 
 def run_job(args: argparse.Namespace) -> int:
-    from fabricprobe.tuning.measure.job import read_spec, run
+    from fabricprobe.tuning.sweep_job import read_spec, run
 
     return run(read_spec(args.spec), args.output)
 

@@ -94,7 +94,9 @@ class SweepConfig:
     rma_syncs: list[str] = field(default_factory=lambda: ["flush"])  # one-sided tests' synchronizations (OMB's -s)
     ranks_per_node: list[int] | None = None  # virtual topology; None = the hardware's
     comm_sizes: list[int] | None = None  # sub-communicators of the first k ranks; None = the world only
-    points: list[list] | None = None  # tune-sweep --budget: [algorithm, communicator size, bytes] to measure only
+    # tune-sweep --budget: [algorithm, communicator size, bytes] to measure only; tune --verify's later
+    # before/after repetitions: [collective, algorithm, communicator size, bytes] (the rows still open)
+    points: list[list] | None = None
     library_variant: str = ""  # the forced library algorithm this run measures (tune-sweep), recorded as library:NAME
     # tune-sweep's one launch: collective -> names of the library's algorithms switched at run time (a
     # LibrarySwitch does it) and measured beside its default, each point labelled library:NAME
@@ -198,12 +200,8 @@ class SweepConfig:
         for option, counts in (("--ranks-per-node", self.ranks_per_node), ("--comm-sizes", self.comm_sizes)):
             if counts is not None and (not counts or any(not isinstance(c, int) or c < 1 for c in counts)):
                 raise UsageError(f"invalid {option} {counts}: expected positive rank counts")
-        if self.points is not None and any(
-            not (isinstance(p, (list, tuple)) and len(p) == 3 and isinstance(p[0], str))
-            or not all(isinstance(x, int) and x >= 0 for x in p[1:])
-            for p in self.points
-        ):
-            raise UsageError("invalid points: expected [algorithm, communicator size, bytes] triples")
+        if self.points is not None and any(not _is_point(p) for p in self.points):
+            raise UsageError("invalid points: expected [[collective,] algorithm, communicator size, bytes]")
         if self.library_variant and not _variant_name(self.library_variant):
             raise UsageError(f"invalid --library-variant {self.library_variant!r}: letters, digits, _ - . only")
         if len(self.library_variant) > VARIANT_MAX:
@@ -377,3 +375,13 @@ def _variant_name(name: str) -> bool:
 
 def differing_fields(a: dict, b: dict) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def _is_point(p) -> bool:
+    """[algorithm, communicator size, bytes] or [collective, algorithm, communicator size, bytes]."""
+    if not isinstance(p, (list, tuple)) or len(p) not in (3, 4):
+        return False
+    names, numbers = p[:-2], p[-2:]
+    return all(isinstance(x, str) for x in names) and all(
+        isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in numbers
+    )

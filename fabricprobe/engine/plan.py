@@ -180,12 +180,13 @@ def _plan_for(
     notes: list[str] = []
     seen: set[str] = set()
 
-    only = None if config.points is None else {(a, int(n), int(b)) for a, n, b in config.points}
+    only = None if config.points is None else {tuple(p) for p in config.points}
 
     def add(**kw) -> None:
         if only is not None and kw["collective"] != EMPTY:
-            if (kw["algorithm"], sub or nranks, kw["requested_bytes"]) not in only:
-                return  # tune-sweep --budget measures the points it chose, not the whole grid
+            where = (kw["algorithm"], sub or nranks, kw["requested_bytes"])
+            if where not in only and (kw["collective"], *where) not in only:
+                return  # the points a caller chose (tune-sweep --budget, before/after), not the whole grid
         point = PlannedPoint(index=first_index + len(points), nranks=sub, **kw)
         if point.key not in seen:
             seen.add(point.key)

@@ -351,11 +351,12 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
     full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
     runs_before = len(load_runs(opts.file))
 
-    def settled() -> bool:  # every row's verdict decided, whatever the repetitions left would measure
-        return all(r["decided"] for r in speedups(load_runs(opts.file)[runs_before:], table, opts.reps))
+    def still_open() -> set[tuple]:  # the rows whose verdict the repetitions left could still change
+        rows = speedups(load_runs(opts.file)[runs_before:], table, opts.reps)
+        return {(r["collective"], r["comm_size"], r["size"]) for r in rows if not r["decided"]}
 
     began = time.monotonic()
-    launches = before_after(full, opts.file, table, emitted.load_env, reps=opts.reps, settled=settled)
+    launches = before_after(full, opts.file, table, emitted.load_env, reps=opts.reps, still_open=still_open)
     phases.before_after = (time.monotonic() - began, len(launches))
     failed = [la for la in launches if la.returncode != 0]
     if failed:

@@ -38,15 +38,16 @@ def before_after(
     tuned_env: dict[str, str],
     reps: int = 6,
     timeout: float = 900,
-    settled: Callable[[], bool] | None = None,
+    still_open: Callable[[], set[tuple]] | None = None,
 ) -> list[Launch]:
     """Re-measure the tuned collectives with the library's default and with the tuning files,
     alternately, up to `reps` times (which runs first alternates too), labelled library:baseline and
     library:tuned. One launch per side and repetition measures every tuned collective at once (the
     sizes and communicator sizes of all of them: speedups() keeps each collective's own), since the
-    spread between launches is what the interval must hold, not between collectives. `settled()`,
-    asked after each repetition, ends them early once every row's verdict is decided (speedups with
-    `planned`)."""
+    spread between launches is what the interval must hold, not between collectives. `still_open()`,
+    asked after each repetition, names the rows (collective, communicator size, bytes) whose verdict
+    the repetitions left could still change (speedups with `planned`): the next repetitions measure
+    those only, and none is made once every row is decided."""
     collectives = tuned_collectives(table)
     if not collectives:
         return []
@@ -57,12 +58,22 @@ def before_after(
     for rep in range(reps):
         order = (("baseline", {}), ("tuned", tuned_env))
         for label, env in order if rep % 2 == 0 else order[::-1]:  # neither always runs first
-            variant = Variant(",".join(collectives), label, "", env)
+            variant = Variant(",".join(template.collectives), label, "", env)
             launches.append(
                 run_variant(base, output, variant, replace(template, library_variant=label).check(), timeout)
             )
-        if settled is not None and rep + 1 < reps and settled():
+        if still_open is None or rep + 1 == reps:
+            continue
+        rows = sorted(still_open())
+        if not rows:
             break
+        template = replace(
+            template,
+            collectives=[c for c in collectives if any(r[0] == c for r in rows)],
+            comm_sizes=sorted({n for _, n, _ in rows}),
+            sizes=sorted({size for _, _, size in rows}),
+            points=[[c, LIBRARY, n, size] for c, n, size in rows],
+        )
     return launches
 
 

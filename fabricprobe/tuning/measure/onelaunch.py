@@ -1,5 +1,5 @@
 """tune-sweep in one launch: the library's default, every algorithm it lets MPI_T switch at run time and
-fabricprobe's own, on every communicator size, measured by one job (tuning.measure.job, one sweep per
+fabricprobe's own, on every communicator size, measured by one job (tuning.sweep_job, one sweep per
 collective, each algorithm right after the default at every size). A launch per variant spent 50-86%
 of tune-sweep's wall time not measuring (Python and MPI start-up, Numba's first point, teardown), and
 on a cluster each launch costs more.
@@ -256,7 +256,7 @@ def _already(runs: list, parts: dict[str, SweepConfig]) -> tuple[set[str], set[s
 
 
 def launch_job(base: list[str], output: str, spec: dict, launch_env: dict[str, str], timeout: float, progress=None):
-    """Start the one launch's ranks on `spec` (tuning.measure.job); its lines shown by progress(text) as
+    """Start the one launch's ranks on `spec` (tuning.sweep_job); its lines shown by progress(text) as
     they come (each warning once). A Launch of ONE_LAUNCH."""
     path = job_file(output, json.dumps(spec))
     if spec.get("state") and os.path.exists(spec["state"]):

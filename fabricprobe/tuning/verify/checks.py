@@ -65,6 +65,7 @@ def verify(
     (what the tests compare the groups with). `fingerprints`: the caller's, to read its launches and
     seconds afterwards."""
     fingerprints = fingerprints or Fingerprints(launcher, scratch)
+    fingerprints.run_time = lambda env: run_time_writes(library, env)
     if grouped:
         fingerprints.plan(lambda: _checks(table, library, tuned_env, fingerprints, None), progress)
     checks = _checks(table, library, tuned_env, fingerprints, progress)
@@ -72,6 +73,25 @@ def verify(
         if is_hierarchy(c.expected):
             c.level = level_of(c.expected)
     return checks
+
+
+def run_time_writes(library: Library, env: dict[str, str]) -> tuple[dict[str, str], dict[str, str]] | None:
+    """(launch environment, MPI_T writes) giving `env`'s forced coll/tuned algorithm inside a job of
+    several (Open MPI: the algorithm is read when a communicator is made, so the probe's new
+    communicator made after the write runs it, as tune-sweep's one launch does); None for any other
+    environment (the default, the files, han's settings), which keeps a launch of its own."""
+    if library.vendor != "Open MPI":
+        return None
+    launch = {k: v for k, v in env.items() if library.launch_wide.get(k) == v}
+    writes = {}
+    for name, value in env.items():
+        if name in launch:
+            continue
+        variable = library.control_variable(name)
+        if variable is None or not (variable.startswith("coll_tuned_") and variable.endswith("_algorithm")):
+            return None
+        writes[variable] = value
+    return (launch, writes) if writes else None
 
 
 def _checks(table, library, tuned_env, fingerprints, progress) -> list[Check]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -135,15 +136,25 @@ def monitored(MPI, comm, counters, collective: str, nbytes: int, calls: int) -> 
 
 
 def group(MPI, comm, items: list) -> None:
-    """Every (collective, bytes, method) of `items` in this job, one result line each on rank 0."""
+    """Every (collective, bytes, method[, writes]) of `items` in this job, one result line each on rank 0.
+    `writes` ([[control variable, value], ...], monitoring only): the algorithm forced through MPI_T
+    before the new communicator the call runs on is made, and set back after it."""
     counters = None
-    if any(method.startswith("monitor") for _, _, method in items):
+    if any(item[2].startswith("monitor") for item in items):
         from fabricprobe.mpienv.monitoring import MessageCounters
 
         counters = MessageCounters(MPI, comm)
+    tool = None
     try:
-        for i, (collective, nbytes, method) in enumerate(items):
-            if method.startswith("monitor"):
+        for i, (collective, nbytes, method, *writes) in enumerate(items):
+            if writes and writes[0]:
+                if tool is None:
+                    from fabricprobe.mpienv.mpit import ToolInterface
+
+                    tool = ToolInterface(MPI)
+                with forced(tool, dict(writes[0])):
+                    found = monitored(MPI, comm, counters, collective, nbytes, int(method[len("monitor") :] or 1))
+            elif method.startswith("monitor"):
                 found = monitored(MPI, comm, counters, collective, nbytes, int(method[len("monitor") :] or 1))
             elif method == "path":
                 found = json.dumps(served_path(MPI, comm, collective), sort_keys=True)
@@ -159,6 +170,22 @@ def group(MPI, comm, items: list) -> None:
     finally:
         if counters is not None:
             counters.close()
+        if tool is not None:
+            tool.close()
+
+
+@contextmanager
+def forced(tool, writes: dict[str, str]):
+    """The control variables written (a library that applies them to communicators made after the
+    write: Open MPI's coll_tuned_<coll>_algorithm), and their values at entry written back after."""
+    originals = {name: tool.read(name) for name in writes}
+    try:
+        for name, value in writes.items():
+            tool.write(name, value)
+        yield
+    finally:
+        for name, value in originals.items():
+            tool.write(name, value)
 
 
 def main() -> int:

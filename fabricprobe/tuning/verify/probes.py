@@ -43,6 +43,12 @@ class Fingerprints:
         self.asked: dict[Key, None] = {}  # noted while planning, in the order asked
         self.alone: set[Key] = set()  # a group could not give them: one launch each, if still asked
         self.failing: set[tuple] = set()  # (environment, nranks) whose grouped job printed nothing
+        # False once a monitored group printed nothing: Open MPI 4.1.4 (Debian's) has no MPI_T variables
+        # for the pml monitoring's counters, so its monitoring probes are taken one per launch
+        self.monitoring_groups = True
+        # env -> (launch environment, MPI_T writes) where the env's forced algorithm can be switched
+        # inside a job (checks.run_time_writes), None where it cannot; set by verify()
+        self.run_time: Callable[[dict[str, str]], tuple[dict, dict] | None] | None = None
         self.planning = False
         self.launches = 0
         self.seconds = 0.0
@@ -51,8 +57,8 @@ class Fingerprints:
         key = (coll, nranks, nbytes, method, environment_key(env), settle)
         if key in self.known:
             return self.known[key]
-        if self.planning and (key[4], nranks) in self.failing:
-            self.alone.add(key)  # its environment's job printed nothing
+        if self.planning and ((key[4], nranks) in self.failing or (method == "monitor" and not self.monitoring_groups)):
+            self.alone.add(key)  # its environment's job printed nothing, or no monitored job can
         if not self.planning or (method == "path" and key in self.alone):
             return self._alone(key)
         if key not in self.alone:
@@ -92,8 +98,15 @@ class Fingerprints:
         for key in keys:
             coll, nranks, nbytes, method, env, settle = key
             item = (coll, nbytes, "monitor2" if settle and method == "monitor" else method)
+            switched = self.run_time(as_env(env)) if method == "monitor" and self.run_time else None
+            if switched is not None:  # the forced algorithms of one launch environment: one job
+                launch, writes = switched
+                env, item = environment_key(launch), (*item, tuple(sorted(writes.items())))
             groups.setdefault((env, nranks, method == "monitor"), []).append((item, key))
-        for i, ((env, nranks, _), members) in enumerate(groups.items(), 1):
+        for i, ((env, nranks, monitored), members) in enumerate(groups.items(), 1):
+            if monitored and not self.monitoring_groups:
+                self.alone.update(key for _, key in members)
+                continue
             if progress is not None:
                 progress(f"probes: launch {i} of {len(groups)}, {len(members)} fingerprints on {nranks} ranks")
             began = time.monotonic()
@@ -103,6 +116,7 @@ class Fingerprints:
             missing = [key for item, key in members if item not in found]
             if len(missing) == len(members):
                 self.failing.add((env, nranks))
+                self.monitoring_groups = self.monitoring_groups and not monitored
             self.alone.update(missing if len(missing) == len(members) else missing[:1])
             self.known.update((key, found[item]) for item, key in members if item in found)
 
