@@ -4,6 +4,7 @@ apply (and that a file which is not applied is caught), and the commands end to 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -402,10 +403,17 @@ def test_tune_sweep_and_tune_end_to_end(tmp_path):
         timeout=600,
     )
     assert out.returncode == 0, out.stderr
+    assert re.search(r": 1 launch, 0 fallbacks in \d+ s; \d+ points measured into", " ".join(out.stderr.split()))
     out = run_local(["tune", str(data), "-o", str(tmp_path / "tuning"), "--verify", "--reps", "1"], timeout=600)
     assert out.returncode == 0, out.stderr + out.stdout
     assert "tuning rules" in out.stdout
     manifest = json.loads((tmp_path / "tuning" / "tuning.json").read_text())
+    if manifest.get("verification"):  # time to verified files: the phases' launches add up
+        took = manifest["time_to_verified_files"]
+        assert took["launches"] == took["probes"]["launches"] + took["before_after"]["launches"]
+        assert took["probes"]["launches"] >= 1 and took["before_after"]["launches"] == 2  # --reps 1
+        assert took["tune_sweep_s"] > 0 and took["total_s"] >= took["probes"]["seconds"]
+        assert f"{took['launches']} launches (probes" in " ".join(out.stdout.split())
     assert (tmp_path / "tuning" / "fabricprobe_selection.json").exists()
     tuned = any(r["winner"] != "default" for s in manifest["rules"]["rules"].values() for rs in s.values() for r in rs)
     for path in manifest["files"].values():

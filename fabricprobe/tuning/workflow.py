@@ -75,10 +75,12 @@ class Phases:
     began: float = field(default_factory=time.monotonic)
     probes: tuple[float, int] = (0.0, 0)
     before_after: tuple[float, int] = (0.0, 0)
+    sweep_s: float | None = None  # the tune-sweep's wall time (sweep_span)
 
     def as_dict(self) -> dict:
         total = time.monotonic() - self.began
         return {
+            "tune_sweep_s": self.sweep_s,
             "total_s": round(total, 2),
             "launches": self.probes[1] + self.before_after[1],
             "probes": {"seconds": round(self.probes[0], 2), "launches": self.probes[1]},
@@ -88,17 +90,44 @@ class Phases:
 
     def line(self) -> str:
         t = self.as_dict()
+        sweep = "" if t["tune_sweep_s"] is None else f"after the tune-sweep's {t['tune_sweep_s']:.0f} s, "
         return (
-            f"time to verified files: {t['total_s']:.0f} s, {t['launches']} launches (probes "
+            f"time to verified files: {sweep}{t['total_s']:.0f} s, {t['launches']} launches (probes "
             f"{t['probes']['seconds']:.0f} s in {t['probes']['launches']}; before/after "
             f"{t['before_after']['seconds']:.0f} s in {t['before_after']['launches']}; choosing and writing "
             f"{t['choosing_and_writing_s']:.0f} s)"
         )
 
 
+def sweep_span(runs) -> float | None:
+    """The tune-sweep's wall time as it stored it (tune_sweep.seconds), else the seconds from its first
+    run's start to its last one's end (earlier before/after runs left out); None when neither is known."""
+    from datetime import datetime
+
+    spans = []
+    for run in runs:
+        if (run.config.get("library_variant") or "") in ("baseline", "tuned"):
+            continue
+        stored = (
+            (run.attrs.get("tune_sweep") or {}).get("seconds")
+            if isinstance(run.attrs.get("tune_sweep"), dict)
+            else None
+        )
+        if stored is not None:
+            return float(stored)
+        try:
+            spans.append((datetime.fromisoformat(run.attrs["started"]), datetime.fromisoformat(run.attrs["ended"])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    if not spans:
+        return None
+    return round((max(e for _, e in spans) - min(s for s, _ in spans)).total_seconds(), 1)
+
+
 def tune(opts: TuneOptions, say: Reporter) -> int:
     phases = Phases()
     runs = load_runs(opts.file)
+    phases.sweep_s = sweep_span(runs)
     table = choose(runs, opts.dtype, opts.min_gain, collectives=opts.collectives)
     if not any(p["algorithm"] != "library" for run in runs for p in run.points if p["collective"] in TUNE_COLLECTIVES):
         raise UsageError(

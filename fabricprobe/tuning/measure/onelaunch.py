@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field, replace
 
 from fabricprobe.engine.config import SweepConfig
@@ -63,6 +64,7 @@ class TuneSweep:
     runs: list[str] = field(default_factory=list)  # the runs it added to the file
     ok_points: int = 0  # points of those runs measured and validated
     wrong: list[str] = field(default_factory=list)  # labels of points whose validation failed
+    began: float = field(default_factory=time.monotonic)  # its wall time is stored with it (record)
 
     @property
     def summary(self) -> str:
@@ -77,6 +79,7 @@ class TuneSweep:
         return {
             "switch": self.switch,
             "launches": len(self.launches),
+            "seconds": round(time.monotonic() - self.began, 1),
             "summary": self.summary,
             "fallbacks": [vars(f) for f in self.fallbacks],
             "refused": [vars(f) for f in self.refused],
