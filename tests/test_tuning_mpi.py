@@ -4,6 +4,7 @@ apply (and that a file which is not applied is caught), and the commands end to 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -709,3 +710,59 @@ def test_trainer_runs_the_hand_written_algorithm_the_tune_chose(tmp_path):
     lines = error_lines(out.stderr)
     assert out.returncode == 2 and len(lines) == 1 and "tuned with 'MPICH Version: 4.0'" in lines[0]
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("phase", ["probes", "before/after"])
+def test_an_interrupted_tune_verify_leaves_no_half_written_file(tmp_path, phase):
+    """Ctrl-C while tune --verify probes or re-measures: it stops (the interrupt's status), nothing in
+    the output folder is half-written (every file is whole: tuning.json, if there, parses; no
+    temporary file is left), nothing is named verified, and no rank of its jobs runs on."""
+    import signal
+    import subprocess
+    import time
+
+    from mpirun import fabricprobe_argv
+
+    data = _planted_here(tmp_path)
+    out = tmp_path / "tuning"
+    job = subprocess.Popen(
+        fabricprobe_argv() + ["tune", str(data), "-o", str(out), "--verify"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=mpi_env(),
+        start_new_session=True,
+    )
+    wanted = "verifying" if phase == "probes" else "re-measured with the library's default"
+    seen = []
+    for line in job.stdout:
+        seen.append(line)
+        if wanted in line:
+            time.sleep(0.5)
+            os.killpg(job.pid, signal.SIGINT)  # what Ctrl-C sends: the terminal's whole process group
+            break
+    rest, _ = job.communicate(timeout=120)
+    text = "".join(seen) + rest
+    assert job.returncode in (1, 130), text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    names = [p.name for p in out.rglob("*") if p.is_file()]
+    assert not [n for n in names if ".tmp" in n], names
+    assert not [n for n in names if n.endswith((".conf", ".json")) and ".unverified" not in n and n != "tuning.json"
+                and "REJECTED" not in n and n != "fabricprobe_selection.json"], names  # fmt: skip
+    if (out / "tuning.json").exists():
+        json.loads((out / "tuning.json").read_text())
+    time.sleep(1.5)
+    assert not _in_session(job.pid), "processes of the interrupted jobs still run"
+
+
+def _in_session(sid: int) -> list[int]:
+    """Live processes of session `sid` (a command started with start_new_session, and all it started)."""
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # fields: state, ppid, pgrp, session, ...
+            out.append(int(entry))
+    return out

@@ -58,7 +58,10 @@ def write_file(path: str, write: Callable[[str], None], what: str = "output") ->
             os.unlink(tmp)
 
 
-def write_text(path: str, text: str, what: str = "output") -> None:
+def write_text(path: str | os.PathLike, text: str, what: str = "output") -> None:
+    """`text` written to `path` whole (write_file): a kill leaves the old file or the new, never half."""
+    path = os.fspath(path)
+
     def write(tmp: str) -> None:
         with open(tmp, "w") as f:
             f.write(text)

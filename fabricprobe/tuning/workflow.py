@@ -16,13 +16,14 @@ from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.sizes import format_size
 from fabricprobe.store import load_runs
+from fabricprobe.store.outputs import write_text as write_whole
 from fabricprobe.tuning.choose.rules import Table, choose
 from fabricprobe.tuning.choose.selection import Selection, choose_selection, describe_layout
 from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.emit import selection as emit_selection
 from fabricprobe.tuning.emit import site as emit_site
-from fabricprobe.tuning.measure.before_after import before_after, speedups
+from fabricprobe.tuning.measure.before_after import before_after, speedups, tuned_collectives
 from fabricprobe.tuning.measure.launch import library_in_use
 from fabricprobe.tuning.plan.hierarchy import is_hierarchy
 from fabricprobe.tuning.plan.libraries import for_vendor
@@ -187,7 +188,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         own = choose_selection(runs, table, opts.dtype, opts.min_gain, opts.collectives)
         say.selection(own, opts.file)
         path = out / "fabricprobe_selection.json"
-        path.write_text(emit_selection.selection_json(own))
+        write_whole(path, emit_selection.selection_json(own))
         emitted.files[emitters.SELECTION] = path
         manifest["selection"] = {
             "own_winners": [
@@ -208,7 +209,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
     if opts.verify and emitted.load_env:
         manifest["time_to_verified_files"] = phases.as_dict()
         say.line(phases.line())
-    (out / "tuning.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    write_whole(out / "tuning.json", json.dumps(manifest, indent=1, default=str) + "\n")
     return status
 
 
@@ -384,6 +385,10 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
         rows = speedups(load_runs(opts.file)[runs_before:], table, opts.reps)
         return {(r["collective"], r["comm_size"], r["size"]) for r in rows if not r["decided"]}
 
+    say.line(
+        f"before/after: {', '.join(tuned_collectives(table))} re-measured with the library's default and with "
+        f"the files alternately, up to {opts.reps} repetitions (each a launch per side)"
+    )
     began = time.monotonic()
     launches = before_after(full, opts.file, table, emitted.load_env, reps=opts.reps, still_open=still_open)
     phases.before_after = (time.monotonic() - began, len(launches))

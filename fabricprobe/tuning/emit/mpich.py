@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricprobe.errors import UsageError
+from fabricprobe.store.outputs import write_text as write_whole
 from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.choose.rules import Range, Table
 from fabricprobe.tuning.plan.library import DEFAULT, names
@@ -354,17 +355,17 @@ def write(table: Table, directory: Path, trees: dict, name=None) -> dict[str, Pa
     name = name or (lambda filename: directory / filename)
     files = {}
     mpir = name("mpich_mpir_tuned.json")
-    mpir.write_text(json.dumps(mpir_tree(table, trees), indent=1) + "\n")
+    write_whole(mpir, json.dumps(mpir_tree(table, trees), indent=1) + "\n")
     files["mpir"] = mpir
     posix = posix_tree(table, trees)
     if posix is not None:
         path = name("mpich_posix_tuned.json")
-        path.write_text(json.dumps(posix, indent=1) + "\n")
+        write_whole(path, json.dumps(posix, indent=1) + "\n")
         files["posix"] = path
     ch4 = ch4_tree(table, trees)
     if ch4 is not None:
         path = name("mpich_ch4_tuned.json")
-        path.write_text(json.dumps(ch4, indent=1) + "\n")
+        write_whole(path, json.dumps(ch4, indent=1) + "\n")
         files["ch4"] = path
     return files
 

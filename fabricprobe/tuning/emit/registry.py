@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricprobe.errors import UsageError
+from fabricprobe.store.outputs import write_text as write_whole
 from fabricprobe.tuning.choose.rules import Table
 from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import mpich as emit_mpich
@@ -54,7 +55,7 @@ def _openmpi(table: Table, library: Library, runs: list[Any], out: Path, marker:
     path = marked(out, "ompi_rules.conf", marker)
     text = emit_openmpi.classic_rules(table, library)
     emit_openmpi.parse_classic_rules(text)  # re-read with our own strict reader before writing
-    path.write_text(text)
+    write_whole(path, text)
     emitted = Emitted({"openmpi": path}, emit_openmpi.load_env(path), [emit_openmpi.load_lines(path)])
     # Several nodes: han's rules file and settings, where han served the default (emit/openmpi_han.py)
     han_text = emit_han.rules_file(table)
@@ -62,7 +63,7 @@ def _openmpi(table: Table, library: Library, runs: list[Any], out: Path, marker:
     if han_text is not None:
         emit_han.parse_rules_file(han_text)
         han_path = marked(out, "ompi_han_rules.conf", marker)
-        han_path.write_text(han_text)
+        write_whole(han_path, han_text)
         emitted.files["openmpi-han"] = han_path
     known = {c: {v.name: v.env for v in library.hierarchy_variants(c)} for c in table.rules}
     han_env = emit_han.load_env(han_path, emit_han.settings(table, known))
@@ -74,7 +75,7 @@ def _openmpi(table: Table, library: Library, runs: list[Any], out: Path, marker:
 
 def _openmpi_json(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
     path = marked(out, "ompi_rules.json", UNVERIFIED)  # Open MPI 6's format: nothing here can load it
-    path.write_text(emit_openmpi.json_rules(table))
+    write_whole(path, emit_openmpi.json_rules(table))
     return Emitted({"openmpi-json": path})
 
 
@@ -94,12 +95,12 @@ def _intel(table: Table, library: Library, runs: list[Any], out: Path, marker: s
     notes = intel_defaults_as_presets(table, fallbacks)
     adjust, left = emit_intel.adjust_strings(table, fallbacks)
     path = marked(out, "impi_tuning.json", marker)
-    path.write_text(emit_intel.tuning_json(table, fallbacks, ppn=table.world))
+    write_whole(path, emit_intel.tuning_json(table, fallbacks, ppn=table.world))
     env = emit_intel.load_env(path)
     emitted = Emitted({"intel-tuning": path}, env, [f"export I_MPI_TUNING={env['I_MPI_TUNING']}\n"], notes)
     if adjust:
         emitted.files["intel-adjust"] = marked(out, "impi_adjust.env", marker)
-        emitted.files["intel-adjust"].write_text(emit_intel.adjust_file(adjust, left))
+        write_whole(emitted.files["intel-adjust"], emit_intel.adjust_file(adjust, left))
     return emitted
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from fabricprobe.store.outputs import write_text as write_whole
+
 FOLDER = "load"
 MCA_PREFIX = "OMPI_MCA_"
 NAMES = ("env.sh", "openmpi-mca-params.conf", "modulefile.lua", "slurm-task-prolog.sh")
@@ -74,6 +76,6 @@ def write(env: dict[str, str], proof: str, out: Path) -> dict[str, Path]:
     for kind, (name, text) in texts.items():
         if text is not None:
             path = folder / name
-            path.write_text(text)
+            write_whole(path, text)
             written[kind] = path
     return written
