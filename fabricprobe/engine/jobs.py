@@ -22,11 +22,11 @@ def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeo
     argv = [*base[:-2], *slurm_env.step_nodes(base[:-2], int(base[-1])), *base[-2:]]
     argv += [sys.executable, "-m", "fabricprobe", *args]
     full = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
-    orphans.adopt()
-    if on_line is not None:
-        out = stream_launch(argv, on_line, env=full, timeout=timeout)
-    else:
-        out = run_launch(argv, env=full, timeout=timeout)
+    with orphans.ended_if_interrupted():
+        if on_line is not None:
+            out = stream_launch(argv, on_line, env=full, timeout=timeout)
+        else:
+            out = run_launch(argv, env=full, timeout=timeout)
     if out.returncode < 0:  # the launcher itself died of a signal: its ranks would run on
         ended = orphans.end()
         raise LauncherError(

@@ -9,6 +9,7 @@ import ctypes
 import os
 import signal
 import time
+from contextlib import contextmanager
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 GRACE_S = 1.0  # SIGTERM first; SIGKILL to what is left after this
@@ -20,6 +21,21 @@ def adopt() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+@contextmanager
+def ended_if_interrupted():
+    """Around a launch: the launch's descendants become this process's children (adopt), and if the
+    launch is interrupted (Ctrl-C: subprocess.run SIGKILLs the launcher, which then cannot end its
+    ranks), every child is ended before the interrupt goes on. Measured in the CI of
+    2026-11-29 under load: three ranks of tune --verify's before/after job still ran 1.5 s after an
+    interrupted tune had returned."""
+    adopt()
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit):  # not a timeout: a test's process may have other children
+        end()
+        raise
 
 
 def children(pid: int | None = None) -> list[int]:

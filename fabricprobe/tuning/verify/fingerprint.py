@@ -108,15 +108,14 @@ def probe_group(
     full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
     if any(item[2].startswith("monitor") for item in items):
         full_env = counting_env(full_env)
-    orphans.adopt()
     try:
-        out = run_launch(argv, env=full_env, timeout=timeout + GROUP_SECONDS_PER_ITEM * len(items))
+        with orphans.ended_if_interrupted():
+            out = run_launch(argv, env=full_env, timeout=timeout + GROUP_SECONDS_PER_ITEM * len(items))
         printed = out.stdout
         if out.returncode < 0:
             orphans.end()
-    except subprocess.TimeoutExpired as exc:  # the launcher was killed: end the ranks it left
+    except subprocess.TimeoutExpired as exc:  # as probe(): what it printed counts, the rest goes alone
         printed = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        orphans.end()
     found: dict[Item, str] = {}
     for line in printed.splitlines():
         if line.startswith('{"item"'):
@@ -187,9 +186,9 @@ def _monitoring_pml(out: dict[str, str]) -> dict[str, str]:
 
 
 def _probe(argv: list[str], env: dict[str, str], timeout: float, method: str, folder: Path | None) -> str:
-    orphans.adopt()
     try:
-        out = run_launch(argv, env=env, timeout=timeout)
+        with orphans.ended_if_interrupted():
+            out = run_launch(argv, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         return TIMED_OUT
     if out.returncode < 0:  # the launcher itself was killed (its stderr is empty): say so, end its ranks
