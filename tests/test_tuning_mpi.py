@@ -751,8 +751,14 @@ def test_an_interrupted_tune_verify_leaves_no_half_written_file(tmp_path, phase)
                 and "REJECTED" not in n and n != "fabricprobe_selection.json"], names  # fmt: skip
     if (out / "tuning.json").exists():
         json.loads((out / "tuning.json").read_text())
-    time.sleep(1.5)
-    assert not _in_session(job.pid), "processes of the interrupted jobs still run"
+    # tune ends what its killed launcher left before it returns (orphans.ended_if_interrupted); under the
+    # CI's load 3 such processes were still seen 1.5 s after it returned (open: docs/testing.md), so the
+    # check is that none runs on, within a deadline that no load decides
+    deadline = time.monotonic() + 20
+    while _in_session(job.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = _in_session(job.pid)
+    assert not left, [open(f"/proc/{pid}/cmdline").read().replace("\0", " ")[:200] for pid in left]
 
 
 def _in_session(sid: int) -> list[int]:
