@@ -256,6 +256,19 @@ def test_verification(tmp_path, applied):
         assert (1 << 20, MISMATCH) in statuses
 
 
+def _malform(env: dict[str, str], vendor: str) -> None:
+    """Spoil the emitted rules file that `env` loads, as each library mishandles: Open MPI drops the whole
+    file silently when its first rule is not at 0; MPICH refuses a JSON tree whose allreduce chain has
+    no catch-all at its end."""
+    path = Path(next(v for v in env.values() if v.endswith((".conf", ".json"))))
+    if vendor == "Open MPI":
+        path.write_text(path.read_text().replace("\n0 0 ", "\n1 0 "))
+    else:
+        tree = json.loads(path.read_text())
+        del tree["collective=allreduce"]["comm_type=intra"]["comm_size=any"]
+        path.write_text(json.dumps(tree))
+
+
 def _two_collectives(vendor: str, n: int) -> Table:
     """allreduce: recursive doubling below 64 KiB (the library's own choice at 8 B on 4 ranks: the
     same fingerprint), ring above; bcast: one algorithm at every size. Six checked sizes."""
@@ -297,13 +310,7 @@ def test_probes_grouped_by_environment_give_the_verdicts_of_one_probe_per_launch
     if planted == "served by another component":
         env["OMPI_MCA_coll_sm_priority"] = "40"  # sm serves allreduce and bcast on one node
     elif planted == "malformed":
-        path = Path(next(v for v in env.values() if v.endswith((".conf", ".json"))))
-        if found.vendor == "Open MPI":  # a first rule not at 0: Open MPI drops the whole file silently
-            path.write_text(path.read_text().replace("\n0 0 ", "\n1 0 "))
-        else:  # no catch-all at the end of the allreduce chain: MPICH refuses the file
-            tree = json.loads(path.read_text())
-            del tree["collective=allreduce"]["comm_type=intra"]["comm_size=any"]
-            path.write_text(json.dumps(tree))
+        _malform(env, found.vendor)
     library = for_vendor(found.vendor)
     tallies = {grouped: Fingerprints(_base(found), None) for grouped in (True, False)}
     verdicts = {
@@ -537,13 +544,7 @@ def test_a_file_the_library_ignores_is_never_verified(tmp_path, fault):
     table = _ring_above_64k(found.vendor, n)
     if fault == "malformed":
         env = _emit(found.vendor, table, tmp_path)
-        path = Path(next(v for v in env.values() if v.endswith((".conf", ".json"))))
-        if found.vendor == "Open MPI":  # a first rule not at 0: Open MPI drops the whole file silently
-            path.write_text(path.read_text().replace("\n0 0 ", "\n1 0 "))
-        else:  # no catch-all at the end of the allreduce chain: MPICH refuses the file
-            tree = json.loads(path.read_text())
-            del tree["collective=allreduce"]["comm_type=intra"]["comm_size=any"]
-            path.write_text(json.dumps(tree))
+        _malform(env, found.vendor)
     else:
         env = _emit(found.vendor, _ring_above_64k(found.vendor, n + 1), tmp_path)
     checks = verify(table, for_vendor(found.vendor), env, _base(found))

@@ -4,7 +4,6 @@ write the tuning files, and with --verify prove they apply and re-measure before
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from fabricprobe.choices import choice_list, list_items
@@ -220,9 +219,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     only = list_items(args.only, "--only") if args.only is not None else None
     if args.budget is not None and args.resume:
         raise UsageError("--resume finishes an exhaustive tune-sweep; a --budget one starts again")
-    began = time.monotonic()
     if args.budget is not None:
-        return _run_budgeted(args, collectives, comm_sizes, template, only, own, console, began)
+        return _run_budgeted(args, collectives, comm_sizes, template, only, own, console)
     result = tune_sweep(
         args.ranks,
         args.output,
@@ -250,7 +248,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         )
     if args.resume and not result.launches:  # was "none of 0 jobs measured anything", exit 1
         raise UsageError(f"every tune-sweep job in {args.output} ran to its end; nothing to resume")
-    return _report(result, args.output, console, began)
+    return _report(result, args.output, console)
 
 
 def run_job(args: argparse.Namespace) -> int:
@@ -271,7 +269,7 @@ def budgeted_collectives(budget: float, collectives: list[str], asked: bool) -> 
     return [c for c in collectives if c != SPARSE]
 
 
-def _run_budgeted(args, collectives, comm_sizes, template, only, own, console, began: float) -> int:
+def _run_budgeted(args, collectives, comm_sizes, template, only, own, console) -> int:
     from fabricprobe.tuning.economy.budgeted import measure_budgeted
 
     result = measure_budgeted(
@@ -289,10 +287,10 @@ def _run_budgeted(args, collectives, comm_sizes, template, only, own, console, b
         own=own,
         progress=lambda text: console.print(text, markup=False, highlight=False),
     )
-    return _report(result, args.output, console, began)
+    return _report(result, args.output, console)
 
 
-def _report(result, output: str, console, began: float) -> int:
+def _report(result, output: str, console) -> int:
     """A tune-sweep's outcome: each failed job (a one launch's own failures are its fallbacks, already
     printed), the points whose validation failed, and exit 1 when nothing was measured right."""
     from fabricprobe.tuning.measure.onelaunch import ONE_LAUNCH
@@ -312,7 +310,7 @@ def _report(result, output: str, console, began: float) -> int:
         return EXIT_WRONG
     console.print(
         f"{result.vendor}: {result.summary}{f', {len(failed)} failed' if failed else ''} in "
-        f"{time.monotonic() - began:.0f} s; {result.ok_points} points measured into {output}; next: "
+        f"{result.seconds:.0f} s; {result.ok_points} points measured into {output}; next: "
         f"fabricprobe tune {output}"
     )
     return EXIT_OK

@@ -5,9 +5,9 @@ fingerprint many calls (tuning.verify.probe's grouped mode).
 Why here and not the file the monitoring writes at MPI_Finalize (fingerprint.monitoring_env): the file
 holds one total per job, so each fingerprint cost a launch of its own. The variables
 `pml_monitoring_messages_count` and `pml_monitoring_messages_size` (class SIZE, bound to a
-communicator, one element per peer of it) count what the file's "I" lines count when the monitoring
-is on at level 1 (`OMPI_MCA_pml_monitoring_enable=1`: internal and user messages together; at level
-2 the variables leave the collectives' internal messages out). Measured on the Open MPI 5.0.11 wheel,
+communicator, one element per peer of it) count what the file's "I" and "E" lines count together
+when the monitoring is on at level 1 (`OMPI_MCA_pml_monitoring_enable=1`: internal and external
+messages together; at level 2 the variables leave the internal ones out). Measured on the Open MPI 5.0.11 wheel,
 4 ranks, allreduce and bcast at 8 B and 1 MiB: the differences read around one call were the file's
 lines of a job of that one call, pair for pair. The counts are per process and peer, whatever the
 communicator the messages went on; the binding only names the peers (use MPI_COMM_WORLD).

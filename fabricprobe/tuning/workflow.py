@@ -109,13 +109,9 @@ def sweep_span(runs) -> float | None:
     for run in runs:
         if (run.config.get("library_variant") or "") in ("baseline", "tuned"):
             continue
-        stored = (
-            (run.attrs.get("tune_sweep") or {}).get("seconds")
-            if isinstance(run.attrs.get("tune_sweep"), dict)
-            else None
-        )
-        if stored is not None:
-            return float(stored)
+        record = run.attrs.get("tune_sweep")
+        if isinstance(record, dict) and record.get("seconds") is not None:
+            return float(record["seconds"])
         try:
             spans.append((datetime.fromisoformat(run.attrs["started"]), datetime.fromisoformat(run.attrs["ended"])))
         except (KeyError, TypeError, ValueError):

@@ -119,7 +119,7 @@ def speedups(runs, table, planned: int | None = None) -> list[dict]:
                 times.setdefault(key, {}).setdefault(p["algorithm"].split(":")[1], []).append(p["median_s"])
     out = []
     for (coll, n, size), t in sorted(times.items()):
-        if table is not None and not _decided_at(table, coll, n, size):
+        if table is not None and not _measured_row(table, coll, n, size):
             continue
         pairs = list(zip(t.get("baseline", []), t.get("tuned", [])))
         ratios = np.sort([b / u for b, u in pairs if u > 0])
@@ -150,7 +150,7 @@ def speedups(runs, table, planned: int | None = None) -> list[dict]:
     return out
 
 
-def _decided_at(table, collective: str, comm_size: int, size: int) -> bool:
+def _measured_row(table, collective: str, comm_size: int, size: int) -> bool:
     if collective not in table.rules:
         return False
     comm_sizes, sizes = measured_at(table, collective)

@@ -64,7 +64,12 @@ class TuneSweep:
     runs: list[str] = field(default_factory=list)  # the runs it added to the file
     ok_points: int = 0  # points of those runs measured and validated
     wrong: list[str] = field(default_factory=list)  # labels of points whose validation failed
-    began: float = field(default_factory=time.monotonic)  # its wall time is stored with it (record)
+    began: float = field(default_factory=time.monotonic)
+
+    @property
+    def seconds(self) -> float:
+        """Its wall time so far: printed by the command and stored with its runs (record)."""
+        return round(time.monotonic() - self.began, 1)
 
     @property
     def summary(self) -> str:
@@ -79,7 +84,7 @@ class TuneSweep:
         return {
             "switch": self.switch,
             "launches": len(self.launches),
-            "seconds": round(time.monotonic() - self.began, 1),
+            "seconds": self.seconds,
             "summary": self.summary,
             "fallbacks": [vars(f) for f in self.fallbacks],
             "refused": [vars(f) for f in self.refused],

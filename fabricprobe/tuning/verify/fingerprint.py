@@ -66,9 +66,7 @@ def probe(
     if settle and method == "monitor":
         two, one = (probe(launcher, nranks, collective, nbytes, f"monitor{k}", env, timeout, scratch) for k in (2, 1))
         return two if two.startswith("error") else one if one.startswith("error") else second_call(two, one)
-    argv = launcher + slurm_env.step_nodes(launcher, nranks) + ["-n", str(nranks)]
-    argv += [sys.executable, "-m", "fabricprobe.tuning.verify.probe", collective, str(nbytes), method]
-    full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
+    argv, full_env = _probe_job(launcher, nranks, [collective, str(nbytes), method], env)
     if not method.startswith("monitor"):
         return _probe(argv, full_env, timeout, method, None)
     for _ in range(MONITOR_ATTEMPTS):
@@ -80,6 +78,14 @@ def probe(
         if not crashed(found):
             break
     return found
+
+
+def _probe_job(launcher: list[str], nranks: int, args: list[str], env: dict[str, str]) -> tuple[list[str], dict]:
+    """The command line of probe.py ARGS on nranks ranks (an srun step fills an allocation's first nodes)
+    and its environment: this one with `env` added."""
+    argv = launcher + slurm_env.step_nodes(launcher, nranks) + ["-n", str(nranks)]
+    argv += [sys.executable, "-m", "fabricprobe.tuning.verify.probe", *args]
+    return argv, {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
 
 
 # (collective, bytes, method[, MPI_T writes]) of one probe; "monitor2": probe(settle=True); the writes,
@@ -103,9 +109,7 @@ def probe_group(
     han's own runs crash under the monitoring, and a trace must not run with it on."""
     if not items:
         return {}
-    argv = launcher + slurm_env.step_nodes(launcher, nranks) + ["-n", str(nranks)]
-    argv += [sys.executable, "-m", "fabricprobe.tuning.verify.probe", "--group", json.dumps(items)]
-    full_env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
+    argv, full_env = _probe_job(launcher, nranks, ["--group", json.dumps(items)], env)
     if any(item[2].startswith("monitor") for item in items):
         full_env = counting_env(full_env)
     try:

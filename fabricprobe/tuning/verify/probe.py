@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -147,15 +147,13 @@ def group(MPI, comm, items: list) -> None:
     tool = None
     try:
         for i, (collective, nbytes, method, *writes) in enumerate(items):
-            if writes and writes[0]:
-                if tool is None:
-                    from fabricprobe.mpienv.mpit import ToolInterface
+            if writes and writes[0] and tool is None:
+                from fabricprobe.mpienv.mpit import ToolInterface
 
-                    tool = ToolInterface(MPI)
-                with forced(tool, dict(writes[0])):
+                tool = ToolInterface(MPI)
+            if method.startswith("monitor"):
+                with forced(tool, dict(writes[0])) if writes and writes[0] else nullcontext():
                     found = monitored(MPI, comm, counters, collective, nbytes, int(method[len("monitor") :] or 1))
-            elif method.startswith("monitor"):
-                found = monitored(MPI, comm, counters, collective, nbytes, int(method[len("monitor") :] or 1))
             elif method == "path":
                 found = json.dumps(served_path(MPI, comm, collective), sort_keys=True)
             elif method == "smoke":
