@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,11 @@ os.environ["TMPDIR"] = str(JOBS_TMPDIR)
 # test_onelaunch_mpi (285 s -> 142 s).
 os.environ.setdefault("OMPI_MCA_btl", "^ofi")
 os.environ.setdefault("OMPI_MCA_mtl", "^ofi")
+
+# Ctrl-C as a terminal sends it: a shell without job control starts a background command (`pytest &`,
+# `nohup .ci/run &`) with SIGINT ignored, and its children inherit that, so the interrupted-tune tests
+# saw `tune` finish with 0 (2026-11-29, a full run started so). The suite's processes get the default.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # `process`: the test starts a process (an mpiexec job, fabricprobe, a lab, a stand-in launcher); `mpi`
