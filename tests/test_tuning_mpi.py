@@ -367,6 +367,7 @@ def test_the_loading_files_tune_writes_load_the_rules(tmp_path):
     method = method_for(found.vendor, "allreduce")
     ring = probe(_base(found), n, "allreduce", 1 << 20, method, env)
     assert not ring.startswith("error") and ring != probe(_base(found), n, "allreduce", 1 << 20, method, {})
+    assert os.access(files["load-prolog"], os.X_OK)  # Slurm runs it: `srun --task-prolog`, TaskProlog=
     ways = {"env.sh": _sourced(files["load-env"]), "prolog": _prolog(files["load-prolog"])}
     if found.vendor == "Open MPI":
         ways["mca-params"] = {"OMPI_MCA_mca_param_files": str(files["load-mca-params"])}

@@ -58,12 +58,15 @@ def write_file(path: str, write: Callable[[str], None], what: str = "output") ->
             os.unlink(tmp)
 
 
-def write_text(path: str | os.PathLike, text: str, what: str = "output") -> None:
-    """`text` written to `path` whole (write_file): a kill leaves the old file or the new, never half."""
+def write_text(path: str | os.PathLike, text: str, what: str = "output", mode: int | None = None) -> None:
+    """`text` written to `path` whole (write_file): a kill leaves the old file or the new, never half.
+    `mode`: the file's permissions (a script another program runs: 0o755), set before it replaces."""
     path = os.fspath(path)
 
     def write(tmp: str) -> None:
         with open(tmp, "w") as f:
             f.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
 
     write_file(path, write, what)

@@ -21,7 +21,8 @@ from fabricprobe.store.outputs import write_text as write_whole
 
 FOLDER = "load"
 MCA_PREFIX = "OMPI_MCA_"
-NAMES = ("env.sh", "openmpi-mca-params.conf", "modulefile.lua", "slurm-task-prolog.sh")
+PROLOG = "slurm-task-prolog.sh"
+NAMES = ("env.sh", "openmpi-mca-params.conf", "modulefile.lua", PROLOG)
 
 
 def env_sh(env: dict[str, str], proof: str) -> str:
@@ -70,12 +71,12 @@ def write(env: dict[str, str], proof: str, out: Path) -> dict[str, Path]:
         "load-env": ("env.sh", env_sh(env, proof)),
         "load-mca-params": ("openmpi-mca-params.conf", mca_params(env, proof)),
         "load-module": ("modulefile.lua", modulefile(env, proof)),
-        "load-prolog": ("slurm-task-prolog.sh", task_prolog(env, proof)),
+        "load-prolog": (PROLOG, task_prolog(env, proof)),
     }
     written = {}
     for kind, (name, text) in texts.items():
         if text is not None:
             path = folder / name
-            write_whole(path, text)
+            write_whole(path, text, mode=0o755 if name == PROLOG else None)  # Slurm runs the TaskProlog
             written[kind] = path
     return written
