@@ -196,3 +196,21 @@ def test_every_benchmark_script_is_in_its_readme():
     folder = ROOT / "benchmarks"
     text = (folder / "README.md").read_text()
     assert not [p.name for p in folder.iterdir() if p.is_file() and p.name != "README.md" and f"`{p.name}`" not in text]
+
+
+def test_the_readme_loads_the_files_tune_writes_by_the_names_it_gives_them(tmp_path):
+    """tests/readme_paths.py reads the README's load lines for the site tests: /shared/tuning/NAME is
+    the file tune wrote, its marked name where it was not wholly proven, and a file not written is
+    not loaded (a rules file Open MPI cannot open leaves the default in place, without a word)."""
+    from readme_paths import loading_ways
+
+    (tmp_path / "ompi_rules.partly-verified.conf").write_text("1\n")
+    (tmp_path / "mpich_mpir_tuned.json").write_text("{}\n")
+    (openmpi, _), _, _ = loading_ways("Open MPI", tmp_path).values()
+    assert openmpi == {
+        "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+        "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(tmp_path / "ompi_rules.partly-verified.conf"),
+    }
+    assert "coll_tuned_dynamic_rules_filename" in (tmp_path / "readme-mca-params.conf").read_text()
+    (mpich, _), _ = loading_ways("MPICH", tmp_path).values()
+    assert mpich == {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(tmp_path / "mpich_mpir_tuned.json")}

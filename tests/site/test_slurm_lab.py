@@ -15,11 +15,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from readme_paths import MEASURE, SITE_SETUP, TUNE, commands, in_lab, loading_ways
 
 from fabricprobe.errors import UsageError
 from fabricprobe.lab import network, slurm, state
 from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.store.reader import load_runs
+from fabricprobe.tuning.plan.libraries import for_vendor
 
 NAME = f"fps{os.getpid() % 10000}"
 SUBNET = "10.215.33.0/24"
@@ -94,15 +96,18 @@ def test_lab_status_shows_the_scheduler_nodes(cluster):
     assert {h: link["slurm"] for h, link in status["links"].items()} == {f"{NAME}0": "idle", f"{NAME}1": "idle"}
 
 
-def test_validated_sweep_through_srun_across_the_hosts(cluster):
+def test_readme_path_b_measures_the_site_mpi_as_written(cluster):
+    """The README's "Measure your site's MPI", its lines as written on the lab's 2 × 2 (the sweep
+    shortened): the environment is the one that block builds (nox builds mpi4py against this
+    library), so its set-up lines are only checked to be those; the rest run."""
     library, work = cluster
-    out_file = work / "srun.h5"
-    argv = [_client("srun"), "-N", "2", "--ntasks-per-node", "2", f"--mpi={PLUGIN[library.vendor]}"]
-    argv += [sys.executable, "-m", "fabricprobe", "sweep", "--collectives", "allreduce,bcast,allgather"]
-    argv += ["--sizes", "8,64K", "--iters", "20", "--max-time", "0.05", "-o", str(out_file), "--progress", "none"]
-    out = subprocess.run(argv + ["--quiet"], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    (run,) = load_runs(str(out_file))
+    lines = commands(MEASURE)
+    assert lines[:3] == SITE_SETUP, lines  # what `nox -s site` does for this environment
+    info, sweep, summary = (in_lab(line, _client, PLUGIN[library.vendor]) for line in lines[3:])
+    assert library.vendor in _run(info, work).stdout
+    sweep += ["--collectives", "allreduce,bcast,allgather", "--sizes", "8,64K", "--iters", "20", "--max-time", "0.05"]
+    _run(sweep + ["--progress", "none", "--quiet"], work)
+    (run,) = load_runs(str(work / "fabric.h5"))
     assert run.status == "complete"
     attrs = run.attrs
     assert attrs["hosts"] == [f"{NAME}0", f"{NAME}0", f"{NAME}1", f"{NAME}1"] and attrs["nnodes"] == 2
@@ -114,6 +119,7 @@ def test_validated_sweep_through_srun_across_the_hosts(cluster):
     points = [p for p in run.points if p["collective"] in ("allreduce", "bcast", "allgather")]
     assert {p["collective"] for p in points} == {"allreduce", "bcast", "allgather"} and len(points) >= 5
     assert all(p["status"] == "ok" and p["wrong"] == 0 for p in points)  # every result validated
+    assert "allreduce" in _run(summary, work).stdout
 
 
 def test_sbatch_script_runs_the_sweep(cluster):
@@ -135,14 +141,19 @@ def test_sbatch_script_runs_the_sweep(cluster):
     assert run.status == "complete" and run.attrs["nranks"] == 4 and run.attrs["scheduler"] == "slurm"
 
 
-def test_tune_sweep_in_one_allocation_and_verified_files(cluster):
+def test_readme_path_c_tunes_and_a_job_runs_with_the_files_loaded_as_written(cluster):
+    """The README's "Tune your site's MPI and load the result" on the lab's 2 × 2: tune-sweep in one
+    allocation, tune --verify, then the files loaded each way the README gives for this library (its
+    export lines, Open MPI's parameter file, the TaskProlog tune wrote) in srun jobs whose
+    fingerprint must be the rule's algorithm forced, and not the default's where verification told
+    them apart. In 1 of its first 4 runs the README's lines gave the default's fingerprint and the
+    TaskProlog the rule's: the lines differ only in the file's name, and the README's
+    ompi_rules.conf is not the name tune gives a file not wholly proven; Open MPI runs its default
+    when the rules file is missing, without a word (tests/readme_paths.py now follows tune's names)."""
     library, work = cluster
-    results, tuned = work / "tuning.h5", work / "tuned"
-    _fp(
-        "lab", "run", "--name", NAME, "--", "tune-sweep", "-n", "4", "-o", str(results),
-        "--collectives", "allreduce", "--sizes", "8,64K,1M", "--iters", "20", "--max-time", "0.05",
-    )  # fmt: skip
-    runs = load_runs(str(results))
+    sweep, tune = (in_lab(line, _client, PLUGIN[library.vendor]) for line in commands(TUNE))
+    _run(sweep + ["--collectives", "allreduce", "--sizes", "8,64K,1M", "--iters", "20", "--max-time", "0.05"], work)
+    runs = load_runs(str(work / "tuning.h5"))
     # one allocation (one job id); the algorithms switched at run time in one step of it
     jobs = {json.loads(r.attrs["scheduler_job"])["job_id"] for r in runs}
     one = [r for r in runs if r.config.get("library_variants")]
@@ -155,10 +166,8 @@ def test_tune_sweep_in_one_allocation_and_verified_files(cluster):
         assert one[0].attrs["environment"].get("OMPI_MCA_coll_tuned_use_dynamic_rules") == "1"
         writes = one[0].attrs["runtime_switch"]["writes"]["allreduce"]
         assert all(set(w) == {"coll_tuned_allreduce_algorithm"} for w in writes.values()), writes
-    said = _fp(
-        "lab", "run", "--name", NAME, "--",
-        "tune", str(results), "-o", str(tuned), "--verify", "--reps", "2", "--min-gain", "0",
-    ).stdout  # fmt: skip
+    said = _run(tune + ["--reps", "2", "--min-gain", "0"], work).stdout
+    tuned = work / "tuning"
     manifest = json.loads((tuned / "tuning.json").read_text())
     written = sorted(p.name for p in tuned.iterdir())
     assert not [n for n in written if n.endswith((".REJECTED", ".UNVERIFIED"))], written
@@ -168,11 +177,68 @@ def test_tune_sweep_in_one_allocation_and_verified_files(cluster):
         assert library.vendor == "MPICH" and "nothing to write for the library" in said, said[-2000:]
         return
     assert manifest["verification"]["passed"], manifest["verification"]
-    assert manifest["verification"]["summary"].get("verified", 0) >= 1, manifest["verification"]
+    verified = [c for c in manifest["verification"]["checks"] if c["status"] == "verified"]
+    assert verified, manifest["verification"]
     if library.vendor == "Open MPI":  # algorithm ids as 4.1's own ompi_info lists them
         (conf,) = [n for n in written if n.startswith("ompi_rules") and n.endswith(".conf")]
-        rules = (tuned / conf).read_text()
-        assert "Open MPI v4.1" in rules.splitlines()[0]
+        assert "Open MPI v4.1" in (tuned / conf).read_text().splitlines()[0]
+    # the rule to run: a tuned algorithm told apart from the default where there is one (Open MPI 4.1
+    # here), else one that leaves the default's fingerprint (MPICH 4.0 on 2 ranks), else a default rule
+    checks = manifest["verification"]["checks"]
+    tuned_rules = [c for c in checks if c["expected"] != "default" and c["status"] in ("verified", "indistinguishable")]
+    rule = sorted(tuned_rules, key=lambda c: c["status"] != "verified")[0] if tuned_rules else verified[0]
+    ways = loading_ways(library.vendor, tuned)
+    assert ways["README's export lines"][0], written  # the README's lines name the files tune wrote
+    ways |= {"forced": (_forced_env(library, rule), None), "default": ({}, None)}
+    found = _fingerprints(library, rule, work, ways)
+    said = json.dumps({"rule": rule, "found": found, "ways": ways, "written": written}, indent=1, default=str)
+    assert not found["forced"].startswith("error"), said
+    if rule["status"] == "verified" and rule["expected"] != "default":
+        assert found["forced"] != found["default"], said
+    assert all(found[way] == found["forced"] for way in ways if way != "default"), said
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd)
+    assert out.returncode == 0, f"{' '.join(argv)}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
+    return out
+
+
+def _forced_env(library, rule: dict) -> dict[str, str]:
+    if rule["expected"] == "default":
+        return {}
+    variants = for_vendor(library.vendor).known_variants(rule["collective"])
+    (variant,) = [v for v in variants if v.name.replace("-", "_") == rule["expected"]]
+    return variant.env
+
+
+# Runs inside one allocation of the lab's 4 slots: the rule's fingerprint in an srun step per way of
+# loading the files (its environment, and the TaskProlog Slurm runs before each task), as verify takes
+# it; inside the allocation srun passes the environment on as a site's job script does.
+FINGERPRINTS = """
+import json, sys
+from fabricprobe.mpienv.launcher import launcher
+from fabricprobe.tuning.verify.fingerprint import method_for, probe
+
+rule, vendor, scratch, ways = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+coll, n, size = rule["collective"], rule["comm_size"], rule["size"]
+base = launcher(None, "", n, vendor)[:-2]
+method = method_for(vendor, coll)
+settle = method == "monitor" and n > 2  # several nodes: 2 slots a node
+found = {}
+for way, (env, prolog) in ways.items():
+    argv = base + ([f"--task-prolog={prolog}"] if prolog else [])
+    found[way] = probe(argv, n, coll, size, method, env, scratch=scratch, settle=settle)
+print(json.dumps(found))
+"""
+
+
+def _fingerprints(library, rule: dict, work: Path, ways: dict) -> dict[str, str]:
+    """The rule's collective at its size on its ranks, once per way (name -> (environment, TaskProlog))."""
+    ways = {way: (env, str(prolog) if prolog else None) for way, (env, prolog) in ways.items()}
+    argv = [_client("salloc"), "-N", "2", "--ntasks-per-node", "2", sys.executable, "-c", FINGERPRINTS]
+    argv += [json.dumps(rule), library.vendor, str(work), json.dumps(ways)]
+    return json.loads(_run(argv, work).stdout.splitlines()[-1])
 
 
 # Runs inside one allocation of the lab's 4 slots: the planted rule's files written by the emitters
