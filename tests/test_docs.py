@@ -214,3 +214,14 @@ def test_the_readme_loads_the_files_tune_writes_by_the_names_it_gives_them(tmp_p
     assert "coll_tuned_dynamic_rules_filename" in (tmp_path / "readme-mca-params.conf").read_text()
     (mpich, _), _ = loading_ways("MPICH", tmp_path).values()
     assert mpich == {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(tmp_path / "mpich_mpir_tuned.json")}
+
+
+def test_the_front_pages_stay_short():
+    """Issue 52: the README is a front page (at most 150 lines, its three paths on the first screen of
+    40 lines) and docs/testing.md a reference (at most 120 lines; the diary of runs is git log)."""
+    readme = (ROOT / "README.md").read_text().splitlines()
+    assert len(readme) <= 150
+    first_screen = "\n".join(readme[:40])
+    for path in ("## Quick start", "## Measure your site's MPI", "## Tune your site's MPI and load the result"):
+        assert path in first_screen, path
+    assert len((ROOT / "docs" / "testing.md").read_text().splitlines()) <= 120
