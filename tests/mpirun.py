@@ -124,6 +124,14 @@ def one_crowded_job_at_a_time(n: int):
     if n <= CROWDED:
         yield
         return
+    with no_crowded_job_beside():
+        yield
+
+
+@contextlib.contextmanager
+def no_crowded_job_beside():
+    """Hold the lock every crowded job takes: no job of more than twice the cores runs meanwhile (a
+    test whose verdict needs its ranks scheduled within a deadline, such as an interrupt's mark)."""
     import tempfile
 
     with open(Path(tempfile.gettempdir()) / f"fabricprobe-tests-crowded-{os.getuid()}.lock", "a") as lock:
