@@ -82,10 +82,11 @@ def loading_ways(vendor: str, tuned: Path) -> dict[str, tuple[dict[str, str], Pa
         words = shlex.split(line, comments=True)
         if words[:1] == ["export"] and words[1].startswith(PREFIX[vendor]):
             name, _, value = words[1].partition("=")
-            if as_written(value, tuned) is not None:
-                exports[name] = as_written(value, tuned)
-        elif len(words) == 3 and words[1] == "=" and vendor == "Open MPI" and as_written(words[2], tuned):
-            params.append(f"{words[0]} = {as_written(words[2], tuned)}\n")
+            if (value := as_written(value, tuned)) is not None:
+                exports[name] = value
+        elif len(words) == 3 and words[1] == "=" and vendor == "Open MPI":
+            if (value := as_written(words[2], tuned)) is not None:
+                params.append(f"{words[0]} = {value}\n")
     ways: dict[str, tuple[dict[str, str], Path | None]] = {"README's export lines": (exports, None)}
     if params:
         conf = tuned / "readme-mca-params.conf"

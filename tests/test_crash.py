@@ -212,7 +212,10 @@ def test_interrupting_a_sweep_marks_the_run_interrupted(tmp_path, launched):
     """Ctrl-C (of mpiexec, or of one process) lands inside a long compiled timed batch: the run is
     marked "interrupted" within Open MPI's 0.2 s between SIGTERM and SIGKILL, and every rank exits 130.
     Open MPI's launcher returns 1 after Ctrl-C whatever its ranks return (measured); MPICH's returns 130."""
-    from mpirun import Launched, fabricprobe_argv, need_ranks, no_crowded_job_beside
+    import signal
+    import time
+
+    from mpirun import Launched, fabricprobe_argv, kill_session, need_ranks, no_crowded_job_beside, wait_for_points
 
     path = tmp_path / "r.h5"
     args = ["sweep", "-o", str(path), "--collectives", "allreduce", "--sizes", "8,1M", "--iters", "100000"]
@@ -223,28 +226,19 @@ def test_interrupting_a_sweep_marks_the_run_interrupted(tmp_path, launched):
     # cores: two CI runs at 7ff6921 failed early in the suite, when those probably ran on the other
     # worker; here it passed alone and 5 of 5 times beside 3 busy loops (docs/testing.md)
     with no_crowded_job_beside():
-        _interrupt_a_sweep(Launched(argv), path, launched, found)
-
-
-def _interrupt_a_sweep(proc, path, launched: str, found) -> None:
-    import signal
-    import time
-
-    from mpirun import kill_session, wait_for_points
-
-    try:
-        # the harness floor's two points and allreduce at 8 B done: the 1 MiB point's batch (100,000
-        # calls, up to 30 s) starts once its buffers and expected results are made. Two CI runs
-        # (2026-11-29, 7ff6921) left the run "running" when the interrupt came 1 s after the first point:
-        # perhaps in a later point's set-up, which holds the interpreter, so that the marking thread
-        # could not run before Open MPI's SIGKILL (open: docs/testing.md). The batch, which releases
-        # it, is the case this test is about.
-        wait_for_points(proc, 3)
-        time.sleep(2.0)
-        os.kill(proc.pid, signal.SIGINT)
-        rest = proc.communicate(timeout=60)[1]
-    finally:
-        kill_session(proc.pid)
+        proc = Launched(argv)
+        try:
+            # the harness floor's two points and allreduce at 8 B done: the 1 MiB point's batch (100,000
+            # calls, up to 30 s) starts once its buffers and expected results are made. Two CI runs
+            # (7ff6921) left the run "running" when the interrupt came 1 s after the first point: perhaps
+            # in a later point's set-up, which holds the interpreter, so that the marking thread could
+            # not run before Open MPI's SIGKILL (open: docs/testing.md). The batch releases it.
+            wait_for_points(proc, 3)
+            time.sleep(2.0)
+            os.kill(proc.pid, signal.SIGINT)
+            rest = proc.communicate(timeout=60)[1]
+        finally:
+            kill_session(proc.pid)
     run = load_runs(str(path))[-1]
     assert run.status == "interrupted" and run.attrs["status_reason"] == "interrupted by a signal"
     assert len(run.points) >= 1 and "Traceback" not in rest

@@ -22,6 +22,7 @@ from fabricprobe.lab import network, slurm, state
 from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.store.reader import load_runs
 from fabricprobe.tuning.plan.libraries import for_vendor
+from fabricprobe.tuning.verify.checks import expected_env
 
 NAME = f"fps{os.getpid() % 10000}"
 SUBNET = "10.215.33.0/24"
@@ -59,10 +60,14 @@ REASON = _reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
 
 
-def _fp(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "fabricprobe", *args], capture_output=True, text=True, timeout=timeout)
-    assert out.returncode == 0, f"fabricprobe {' '.join(args)}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
+def _run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd)
+    assert out.returncode == 0, f"{' '.join(argv)}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
     return out
+
+
+def _fp(*args: str) -> subprocess.CompletedProcess:
+    return _run([sys.executable, "-m", "fabricprobe", *args])
 
 
 @pytest.fixture(scope="module")
@@ -189,27 +194,15 @@ def test_readme_path_c_tunes_and_a_job_runs_with_the_files_loaded_as_written(clu
     rule = sorted(tuned_rules, key=lambda c: c["status"] != "verified")[0] if tuned_rules else verified[0]
     ways = loading_ways(library.vendor, tuned)
     assert ways["README's export lines"][0], written  # the README's lines name the files tune wrote
-    ways |= {"forced": (_forced_env(library, rule), None), "default": ({}, None)}
+    forced = expected_env(for_vendor(library.vendor), rule["collective"], rule["expected"])
+    assert forced is not None, rule
+    ways |= {"forced": (forced, None), "default": ({}, None)}
     found = _fingerprints(library, rule, work, ways)
     said = json.dumps({"rule": rule, "found": found, "ways": ways, "written": written}, indent=1, default=str)
     assert not found["forced"].startswith("error"), said
     if rule["status"] == "verified" and rule["expected"] != "default":
         assert found["forced"] != found["default"], said
     assert all(found[way] == found["forced"] for way in ways if way != "default"), said
-
-
-def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd)
-    assert out.returncode == 0, f"{' '.join(argv)}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
-    return out
-
-
-def _forced_env(library, rule: dict) -> dict[str, str]:
-    if rule["expected"] == "default":
-        return {}
-    variants = for_vendor(library.vendor).known_variants(rule["collective"])
-    (variant,) = [v for v in variants if v.name.replace("-", "_") == rule["expected"]]
-    return variant.env
 
 
 # Runs inside one allocation of the lab's 4 slots: the rule's fingerprint in an srun step per way of
@@ -250,6 +243,7 @@ from fabricprobe.mpienv.library import library_of_this_python
 from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.choose.rules import Decision, Range, Table
 from fabricprobe.tuning.plan.libraries import for_vendor
+from fabricprobe.tuning.verify.checks import expected_env
 from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.tuning.verify.checks import verify
 

@@ -40,7 +40,9 @@ class Check:
         return asdict(self)
 
 
-def _expected_env(library: Library, collective: str, winner: str) -> dict[str, str] | None:
+def expected_env(library: Library, collective: str, winner: str) -> dict[str, str] | None:
+    """The environment that forces a rule's algorithm ({} for the library's default), or None for an
+    algorithm this library does not name."""
     if winner == DEFAULT:
         return {}
     for v in library.known_variants(collective):
@@ -167,7 +169,7 @@ def _checks(table, library, tuned_env, fingerprints, progress) -> list[Check]:
                         )
                     )
                     continue
-                env = _expected_env(library, coll, r.winner)
+                env = expected_env(library, coll, r.winner)
                 if env is None:
                     checks.append(Check(coll, n, size, r.winner, ERROR, "cannot force this algorithm"))
                     continue
@@ -178,7 +180,7 @@ def _checks(table, library, tuned_env, fingerprints, progress) -> list[Check]:
                 if method == "trace" and library.vendor == "MPICH" and needs_builtin_op(coll, r.winner):
                     # The trace needs a user-defined op, which the file's guard sends to MPICH's
                     # own tree (reached through the POSIX file, so compare with the "mpir" variant).
-                    mpir = _expected_env(library, coll, "mpir")
+                    mpir = expected_env(library, coll, "mpir")
                     fallbacks = {default} | ({fp(coll, n, size, method, mpir)} if mpir else set())
                     status = UNVERIFIABLE if tuned in fallbacks else MISMATCH
                     checks.append(
