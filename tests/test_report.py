@@ -284,3 +284,35 @@ def test_a_64_rank_report_cuts_no_number_at_80_or_132_columns(tmp_path, columns,
         if not view:
             assert ("not shown at 80 columns" in shown.plain) == (columns == 80)
             assert "268435456" in shown.plain  # the count of 1 GiB of float32: the widest number, whole
+
+
+def test_the_omb_export_says_how_a_vector_collectives_blocks_lie(sweep_file):
+    """OMB's v-tests send equal blocks; fabricprobe's uneven form does not: the export names the layout
+    of each series (issue 53), so an OMB parser's reader knows which rows compare with OMB's."""
+    from types import SimpleNamespace
+
+    from fabricprobe.report.export import to_osu
+    from fabricprobe.store import load_runs
+
+    points = [p for p in load_runs(str(sweep_file))[0].points if p["collective"] == "allreduce"]
+    relabelled = [{**p, "collective": name, "op": "none"} for name in ("gatherv", "gatherv_even") for p in points]
+    text = to_osu([SimpleNamespace(id="0001", config={}, attrs={}, points=relabelled)])
+    uneven_block, even_block = text.split("# OSU MPI Gatherv Latency Test")[1:]
+    assert "# fabricprobe: uneven blocks" in uneven_block and "gatherv_even" in uneven_block
+    assert "# fabricprobe: OMB's layout" in even_block and "uneven" not in even_block
+
+
+def test_the_report_reads_each_vector_collective_against_its_even_form(sweep_file):
+    """The uneven layout's cost, read at the same mean block: uneven median / even median, one row per
+    size where both were measured, and no table where the even form was not (issue 53)."""
+    from fabricprobe.report.layouts import layout_tables
+    from fabricprobe.store import load_runs
+
+    points = [p for p in load_runs(str(sweep_file))[0].points if p["collective"] == "allreduce"]
+    even = [{**p, "collective": "alltoallv_even", "op": "none", "median_s": 2e-5} for p in points]
+    uneven = [{**p, "collective": "alltoallv", "op": "none", "median_s": 5e-5, "bytes": p["bytes"] - 4} for p in points]
+    (table,) = layout_tables(even + uneven)
+    assert "alltoallv" in str(table.title) and list(table.columns[3].cells) == ["2.50×"] * len(points)
+    assert layout_tables(uneven) == [] and layout_tables(even) == []
+    failed = [{**p, "status": "wrong"} for p in uneven]
+    assert layout_tables(even + failed) == []

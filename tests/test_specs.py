@@ -79,38 +79,48 @@ def simulate(name, cases):
                 case.recv[:] = cases[case.peer].send
 
 
-ROOTED_AND_VECTOR = ("gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv")
+VECTOR_EVEN = ("gatherv_even", "scatterv_even", "allgatherv_even", "alltoallv_even")
+ROOTED_AND_VECTOR = ("gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv", *VECTOR_EVEN)
+
+
+def _rank_order(counts):
+    """OMB's placement, written out here: each block right after the one of the rank before."""
+    return [sum(int(k) for k in counts[:r]) for r in range(len(counts))]
 
 
 def simulate_rooted_and_vector(name, cases, displacements=None):
     """gather, scatter and the vector forms, block by block from the counts and displacements MPI is
-    given (uneven's, or `displacements(counts)`: a planted library that places blocks elsewhere)."""
+    given (uneven's; equal blocks in rank order for the _even forms; or `displacements(counts)`: a
+    planted library that places blocks elsewhere)."""
     from fabricprobe.specs import uneven
     from fabricprobe.specs.alltoallv import pair_counts
 
     p, c, root = len(cases), cases[0].count, cases[0].root
-    place = displacements or uneven.gapped_displacements
+    even = name.endswith("_even")
+    name = name.removesuffix("_even")
+    place = displacements or (_rank_order if even else uneven.gapped_displacements)
+    block_counts = (lambda c, p: np.full(p, c)) if even else uneven.block_counts
+    peer_counts = (lambda c, p, j: np.full(p, c)) if even else pair_counts
     if name == "gather":
         cases[root].recv[:] = np.concatenate([case.send for case in cases])
     elif name == "scatter":
         for r, case in enumerate(cases):
             case.recv[:] = cases[root].send[r * c : (r + 1) * c]
     elif name in ("gatherv", "allgatherv"):
-        counts = uneven.block_counts(c, p)
+        counts = block_counts(c, p)
         for dest in cases if name == "allgatherv" else [cases[root]]:
             for r, (start, k) in enumerate(zip(place(counts), counts)):
                 dest.recv[start : start + k] = cases[r].send[:k]
     elif name == "scatterv":
-        counts = uneven.block_counts(c, p)
-        starts = uneven.gapped_displacements(counts)
+        counts = block_counts(c, p)
+        starts = (_rank_order if even else uneven.gapped_displacements)(counts)
         for r, case in enumerate(cases):
             case.recv[: counts[r]] = cases[root].send[starts[r] : starts[r] + counts[r]]
     elif name == "alltoallv":
         for j, dest in enumerate(cases):
-            counts = pair_counts(c, p, j)
+            counts = peer_counts(c, p, j)
             for i, (start, k) in enumerate(zip(place(counts), counts)):
-                sent = pair_counts(c, p, i)
-                offset = int(uneven.packed_displacements(sent)[j])
+                offset = _rank_order(peer_counts(c, p, i))[j]
                 dest.recv[start : start + k] = cases[i].send[offset : offset + k]
 
 
@@ -310,3 +320,32 @@ def test_layouts_follow_nccl_tests_sizes():
     assert (lay.count, lay.recv_len, lay.nbytes) == (341, 1023, 4092)
     lay = SPECS["alltoall"].layout(64, 8, 4)
     assert (lay.count, lay.send_len, lay.nbytes) == (2, 8, 64)
+
+
+@pytest.mark.parametrize("name", ["gatherv_even", "allgatherv_even", "alltoallv_even"])
+def test_an_even_form_whose_blocks_land_out_of_rank_order_is_caught(name):
+    """Planted: OMB's layout read backwards (the blocks in reverse rank order)."""
+
+    def reverse(counts):
+        return [sum(int(k) for k in counts[r + 1 :]) for r in range(len(counts))]
+
+    spec, cases = make_cases(name, 5, 5 * 100 * 4, root=2)
+    simulate_rooted_and_vector(name, cases, displacements=reverse)
+    assert sum(spec.check(c) for c in cases) > 0
+
+
+@pytest.mark.parametrize("name", ["gatherv", "scatterv", "allgatherv", "alltoallv"])
+def test_the_even_forms_are_ombs_layout_and_untuned(name):
+    """OMB's v-tests: every block the Size column's count, packed in rank order, no gap; the same
+    reported size rule as the uneven form, and no tuning names (the uneven form's collective has them)."""
+    from fabricprobe.specs import SPECS
+
+    even, uneven_form = SPECS[name + "_even"], SPECS[name]
+    lay = even.layout(3 * 100 * 4, 4, 3)
+    assert lay.count == 100 and lay.nbytes == 3 * 100 * 4
+    assert max(lay.send_len, lay.recv_len) == 300  # every block, no gap
+    assert even.block_counts(100, 3).tolist() == [100, 100, 100]
+    assert even.displacements(even.block_counts(100, 3)).tolist() == [0, 100, 200]
+    assert uneven_form.displacements(uneven_form.block_counts(100, 3)).tolist() != [0, 100, 200]
+    assert even.vendor is None and not even.default_sweep and even.osu_title == uneven_form.osu_title
+    assert f"{name}_even" in uneven_form.blocks_note and "OMB's layout" in even.blocks_note

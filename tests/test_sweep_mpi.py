@@ -34,7 +34,9 @@ def _measured(run):
     return [p for p in run.points if p["collective"] != "empty"]
 
 
-OMB_ROOTED_AND_VECTOR = "gather,scatter,gatherv,scatterv,allgatherv,alltoallv"
+OMB_ROOTED_AND_VECTOR = (
+    "gather,scatter,gatherv,scatterv,allgatherv,alltoallv,gatherv_even,scatterv_even,allgatherv_even,alltoallv_even"
+)
 TIMERS = {"allreduce": [*SMALL, "--collectives", "allreduce", "--sizes", "8", "--iters", "200", "--ci-target", "0"]}
 
 

@@ -32,6 +32,8 @@ def api_name(collective: str, vendor: str) -> str | None:
         if vendor == "Open MPI":
             return "i" + base if spec.nonblocking else base + "_init"
         return "I" + base
+    if getattr(spec, "call_of", ""):  # an even form of a vector collective makes the same call
+        return api_name(spec.call_of, vendor)
     if spec.vendor is None:
         return collective if vendor == "Open MPI" else collective.upper()
     return spec.vendor.openmpi if vendor == "Open MPI" else spec.vendor.mpich
@@ -41,7 +43,7 @@ class ServedBy:
     def __init__(self, MPI: Any, vendor: str, topo: Topology) -> None:
         self.vendor = vendor
         self.hosts = list((topo.physical or topo).hosts)
-        apis = [a for a in (api_name(c, vendor) for c in SPECS) if a]
+        apis = list(dict.fromkeys(a for a in (api_name(c, vendor) for c in SPECS) if a))
         self.MPI, self.apis = MPI, apis
         self.settings = coll_path.read(MPI, vendor, apis)
         self._memo: dict[tuple[str, int], str] = {}

@@ -221,6 +221,8 @@ def to_osu(runs: list[Run], collectives: list[str] | None = None) -> str:
                     "# fabricprobe: Overall and Compute are medians of the slowest rank, Pure Comm. OMB's mean "
                     "over ranks; the overlap is computed from these three as OMB computes it"
                 )
+            if getattr(spec, "blocks_note", ""):
+                lines.append(f"# fabricprobe: {spec.blocks_note}")
             if spec.rma:
                 lines.append("# Window creation: MPI_Win_allocate")
                 lines.append(f"# Synchronization: {_RMA_SYNC_NAMES.get(key.mode, key.mode)}")

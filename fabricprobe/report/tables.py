@@ -37,6 +37,7 @@ from fabricprobe.report.labels import (
     timer_label,
     title,
 )
+from fabricprobe.report.layouts import layout_tables
 from fabricprobe.report.served import served_lines
 from fabricprobe.report.sparse import sparse_tables
 from fabricprobe.report.summary import Crossover, SizeRange, summarize
@@ -289,7 +290,7 @@ def render_run(run: Run, console: Console, collectives: list[str] | None = None)
     others = [item for item in series if _fabric_first(item[0].collective) == 2]
     tables = [series_table(key, rows, key.nranks, window, of_bound, console.width) for key, rows in fabric_series]
     tables += [comparison_table(case, by_alg, window) for case, by_alg in comparison_groups(points).items()]
-    tables += sparse_tables(points) + gpudirect_tables(points)
+    tables += sparse_tables(points) + gpudirect_tables(points) + layout_tables(points)
     tables += [series_table(key, rows, key.nranks, window, of_bound, console.width) for key, rows in others]
     for table in tables + kernel_tables(points):
         console.print(table)

@@ -24,6 +24,7 @@ from fabricprobe.specs import (
     scatter,
     scatterv,
     sparse,
+    uneven,
 )
 from fabricprobe.specs.base import Case, CollectiveSpec, Layout
 
@@ -42,6 +43,7 @@ SPECS: dict[str, CollectiveSpec] = {
         scatterv.SPEC,
         allgatherv.SPEC,
         alltoallv.SPEC,
+        *(uneven.even_form(v.SPEC) for v in (gatherv, scatterv, allgatherv, alltoallv)),  # OMB's layout
         barrier.SPEC,
         pt2pt.LATENCY,
         pt2pt.BW,

@@ -18,8 +18,10 @@ from fabricprobe.specs import uneven
 from fabricprobe.specs.base import Case, Layout, c_buffers, c_pointer, mpi_vector
 
 
-def pair_counts(count: int, nranks: int, rank: int) -> np.ndarray:
+def pair_counts(count: int, nranks: int, rank: int, even: bool = False) -> np.ndarray:
     """Elements rank `rank` exchanges with each peer j (sends to j, and receives from j)."""
+    if even:
+        return uneven.even_counts(count, nranks)
     sizes = uneven.block_counts(count, nranks)
     return sizes[(rank + np.arange(nranks)) % nranks] if nranks else sizes
 
@@ -30,16 +32,16 @@ class Alltoallv(uneven.UnevenBlocks):
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // (itemsize * nranks)
-        counts = uneven.block_counts(count, nranks)
+        counts = self.block_counts(count, nranks)
         return Layout(
             count=count,
             send_len=int(counts.sum()),
-            recv_len=uneven.gapped_length(counts),
+            recv_len=self.spread_length(counts),
             nbytes=int(counts.sum()) * itemsize,
         )
 
     def _counts(self, case: Case) -> np.ndarray:
-        return pair_counts(case.count, case.nranks, case.rank)
+        return pair_counts(case.count, case.nranks, case.rank, self.even)
 
     def prepare(self, case: Case) -> None:
         counts = self._counts(case)
@@ -50,14 +52,14 @@ class Alltoallv(uneven.UnevenBlocks):
     def results(self, case: Case):
         counts = self._counts(case)  # from j: j sends rank its block of size pair(j, rank) = pair(rank, j)
         blocks = [patterns.data_at(j, 0, int(k), salt=case.rank) for j, k in enumerate(counts)]
-        return uneven.block_results(case.recv, blocks, counts)
+        return self.block_results(case.recv, blocks, counts)
 
     def untouched(self, case: Case) -> list[np.ndarray]:
-        return super().untouched(case) + uneven.gaps(case.recv, self._counts(case))
+        return super().untouched(case) + self.gaps(case.recv, self._counts(case))
 
     def _vectors(self, case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         counts = self._counts(case)
-        return counts, uneven.packed_displacements(counts), uneven.gapped_displacements(counts)
+        return counts, uneven.packed_displacements(counts), self.displacements(counts)
 
     def mpi4py_call(self, case, MPI, op=None):
         counts, sdispls, rdispls = self._vectors(case)

@@ -30,23 +30,23 @@ class Gatherv(uneven.UnevenBlocks):
         if case.rank != case.root:
             return []
         counts = self._counts(case)
-        return uneven.block_results(case.recv, [patterns.data_at(r, 0, int(k)) for r, k in enumerate(counts)], counts)
+        return self.block_results(case.recv, [patterns.data_at(r, 0, int(k)) for r, k in enumerate(counts)], counts)
 
     def untouched(self, case: Case) -> list[np.ndarray]:
         if case.rank != case.root:
             return super().untouched(case) + [case.recv]
-        return super().untouched(case) + uneven.gaps(case.recv, self._counts(case))
+        return super().untouched(case) + self.gaps(case.recv, self._counts(case))
 
     def mpi4py_call(self, case, MPI, op=None):
         counts = self._counts(case)
         send = mpi_block(case, MPI, case.send, int(counts[case.rank]))
-        recv = mpi_vector(case, MPI, case.recv, counts, uneven.gapped_displacements(counts))
+        recv = mpi_vector(case, MPI, case.recv, counts, self.displacements(counts))
         return partial(case.comm.Gatherv, send, recv, case.root)
 
     def native_call(self, case, nat, MPI):
         send, recv, dt, comm = c_buffers(case, nat, MPI)
         counts = self._counts(case)
-        displs = uneven.gapped_displacements(counts)
+        displs = self.displacements(counts)
         case.keep = (counts, displs)
         mine = int(counts[case.rank])
         return nat.gatherv, (send, mine, dt, recv, c_pointer(counts), c_pointer(displs), dt, case.root, comm)

@@ -34,7 +34,7 @@ class Scatterv(uneven.UnevenBlocks):
     def prepare(self, case: Case) -> None:
         if case.rank == case.root:
             patterns.sentinel_fill(case.send, case.rank, patterns.SEND)
-            for block, expected in uneven.block_results(case.send, self._blocks(case), self._counts(case)):
+            for block, expected in self.block_results(case.send, self._blocks(case), self._counts(case)):
                 block[:] = expected
         patterns.sentinel_fill(case.recv, case.rank)
 
@@ -48,14 +48,14 @@ class Scatterv(uneven.UnevenBlocks):
 
     def mpi4py_call(self, case, MPI, op=None):
         counts = self._counts(case)
-        send = mpi_vector(case, MPI, case.send, counts, uneven.gapped_displacements(counts))
+        send = mpi_vector(case, MPI, case.send, counts, self.displacements(counts))
         recv = mpi_block(case, MPI, case.recv, int(counts[case.rank]))
         return partial(case.comm.Scatterv, send, recv, case.root)
 
     def native_call(self, case, nat, MPI):
         send, recv, dt, comm = c_buffers(case, nat, MPI)
         counts = self._counts(case)
-        displs = uneven.gapped_displacements(counts)
+        displs = self.displacements(counts)
         case.keep = (counts, displs)
         mine = int(counts[case.rank])
         return nat.scatterv, (send, c_pointer(counts), c_pointer(displs), dt, recv, mine, dt, case.root, comm)

@@ -6,6 +6,11 @@ it a vector call. Here rank r's block is ⌊2·c·(r+1)/(n+1)⌋ elements for a 
 elements of c·n. Blocks land in the receive buffer in reverse rank order, one unwritten element after
 each, so a library that ignored the displacements, or wrote past a block, leaves a wrong element that
 validation counts (the gaps must keep their sentinel).
+
+Each vector collective also has an even form (`gatherv_even`, ...; `even_form`): OMB's layout, every
+block c elements, packed in rank order, no gaps. It exists to be read beside OMB's binaries and beside
+the uneven form at the same size, which shows what the uneven layout adds (docs/performance.md); it
+validates every block, but a write past a block has no gap to land in.
 """
 
 from __future__ import annotations
@@ -46,39 +51,70 @@ def packed_displacements(counts: np.ndarray) -> np.ndarray:
     return (np.cumsum(counts, dtype=np.int64) - counts).astype(np.int32)
 
 
-def block_results(recv: np.ndarray, blocks: list[np.ndarray], counts: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-    """(actual, expected) for each rank's block at its gapped displacement in recv."""
-    starts = gapped_displacements(counts)
-    return [(recv[s : s + int(k)], block) for s, k, block in zip(starts, counts, blocks)]
-
-
-def gaps(recv: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
-    """The one-element gaps after each block, as views of recv: the call must leave them as they are."""
-    return [recv[s + int(k) : s + int(k) + 1] for s, k in zip(gapped_displacements(counts), counts)]
+def even_counts(count: int, nranks: int) -> np.ndarray:
+    """OMB's blocks: `count` elements from every rank (int32)."""
+    return np.full(nranks, count, dtype=np.int32)
 
 
 class UnevenBlocks(CollectiveSpec):
     """What the vector collectives share: their layout (one buffer holds every block, gapped; the
-    other one rank's own block), busbw, OMB's size column, and being left out of the default sweep."""
+    other one rank's own block), busbw, OMB's size column, and being left out of the default sweep.
+    `even` switches every block method to OMB's layout (even_form)."""
 
     in_place_supported = False
     busbw_formula = "(n-1)/n"
     osu_size_is_block = True
     default_sweep = False
     gapped: ClassVar[str] = "recv"  # the buffer that holds every block with its gap: recv or send
+    even: ClassVar[bool] = False  # OMB's layout: equal blocks in rank order, no gaps
+    call_of: ClassVar[str] = ""  # an even form: the uneven collective whose library call it makes
+
+    @property
+    def blocks_note(self) -> str:
+        """How the blocks lie, for the OMB export's '#' lines (OMB's Size column is the mean block)."""
+        if self.even:
+            return "OMB's layout: every rank's block Size bytes, in rank order"
+        return (
+            "uneven blocks (rank r: 2·Size·(r+1)/(n+1) bytes, rounded down), reverse rank order, a gap after "
+            f"each; OMB's own test is {self.name}_even"
+        )
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
         count = nbytes // (itemsize * nranks)
-        counts = block_counts(count, nranks)
-        own, every = int(counts.max(initial=0)), gapped_length(counts)
+        counts = self.block_counts(count, nranks)
+        own, every = int(counts.max(initial=0)), self.spread_length(counts)
         send, recv = (own, every) if self.gapped == "recv" else (every, own)
         return Layout(count=count, send_len=send, recv_len=recv, nbytes=int(counts.sum()) * itemsize)
 
     def busbw_factor(self, nranks: int) -> float:
         return (nranks - 1) / nranks
 
+    def block_counts(self, count: int, nranks: int) -> np.ndarray:
+        """Elements in each rank's block for a mean block of `count`."""
+        return even_counts(count, nranks) if self.even else block_counts(count, nranks)
+
+    def displacements(self, counts: np.ndarray) -> np.ndarray:
+        """Where each block starts in the buffer that holds them all."""
+        return packed_displacements(counts) if self.even else gapped_displacements(counts)
+
+    def spread_length(self, counts: np.ndarray) -> int:
+        """The length of the buffer that holds every block."""
+        return int(counts.sum()) if self.even else gapped_length(counts)
+
+    def block_results(
+        self, buf: np.ndarray, blocks: list[np.ndarray], counts: np.ndarray
+    ) -> list[tuple[np.ndarray, ...]]:
+        """(actual, expected) for each rank's block at its displacement in buf."""
+        return [(buf[s : s + int(k)], block) for s, k, block in zip(self.displacements(counts), counts, blocks)]
+
+    def gaps(self, buf: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+        """The one-element gaps after each block, as views of buf: the call must leave them as they are."""
+        if self.even:
+            return []
+        return [buf[s + int(k) : s + int(k) + 1] for s, k in zip(self.displacements(counts), counts)]
+
     def _counts(self, case: Case) -> np.ndarray:
-        return block_counts(case.count, case.nranks)
+        return self.block_counts(case.count, case.nranks)
 
     def _prepare_own_block(self, case: Case) -> None:
         """This rank's block at the head of its send buffer, sentinels after it and in recv."""
@@ -86,3 +122,12 @@ class UnevenBlocks(CollectiveSpec):
         case.send[:mine] = patterns.data_at(case.rank, 0, mine)
         patterns.sentinel_fill(case.send[mine:], case.rank, patterns.SEND)
         patterns.sentinel_fill(case.recv, case.rank)
+
+
+def even_form(spec: UnevenBlocks) -> UnevenBlocks:
+    """The spec's twin in OMB's layout, named `<name>_even`: the same calls and checks with equal blocks
+    in rank order. Not tuned (the libraries' tuning names the uneven call's collective already) and
+    without non-blocking or persistent twins of its own."""
+    cls = type(spec)
+    attrs = {"name": f"{spec.name}_even", "even": True, "call_of": spec.name, "vendor": None}
+    return type(f"{cls.__name__}Even", (cls,), attrs)()
