@@ -122,8 +122,8 @@ def _cases() -> list[tuple[str, list[str]]]:
         cases.append((f"report --tolerance {value!r}", argv))
     for extra in (["--gpudirect", "on"], ["--gpudirect", "off"], ["--stage-chunk", "256K"], ["--assume-cuda-aware"]):
         cases.append((f"sweep {' '.join(extra)} (host buffers)", ["sweep", *extra]))  # ignored in silence
-    for colls, sync in (("acc_latency", "flush"), ("fop_latency,cas_latency", "flush"), ("put_latency", "fence")):
-        argv = ["sweep", "--collectives", colls, "--rma-sync", sync, "--timer", "native"]  # a point error, exit 1
+    for colls, sync in (("acc_latency", "lock"), ("fop_latency,cas_latency", "pscw"), ("put_latency", "fence")):
+        argv = ["sweep", "--collectives", colls, "--rma-sync", sync, "--timer", "native"]  # was a point error, exit 1
         cases.append((f"sweep {colls} --rma-sync {sync} --timer native", argv))
     for value in ["0", "none", "0mbit", "²gbit"]:  # a rate of 0 built an unlimited lab
         cases.append((f"lab up --rate {value!r}", ["lab", "up", "--rate", value]))

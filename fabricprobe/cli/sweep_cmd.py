@@ -207,7 +207,7 @@ def add_parser(sub: Any) -> None:
         default="flush",
         metavar="LIST",
         help=f"one-sided tests' synchronization (OMB's -s), each measured: {', '.join(SYNCS)} (default: flush, "
-        "OMB's; put and get with flush are timed natively, the rest through mpi4py)",
+        "OMB's; every test with flush is timed natively, the rest through mpi4py)",
     )
     t.add_argument(
         "--hugepages",

@@ -3,14 +3,14 @@
 The origin times each message (or window of messages) with its synchronization; the target takes
 part where the synchronization needs it (fence, post-start-complete-wait) and otherwise waits for the
 origin's word that the batch is over, so the data it validates is there. Natively (a compiled loop of
-MPI_Put or MPI_Get and MPI_Win_flush: OMB's default synchronization) or through mpi4py for every test
-and synchronization.
+the call and MPI_Win_flush: OMB's default synchronization, for every test) or through mpi4py for every
+test and synchronization.
 """
 
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -112,8 +112,41 @@ def python_rma(case: Case) -> Batch:
     return origin
 
 
+def _native_loop(case: Case, nat: Any, MPI: Any) -> Callable[[np.ndarray], int]:
+    """The compiled loop of the case's one-sided call with flush, as a function of the output times:
+    puts or gets to consecutive blocks, or one accumulate, fetch-and-op or compare-and-swap."""
+    spec = SPECS[case.collective]
+    pair, win, _ = case.keep
+    dt, w, comm = nat.handle(mpi_datatype(case, MPI)), nat.handle(win), nat.handle(pair)
+    first = (nat.wtime, nat.barrier, comm)
+    send, recv = int(case.send.ctypes.data), int(case.recv.ctypes.data)
+    if spec.kind in ("put", "get"):
+        op, base = (nat.put, send) if spec.kind == "put" else (nat.get, recv)
+        stride, windows = case.count * case.send.dtype.itemsize, spec.messages(case)
+        return partial(loops.native_rma, *first, op, nat.win_flush, base, stride, case.count, dt, TARGET, w, windows)
+    total = nat.handle(MPI.SUM)
+    if spec.kind == "acc":
+        return partial(
+            loops.native_accumulate, *first, nat.accumulate, nat.win_flush, send, case.count, dt, total, TARGET, w
+        )
+    if spec.kind == "fop":
+        return partial(
+            loops.native_fetch_and_op, *first, nat.fetch_and_op, nat.win_flush, send, recv, dt, total, TARGET, w
+        )
+    compare = np.array([1000 + case.peer], dtype=case.dtype)  # the target's first value (specs.rma)
+
+    def compare_and_swap(out: np.ndarray, compare: np.ndarray = compare) -> int:  # holds `compare` alive
+        at = int(compare.ctypes.data)
+        return loops.native_compare_and_swap(
+            *first, nat.compare_and_swap, nat.win_flush, send, at, recv, dt, TARGET, w, out
+        )
+
+    return compare_and_swap
+
+
 def compiled_rma(case: Case) -> Batch:
-    """Put or get with flush, natively: the compiled loop between a shared lock and its unlock."""
+    """Any one-sided test with flush (OMB's default synchronization), natively: the compiled loop
+    between a shared lock and its unlock."""
     from mpi4py import MPI
 
     nat = _native(MPI)
@@ -121,19 +154,12 @@ def compiled_rma(case: Case) -> Batch:
         return idle
     if case.role == ROLE_RESPONDER:
         return python_rma(case)  # the target only waits: nothing of it is timed
-    spec = SPECS[case.collective]
     pair, win, _ = case.keep
-    op = nat.put if spec.kind == "put" else nat.get
-    buf = case.send if spec.kind == "put" else case.recv
-    base, stride = int(buf.ctypes.data), case.count * buf.dtype.itemsize
-    dt, w, comm = nat.handle(mpi_datatype(case, MPI)), nat.handle(win), nat.handle(pair)
-    windows = spec.messages(case)
+    loop = _native_loop(case, nat, MPI)
 
     def origin(out: np.ndarray, mode: int) -> None:
         win.Lock(TARGET, MPI.LOCK_SHARED)
-        rc = loops.native_rma(
-            nat.wtime, nat.barrier, comm, op, nat.win_flush, base, stride, case.count, dt, TARGET, w, windows, out
-        )
+        rc = loop(out)
         win.Unlock(TARGET)
         _check(rc, nat)
         pair.Send([np.empty(0, np.uint8), MPI.BYTE], TARGET, _TAG_DONE)

@@ -255,8 +255,8 @@ class SweepConfig:
             if untimed:
                 more = f" (and {len(untimed) - 1} more)" if len(untimed) > 1 else ""
                 raise UsageError(
-                    f"--timer native cannot time {untimed[0]}{more}: only put and get with --rma-sync flush "
-                    "have a compiled loop (use --timer auto)"
+                    f"--timer native cannot time {untimed[0]}{more}: only --rma-sync flush has a compiled "
+                    "loop (use --timer auto)"
                 )
         return self
 

@@ -138,6 +138,63 @@ def native_rma(
 
 
 @njit(cache=True, nogil=True)
+def native_accumulate(wtime, barrier, comm, op, flush, origin, count, dt, mpi_op, target, win, out):  # pragma: no cover
+    """OMB's accumulate loop with flush: per iteration one MPI_Accumulate of `count` elements at
+    target displacement 0 and MPI_Win_flush; out[i] is its time."""
+    rc = barrier(comm)
+    if rc != 0:
+        return rc
+    for i in range(out.size):
+        t0 = wtime()
+        rc = op(origin, count, dt, target, 0, count, dt, mpi_op, win)
+        if rc == 0:
+            rc = flush(target, win)
+        out[i] = wtime() - t0
+        if rc != 0:
+            return rc
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def native_fetch_and_op(
+    wtime, barrier, comm, op, flush, origin, result, dt, mpi_op, target, win, out
+):  # pragma: no cover
+    """OMB's fetch-and-op loop with flush: one MPI_Fetch_and_op at displacement 0 and MPI_Win_flush."""
+    rc = barrier(comm)
+    if rc != 0:
+        return rc
+    for i in range(out.size):
+        t0 = wtime()
+        rc = op(origin, result, dt, target, 0, mpi_op, win)
+        if rc == 0:
+            rc = flush(target, win)
+        out[i] = wtime() - t0
+        if rc != 0:
+            return rc
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def native_compare_and_swap(
+    wtime, barrier, comm, op, flush, origin, compare, result, dt, target, win, out
+):  # pragma: no cover
+    """OMB's compare-and-swap loop with flush: one MPI_Compare_and_swap at displacement 0 and
+    MPI_Win_flush."""
+    rc = barrier(comm)
+    if rc != 0:
+        return rc
+    for i in range(out.size):
+        t0 = wtime()
+        rc = op(origin, compare, result, dt, target, 0, win)
+        if rc == 0:
+            rc = flush(target, win)
+        out[i] = wtime() - t0
+        if rc != 0:
+            return rc
+    return 0
+
+
+@njit(cache=True, nogil=True)
 def busy_compute(wtime, seconds):  # pragma: no cover - compiled
     """Computation that takes `seconds` of this core: multiply-adds on registers, the clock read every
     64 of them (OMB's dummy compute is a calibrated loop of the same kind)."""

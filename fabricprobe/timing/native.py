@@ -64,6 +64,9 @@ class NativeMPI:
         rma = (_INT, _PTR, _INT, dtype, _INT, _AINT, _INT, dtype, win)
         self.put, self.get = fn("MPI_Put", *rma), fn("MPI_Get", *rma)
         self.win_flush = fn("MPI_Win_flush", _INT, _INT, win)
+        self.accumulate = fn("MPI_Accumulate", *rma[:-1], op, win)
+        self.fetch_and_op = fn("MPI_Fetch_and_op", _INT, _PTR, _PTR, dtype, _INT, _AINT, op, win)
+        self.compare_and_swap = fn("MPI_Compare_and_swap", _INT, _PTR, _PTR, _PTR, dtype, _INT, _AINT, win)
         self.start = fn("MPI_Start", _INT, _PTR)
         self.in_place = int(MPI.IN_PLACE)
         self._fn = fn
