@@ -5,7 +5,10 @@ it a vector call. Here rank r's block is ⌊2·c·(r+1)/(n+1)⌋ elements for a 
 2c/(n+1) on rank 0 to about 2c on the last rank, some ranks with none at small c, the total within n
 elements of c·n. Blocks land in the receive buffer in reverse rank order, one unwritten element after
 each, so a library that ignored the displacements, or wrote past a block, leaves a wrong element that
-validation counts (the gaps must keep their sentinel).
+validation counts (the gaps must keep their sentinel). The one-element gap also moves later blocks off
+their alignment, which costs large blocks time in the libraries' copies (measured feature by feature
+in docs/studies/2026-11-29-vector-layouts): a real cost of such a layout, and most of what the uneven
+form costs over OMB's.
 
 Each vector collective also has an even form (`gatherv_even`, ...; `even_form`): OMB's layout, every
 block c elements, packed in rank order, no gaps. It exists to be read beside OMB's binaries and beside
@@ -75,8 +78,8 @@ class UnevenBlocks(CollectiveSpec):
         if self.even:
             return "OMB's layout: every rank's block Size bytes, in rank order"
         return (
-            "uneven blocks (rank r: 2·Size·(r+1)/(n+1) bytes, rounded down), reverse rank order, a gap after "
-            f"each; OMB's own test is {self.name}_even"
+            "uneven blocks (rank r: 2·Size·(r+1)/(n+1) bytes, rounded down), reverse rank order, one element "
+            f"of gap after each; {self.name}_even has OMB's layout"
         )
 
     def layout(self, nbytes: int, itemsize: int, nranks: int) -> Layout:
