@@ -225,3 +225,11 @@ def test_the_front_pages_stay_short():
     for path in ("## Quick start", "## Measure your site's MPI", "## Tune your site's MPI and load the result"):
         assert path in first_screen, path
     assert len((ROOT / "docs" / "testing.md").read_text().splitlines()) <= 120
+
+
+def test_benchmarks_readme_names_every_script_there():
+    """Issue 52: benchmarks/ holds reusable tools beside a few studies' scripts; its README says what
+    each one is for, so a file added without a line there fails here."""
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    scripts = [p.name for p in (ROOT / "benchmarks").rglob("*") if p.suffix in (".py", ".sh", ".c")]
+    assert scripts and not [name for name in scripts if name not in readme]
