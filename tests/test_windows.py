@@ -124,7 +124,8 @@ def test_a_batch_that_missed_every_window_is_run_again_with_wider_windows(tmp_pa
     assert p["iterations"] == 40 and p["batches"] == 1
     if late_batches <= windows.REDO_MAX:
         assert p["status"] == "ok", p["note"]
-        assert p["window_s"] >= 2**late_batches * windows.MIN_WIDTH  # doubled at every run again
+        assert p["window_s"] >= 2**late_batches * windows.MIN_WIDTH  # doubled at every run again,
+        assert p["window_s"] * 40 >= windows.REDO_SPAN  # and the batch longer than a descheduled rank waits
         assert p["windows_missed"] < 40 and not np.isnan(run.samples(p["index"])).all()
     else:
         assert p["status"] == "not_runnable" and p["windows_missed"] == 40, p["note"]

@@ -106,9 +106,11 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
                 missed += int(late.sum())
             if late.mean() > windows.MISSED_MAX:
                 width *= 2
+            if redo:
+                width = max(width, windows.REDO_SPAN / n)
         if windowed:
             width, redo = comm.bcast((width, redo), root=0)
-            if redo:  # no window kept: nothing measured is dropped; the same batch again, windows twice as wide
+            if redo:  # no window kept: nothing measured is dropped; the same batch again, wider windows
                 redone += 1
                 continue
         total += n

@@ -178,4 +178,9 @@ MISSED_MAX = 0.1
 # windows). A CI run (MPICH wheel, n = 2 on 2 cores) reported a fixed-count point (--ci-target 0: one
 # batch) not runnable; a rank descheduled for longer than a batch of a few 5 µs windows does that.
 REDO_MAX = 3
+# A redone batch's windows span at least REDO_SPAN in all: a rank descheduled for a whole batch waits out
+# a scheduler period (Linux's: 6 ms times 1 + log2 of the cores, up to 24 ms), so doubling windows of a
+# few µs would let it miss every window of the next batch too (the whole suite under a busy loop per
+# core: one point not runnable after 3 redone batches of 40 windows, 175 µs wide at the last).
+REDO_SPAN = 0.1
 LEAD = 2e-3  # from the schedule's broadcast to its first window, at least (and one window)
