@@ -62,7 +62,7 @@ def each_size():
     most = max(p for p in range(1, 10) if p <= (launcher().max_ranks if launcher() else 1))
     each = ",".join(str(p) for p in range(1, most + 1))
     large_at = ",".join(f"{p}={n}" for p, n in LARGEST.items())
-    return checker_reports(most, [DRIVER, "--large", str(LARGE), "--large-at", large_at, "--each", each], timeout=300)
+    return checker_reports(most, [DRIVER, "--large", str(LARGE), "--large-at", large_at, "--each", each])
 
 
 def _all_match(report: dict) -> None:
@@ -97,7 +97,7 @@ def on_topologies():
     """Every virtual topology in one job of 8 ranks (each on a communicator of its size); {(p, layout): report}."""
     cases = ";".join(f"{n}={layout}" for n, layout in TOPOLOGIES)
     argv = [DRIVER, "--large", str(LARGE), "--layouts", cases, "--collectives", "allreduce"]
-    return checker_reports(8, [*argv, "--algorithms", HIERARCHICAL], lambda r: (r["nranks"], r["layout"]), timeout=300)
+    return checker_reports(8, [*argv, "--algorithms", HIERARCHICAL], lambda r: (r["nranks"], r["layout"]))
 
 
 @pytest.mark.parametrize("n,layout", TOPOLOGIES)
