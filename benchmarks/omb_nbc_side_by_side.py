@@ -102,8 +102,9 @@ def summary(values: list[float], fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def side_by_side_parser(description: str) -> argparse.ArgumentParser:
+    """The options of an interleaved side-by-side with OMB's binaries (this script's and its successors')."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--omb", type=Path, required=True, help="OMB's libexec/osu-micro-benchmarks/mpi")
     parser.add_argument("--mpiexec", default=str(Path(sys.executable).parent / "mpiexec"))
     parser.add_argument("--mpiexec-args", default="", help="extra launcher arguments, quoted")
@@ -112,6 +113,11 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--json", type=Path, help="also write every repetition's numbers here")
+    return parser
+
+
+def main() -> None:
+    parser = side_by_side_parser(__doc__)
     args = parser.parse_args()
     wanted = ("collective/osu_iallreduce", "collective/osu_gatherv", "pt2pt/osu_mbw_mr", "one-sided/osu_put_latency")
     for name in wanted:

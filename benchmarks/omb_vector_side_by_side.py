@@ -20,39 +20,16 @@ Compared per size within each repetition, then as the median and range over the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
-from pathlib import Path
 
-from fabricprobe.mpienv.launcher import run_launch
+from omb_nbc_side_by_side import rows, run, side_by_side_parser, summary  # beside this file
 
 SIZES = [8, 1024, 65536, 1 << 20]
 VECTORS = ("gatherv", "scatterv", "allgatherv", "alltoallv")
 OMB_TESTS = {**{v: f"collective/osu_{v}" for v in VECTORS}, "acc_latency": "one-sided/osu_acc_latency"}
-
-
-def run(argv: list[str], env: dict[str, str]) -> str:
-    out = run_launch(argv, env=env, timeout=900)
-    if out.returncode != 0:
-        sys.exit(f"failed ({out.returncode}): {' '.join(argv)}\n{out.stderr[-2000:]}")
-    return out.stdout
-
-
-def rows(text: str) -> dict[int, float]:
-    """size -> OMB's first number (Avg Latency, or Latency), from the data lines of its text."""
-    out = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 2 and not line.lstrip().startswith("#"):
-            try:
-                out[int(fields[0])] = float(fields[1])
-            except ValueError:
-                continue
-    return out
 
 
 def tests(n: int) -> dict[str, str]:
@@ -65,7 +42,7 @@ def omb(args, launch, env) -> dict[str, dict[int, float]]:
     found = {}
     for name, binary in tests(args.n).items():
         typed = ["-T", "mpi_float"] if name in VECTORS else []
-        found[name] = rows(run(launch + [str(args.omb / binary), *typed, *common], env))
+        found[name] = {s: v[0] for s, v in rows(run(launch + [str(args.omb / binary), *typed, *common], env)).items()}
     return {name: {s: v for s, v in got.items() if s in SIZES} for name, got in found.items()}
 
 
@@ -93,22 +70,8 @@ def fabricprobe(args, launch, env, workdir: str) -> dict[str, dict[int, dict]]:
     return out
 
 
-def summary(values: list[float]) -> str:
-    if not values:
-        return "-"
-    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--omb", type=Path, required=True, help="OMB's libexec/osu-micro-benchmarks/mpi")
-    parser.add_argument("--mpiexec", default=str(Path(sys.executable).parent / "mpiexec"))
-    parser.add_argument("--mpiexec-args", default="", help="extra launcher arguments, quoted")
-    parser.add_argument("-n", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--iters", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--json", type=Path, help="also write every repetition's numbers here")
+    parser = side_by_side_parser(__doc__)
     args = parser.parse_args()
     for binary in tests(args.n).values():
         if not os.access(args.omb / binary, os.X_OK):
