@@ -276,14 +276,17 @@ def test_a_lab_sweep_records_the_lab(lab, tmp_path):
 
 
 def _doctor(tmp_path, n: int) -> tuple[list[tuple[str, str]], str]:
-    """(findings, what to print if they are wrong: each rank's reduction time, the notes)."""
+    """(findings, what to print if they are wrong: each rank's reduction time, each pair's, the notes).
+    The threshold is 2 (a suspect is 3 times its class): the faults planted are 10 times, and a pair
+    run beside the other test worker's job read slower by more than 15% (CI at 900efea)."""
     path = tmp_path / "doctor.h5"
-    args = ["--sizes", "8,256K", "--iterations", "50,8", "--ring-size", "512K", "--confirm"]
+    args = ["--sizes", "8,256K", "--iterations", "50,8", "--ring-size", "512K", "--confirm", "--threshold", "2"]
     out = _fp("lab", "run", "--name", NAME, "-n", str(n), "--", "doctor", "-o", str(path), *args)
     assert out.returncode == 0, out.stderr[-3000:]
     _, m, meta = record.load(str(path))
     assert m.rounds == n - 1 and len(m.pairs) == n * (n - 1) // 2 and m.pairs["inter"].all()
-    evidence = f"reduction s/B {m.reduction_per_byte().tolist()}, notes {meta['diagnosis']['notes']}"
+    pairs = list(zip(m.pairs["a"].tolist(), m.pairs["b"].tolist(), m.large_time().tolist()))
+    evidence = f"reduction s/B {m.reduction_per_byte().tolist()}, 256K s {pairs}, notes {meta['diagnosis']['notes']}"
     return [(f["kind"], f["where"]) for f in meta["diagnosis"]["findings"]], evidence
 
 
