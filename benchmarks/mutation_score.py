@@ -94,7 +94,9 @@ def mutants(ranks: list[int]) -> str:
     return "\n".join(lines) + f"\n\nScore: {caught} of {possible} (mutant, p) pairs where the bug can show.\n"
 
 
-def planted(pytest: str) -> str:
+def planted(pytest: str) -> tuple[str, bool]:
+    """The table of planted classes, and whether every class ran and was caught whole (a pytest that
+    collected nothing, e.g. ReFrame not installed, once printed zeros and exited 0)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "r.xml"
         ids = [f"tests/{t}" for tests in PLANTED.values() for t in tests]
@@ -102,11 +104,14 @@ def planted(pytest: str) -> str:
         subprocess.run([pytest, "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *ids], cwd=ROOT, env=env)
         cases = list(ET.parse(report).iter("testcase"))
     lines = ["| class | planted (test cases) | caught | missed or not run |", "|---|--:|--:|---|"]
+    whole = True
     for name, tests in PLANTED.items():
         mine = [c for c in cases if any(_matches(c, t) for t in tests)]
         bad = [c.get("name") for c in mine if len(c)]  # a child element: failure, error or skipped
-        lines.append(f"| {name} | {len(mine)} | {len(mine) - len(bad)} | {', '.join(bad) or '—'} |")
-    return "\n".join(lines) + "\n"
+        whole = whole and bool(mine) and not bad
+        missed = ", ".join(bad) or ("—" if mine else "none ran")
+        lines.append(f"| {name} | {len(mine)} | {len(mine) - len(bad)} | {missed} |")
+    return "\n".join(lines) + "\n", whole
 
 
 def _matches(case: ET.Element, test: str) -> bool:
@@ -121,8 +126,11 @@ def main() -> int:
     parser.add_argument("--ranks", default="2,3,5,8")
     args = parser.parse_args()
     print(mutants([int(p) for p in args.ranks.split(",")]))
-    print(planted(args.pytest))
-    return 0
+    table, whole = planted(args.pytest)
+    print(table)
+    if not whole:
+        print("mutation_score: a planted class did not run, or a planted bug was missed (above)", file=sys.stderr)
+    return 0 if whole else 1
 
 
 if __name__ == "__main__":
