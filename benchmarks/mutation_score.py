@@ -7,6 +7,7 @@ Two tables, in Markdown on stdout:
    equivalent (the code path cannot show the bug at that p) or MISSED;
 2. every class of planted bug (validation, algorithms, sparse, reused results, non-root buffers, tuning
    proofs, store): the tests that plant one, each caught when its test passes.
+Exits 1 when a mutant that can show is MISSED, or a planted class is missed or ran no test.
 
 Run it in an environment with the Open MPI wheel (it needs p = 3, 5, 8) from the project's root, on two
 commits to compare them (docs/testing.md gives the commands and the figures).
@@ -74,7 +75,8 @@ PLANTED = {
 }
 
 
-def mutants(ranks: list[int]) -> str:
+def mutants(ranks: list[int]) -> tuple[str, bool]:
+    """The table of the twelve mutants at each p, and whether every one that can show was caught."""
     from mpirun import mpi_env, need_ranks
     from test_mutations import EQUIVALENT, MUTANTS
 
@@ -91,7 +93,8 @@ def mutants(ranks: list[int]) -> str:
     lines += [f"| `{m}` | " + " | ".join(v) + " |" for m, v in rows.items()]
     possible = sum(v != "equivalent" for vs in rows.values() for v in vs)
     caught = sum(v == "caught" for vs in rows.values() for v in vs)
-    return "\n".join(lines) + f"\n\nScore: {caught} of {possible} (mutant, p) pairs where the bug can show.\n"
+    score = f"\n\nScore: {caught} of {possible} (mutant, p) pairs where the bug can show.\n"
+    return "\n".join(lines) + score, caught == possible
 
 
 def planted(pytest: str) -> tuple[str, bool]:
@@ -125,12 +128,13 @@ def main() -> int:
     parser.add_argument("--pytest", default=str(Path(sys.executable).parent / "pytest"))
     parser.add_argument("--ranks", default="2,3,5,8")
     args = parser.parse_args()
-    print(mutants([int(p) for p in args.ranks.split(",")]))
-    table, whole = planted(args.pytest)
-    print(table)
-    if not whole:
-        print("mutation_score: a planted class did not run, or a planted bug was missed (above)", file=sys.stderr)
-    return 0 if whole else 1
+    results = [mutants([int(p) for p in args.ranks.split(",")]), planted(args.pytest)]
+    for table, _ in results:
+        print(table)
+    if not all(whole for _, whole in results):
+        print("mutation_score: a bug was missed, or a planted class ran no test (above)", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -231,10 +231,10 @@ def test_interrupting_a_sweep_marks_the_run_interrupted(tmp_path, launched):
         proc = Launched(argv)
         try:
             # the harness floor's two points and allreduce at 8 B done: the 1 MiB point's batch starts
-            # once its buffers and expected results are made. Two CI runs
-            # (7ff6921) left the run "running" when the interrupt came 1 s after the first point: perhaps
-            # in a later point's set-up, which holds the interpreter, so that the marking thread could
-            # not run before Open MPI's SIGKILL (open: docs/testing.md). The batch releases it.
+            # once its buffers and expected results are made. Two CI runs (7ff6921) left the run
+            # "running" when the interrupt came 1 s after the first point: perhaps in a later point's
+            # set-up, which holds the interpreter, so that the marking thread could not run before
+            # Open MPI's SIGKILL (open: docs/testing.md). The batch releases it.
             wait_for_points(proc, 3)
             time.sleep(2.0)
             os.kill(proc.pid, signal.SIGINT)

@@ -296,8 +296,9 @@ def test_the_doctor_names_the_slowed_link_and_then_the_busy_rank(lab, tmp_path):
     need_ranks(4)  # 4 ranks on 2 cores: Open MPI only (MPICH busy-polls)
     pick = random.Random(os.getpid())
     slow, busy = pick.sample([f"{NAME}{i}" for i in range(4)], 2)
-    # 10% of the others' rate, and a host capped at 10% of a core: faults ten times what the doctor must
-    # see, so that no load on this machine hides them (60% found them on an idle one)
+    # 10% of the others' rate, and a host capped at 10% of a core: faults of 10 times, against the 3 times
+    # that _doctor's threshold names, so that no load on this machine hides them or adds one (the default
+    # 15% found 60% faults on an idle one)
     _up(4, 1, rate="400mbit", extra=["--slow", f"{slow}:40mbit"])
     status = json.loads(_fp("lab", "status", "--name", NAME, "--json").stdout)
     assert "rate 40Mbit" in status["links"][slow]["qdisc"] and status["links"][slow]["fault"].startswith("link")
