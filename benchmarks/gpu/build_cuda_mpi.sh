@@ -28,7 +28,12 @@ fi
 mkdir -p "$WORK" && cd "$WORK"
 if [ ! -f "openmpi_$VERSION.orig.tar.xz" ]; then
   if ! grep -rqs "deb-src" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n' \
+    # apt refuses two entries for one URI and suite that name different keyrings: name the one the
+    # binary entries name (Debian's own images do), or none where they name none
+    keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    signed_by=""
+    grep -rqs "Signed-By: $keyring" /etc/apt/sources.list.d/ && signed_by="Signed-By: $keyring\n"
+    printf "Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n$signed_by" \
       > /etc/apt/sources.list.d/fabricprobe-deb-src.sources
   fi
   apt-get update -qq
