@@ -2,7 +2,7 @@
 here on host buffers at n = 2: fabricprobe loads it through the mpi4py wheel (MPI4PY_LIBMPI), says what it
 is ("yes (library), no device": built with CUDA, no GPU here), and a validated sweep on it measures the
 same points as on the Open MPI wheel, every one right. Skipped where the build is absent (it takes
-about 20 minutes on 2 cores; CI does not build it): FABRICPROBE_CUDA_MPI names another prefix."""
+about 4 minutes on 2 cores, docs/gpu.md; CI does not build it): FABRICPROBE_CUDA_MPI names another prefix."""
 
 from __future__ import annotations
 
