@@ -16,6 +16,10 @@ from mpirun import launcher  # noqa: E402
 
 from fabricprobe.mpienv.session_dirs import orphaned_session_dirs  # noqa: E402
 
+# h5py's first import asks platform.processor(), which runs `uname -p`: imported here, so that the unit
+# test that happens to import the store first is not failed for starting a process (below).
+__import__("h5py")
+
 # The suite's jobs keep their launcher session folders in a TMPDIR of their own, and the folders that
 # its killed jobs leave are removed after each test: a new mpiexec given the pid of such a folder fails
 # before any rank runs (fabricprobe.mpienv.session_dirs; it made CI red).

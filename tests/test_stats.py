@@ -77,7 +77,7 @@ def _before_after_runs(pairs):
     for base, tuned in pairs:
         for label, t in (("baseline", base), ("tuned", tuned)):
             point = dict(algorithm=f"library:{label}", status="ok", collective="allreduce", nranks=4, bytes=1 << 20)
-            runs.append(SimpleNamespace(points=[{**point, "median_s": t}]))
+            runs.append(SimpleNamespace(points=[{**point, "median_s": t}], config={}))
     return runs
 
 
@@ -139,7 +139,8 @@ def test_before_after_measures_every_tuned_collective_in_each_launch_and_only_op
     first, later = seen[0][1], seen[2][1]
     assert first.collectives == ["allreduce", "bcast"] and first.sizes == [8, 64, 1024] and first.points is None
     assert first.comm_sizes == [2, 4] and {c.library_variant for _, c in seen} == {"baseline", "tuned"}
-    assert later.collectives == ["allreduce"] and later.points == [["allreduce", "library", 4, 1024]]
+    assert later.collectives == ["allreduce"]
+    assert later.points == [["allreduce", "library", 4, 1024], ["allreduce", "library:baseline", 4, 1024]]
     # the rows keep each collective's own communicator and message sizes
     runs = []
     for label, t in (("baseline", 2.0), ("tuned", 1.0)):
@@ -149,6 +150,71 @@ def test_before_after_measures_every_tuned_collective_in_each_launch_and_only_op
             for n in (2, 4)
             for b in (8, 64, 1024)
         ]
-        runs.append(SimpleNamespace(points=points))
+        runs.append(SimpleNamespace(points=points, config={}))
     rows = {(r["collective"], r["comm_size"], r["size"]) for r in ba.speedups(runs, table)}
     assert rows == {("allreduce", 4, 8), ("allreduce", 4, 1024), ("bcast", 2, 64)}
+
+
+def _paired_table():
+    from fabricprobe.tuning.choose.rules import Decision, Range, Table
+
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    return Table("Open MPI", "", 4, "float32", {"allreduce": {4: [Range(0, None, "ring", [d(8), d(1024)])]}})
+
+
+def test_paired_before_after_is_one_launch_per_repetition_with_the_default_switched_beside_the_files(monkeypatch):
+    """Issue 54: where the library can switch its default back on inside a launch with the files, each
+    repetition is one launch with the files' environment, the default switched at every point (its
+    side first in odd repetitions); a paired launch that fails sends the rest to a launch per side."""
+    from fabricprobe.engine.config import SweepConfig
+    from fabricprobe.tuning.measure import before_after as ba
+
+    jobs, single = [], []
+
+    def launch_job(base, output, spec, env, timeout):
+        jobs.append((spec, env))
+        return ba.Launch("*", None, 0 if len(jobs) < 3 else 1, "" if len(jobs) < 3 else "rank 1: boom")
+
+    monkeypatch.setattr(ba, "launch_job", launch_job)
+    monkeypatch.setattr(ba, "run_variant", lambda base, out, variant, config, timeout: single.append(variant.name))
+    off = {"coll_tuned_use_dynamic_rules": "0"}
+    done = ba.before_after(["mpiexec"], "x.h5", _paired_table(), {"F": "1"}, reps=4, files_off=off)
+    assert len(jobs) == 3 and all(env == {"F": "1"} for _, env in jobs)  # the files' environment
+    configs = [SweepConfig.from_dict(spec["parts"][0]) for spec, _ in jobs]
+    assert [c.switched_first for c in configs] == [False, True, False]
+    assert all(c.library_variant == "tuned" and c.library_variants == {"allreduce": ["baseline"]} for c in configs)
+    assert jobs[0][0]["switch"]["writes"] == {"allreduce": {"baseline": off}}
+    assert jobs[0][0]["switch"]["new_communicator"] is True
+    # the third failed: that repetition and the fourth a launch per side, which side first alternating
+    assert single == ["baseline", "tuned", "tuned", "baseline"]
+    assert not done.paired and "paired launch failed (exit 1: rank 1: boom)" in done.why_unpaired
+    assert [la.variant.name for la in done.launches[:3]] == ["paired"] * 3
+
+
+def test_a_paired_run_gives_a_ratio_only_where_it_measured_both_sides():
+    """A paired launch cut between the two sides of a point leaves no half pair to misalign the rest."""
+    from fabricprobe.tuning.measure.before_after import speedups
+
+    def point(side, size, t):
+        return dict(algorithm=f"library:{side}", status="ok", collective="allreduce", nranks=4, bytes=size, median_s=t)
+
+    paired = {"library_variant": "tuned", "library_variants": {"allreduce": ["baseline"]}}
+    whole = SimpleNamespace(points=[point("tuned", 8, 1.0), point("baseline", 8, 2.0)], config=paired)
+    cut = SimpleNamespace(points=[point("tuned", 8, 9.0)], config=paired)
+    (row,) = speedups([whole, cut, whole], _paired_table())
+    assert row["ratios"] == [2.0, 2.0] and row["reps"] == 2
+
+
+def test_pairing_needs_a_switch_for_these_files_that_mpi_t_lets_be_written():
+    from fabricprobe.tuning.measure.before_after import pairing
+    from fabricprobe.tuning.plan.openmpi import OpenMPI
+
+    ompi = OpenMPI(text="mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:1:basic_linear\n")
+    files = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": "/r.conf"}
+    writable = {"coll_tuned_use_dynamic_rules": {"writable": True, "scope": "all"}}
+    assert pairing(ompi, files, writable) == ({"coll_tuned_use_dynamic_rules": "0"}, "")
+    readonly = {"coll_tuned_use_dynamic_rules": {"writable": False, "scope": "constant"}}
+    assert "cannot be written at run time (MPI_T scope constant)" in pairing(ompi, files, readonly)[1]
+    assert "no MPI_T control variable" in pairing(ompi, files, {})[1]
+    with_han = {**files, "OMPI_MCA_coll_han_use_dynamic_file_rules": "1"}
+    assert pairing(ompi, with_han, writable)[0] == {}  # han's settings have no run-time switch

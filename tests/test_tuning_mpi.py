@@ -256,6 +256,47 @@ def test_verification(tmp_path, applied):
         assert (1 << 20, MISMATCH) in statuses
 
 
+def test_paired_before_after_measures_the_default_beside_the_files_in_one_launch(tmp_path):
+    """Issue 54: on an Open MPI whose coll_tuned_use_dynamic_rules MPI_T lets be written, each repetition
+    of tune --verify's before/after is one launch with the files, the default measured beside them at
+    each point on a communicator made after writing 0 (its side first in the second repetition). Proven
+    in the launch itself by the traces the switch takes: the files' rule (allreduce's basic linear at 4
+    ranks: rank 0 reduces, the others never) against the default's (every rank reduces)."""
+    found = _needs("Open MPI")
+    from mpirun import need_ranks
+
+    from fabricprobe.tuning.measure.before_after import before_after, pairing, speedups
+    from fabricprobe.tuning.plan.libraries import for_vendor
+    from fabricprobe.tuning.plan.switch import describe_variables
+
+    need_ranks(4)
+    library = for_vendor(found.vendor)
+    rules = tmp_path / "rules.conf"
+    rules.write_text("1\n2\n1\n4\n1\n0 1 0 0\n")  # allreduce, 4 ranks: basic linear from 0 B
+    env = emit_openmpi.load_env(rules)
+    off, why = pairing(library, env, describe_variables(sorted(library.files_off(env))))
+    if not off:
+        pytest.skip(why)  # Open MPI before 5.0.6 and 4.1.7: read-only, a launch per side
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    table = Table("Open MPI", "", 4, "float32", {"allreduce": {4: [Range(0, None, "basic_linear", [d(8), d(65536)])]}})
+    output = tmp_path / "ba.h5"
+    done = before_after(found.argv(4), str(output), table, env, reps=2, files_off=off)
+    assert done.paired and [la.returncode for la in done.launches] == [0, 0], done.launches
+    runs = load_runs(str(output))
+    assert len(runs) == 2
+    for rep, run in enumerate(runs):
+        points = sorted(run.points, key=lambda p: p["index"])
+        sides = [(p["algorithm"], p["forced_by"], p["bytes"]) for p in points if p["collective"] == "allreduce"]
+        tuned, baseline = ("library:tuned", "launch"), ("library:baseline", "mpit")
+        first, second = (tuned, baseline) if rep == 0 else (baseline, tuned)
+        assert sides == [(*first, 8), (*second, 8), (*first, 65536), (*second, 65536)]
+        (proof,) = run.attrs["runtime_switch"]["proofs"]
+        assert (proof["algorithm"], proof["nranks"], proof["verdict"]) == ("baseline", 4, "switched")
+        assert all(proof["trace"]), proof["trace"]  # the default: every rank reduces (the files: rank 0 only)
+    rows = speedups(runs, table)
+    assert [(r["size"], r["reps"]) for r in rows] == [(8, 2), (65536, 2)]
+
+
 def _malform(env: dict[str, str], vendor: str) -> None:
     """Spoil the emitted rules file that `env` loads, as each library mishandles: Open MPI drops the whole
     file silently when its first rule is not at 0; MPICH refuses a JSON tree whose allreduce chain has

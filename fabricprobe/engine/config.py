@@ -99,8 +99,13 @@ class SweepConfig:
     points: list[list] | None = None
     library_variant: str = ""  # the forced library algorithm this run measures (tune-sweep), recorded as library:NAME
     # tune-sweep's one launch: collective -> names of the library's algorithms switched at run time (a
-    # LibrarySwitch does it) and measured beside its default, each point labelled library:NAME
+    # LibrarySwitch does it) and measured beside its default, each point labelled library:NAME; with a
+    # library_variant, the library's own points are that variant as launched (tune --verify's paired
+    # before/after: the files as launched, the default switched beside them)
     library_variants: dict[str, list[str]] | None = None
+    # the switched variants measured right before the library's own point at each size, not after (tune
+    # --verify's paired before/after alternates which side runs first)
+    switched_first: bool = False
     root: int = 0
     point_timeout: float = 120.0
     hugepages: bool = False
@@ -217,8 +222,6 @@ class SweepConfig:
                     f"at most {VARIANT_MAX})"
                 )
             check_choices(list(self.library_variants), KNOWN, "collective")
-            if self.library_variant:
-                raise UsageError("a run forces one library algorithm at launch or switches several, not both")
         if self.launch_group and not (_variant_name(self.launch_group) and self.launch_index < self.launches):
             raise UsageError(
                 f"invalid launch {self.launch_group!r} {self.launch_index} of {self.launches}: "
@@ -319,6 +322,7 @@ _SCALARS = {
     "thread_level": str,
     "window": int,
     "library_variant": str,
+    "switched_first": bool,
     "root": int,
     "point_timeout": float,
     "hugepages": bool,

@@ -260,8 +260,9 @@ def _plan_for(
         if switched and any(name == collectives.LIBRARY for name, _ in algorithms):
             # tune-sweep's one launch: the library's algorithms switched at run time, each measured right
             # after its default at every size (the same machine phase), on the library's own call
-            at = next(i for i, (name, _) in enumerate(algorithms) if name == collectives.LIBRARY) + 1
-            library = algorithms[at - 1][1]
+            at = next(i for i, (name, _) in enumerate(algorithms) if name == collectives.LIBRARY)
+            library = algorithms[at][1]
+            at += 0 if config.switched_first else 1
             algorithms[at:at] = [(f"{collectives.LIBRARY}:{label}", library) for label in switched]
         dtypes = [BYTE] if (spec.pt2pt or not spec.sized) else config.dtypes
         ops = (["sum"] if spec.sparse else config.ops) if spec.reduces else [NO_OP]

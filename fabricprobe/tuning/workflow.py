@@ -23,12 +23,13 @@ from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.emit import selection as emit_selection
 from fabricprobe.tuning.emit import site as emit_site
-from fabricprobe.tuning.measure.before_after import before_after, speedups, tuned_collectives
+from fabricprobe.tuning.measure.before_after import before_after, pairing, speedups, tuned_collectives
 from fabricprobe.tuning.measure.launch import library_in_use
 from fabricprobe.tuning.plan.hierarchy import is_hierarchy
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.library import DEFAULT, Library, names
 from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
+from fabricprobe.tuning.plan.switch import describe_variables
 from fabricprobe.tuning.verify.checks import (
     ERROR,
     MISMATCH,
@@ -336,6 +337,17 @@ def _verify(
     return status, emitted, proof
 
 
+def _pairing(library: Library, load_env: dict[str, str]) -> tuple[dict[str, str], str]:
+    """The writes that give the default back inside a launch with the files, or why there are none
+    (tuning.measure.before_after.pairing; MPI_T asked in a child process)."""
+    wanted = library.files_off(load_env)
+    try:
+        described = describe_variables(sorted(wanted))
+    except UsageError as exc:
+        return {}, str(exc)
+    return pairing(library, load_env, described)
+
+
 def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, phases):
     """The files proven (rules the library does not apply given back, once), then re-measured."""
     checks = _verified(table, library, emitted.load_env, fingerprints, say, "verifying ")
@@ -381,13 +393,23 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
         rows = speedups(load_runs(opts.file)[runs_before:], table, opts.reps)
         return {(r["collective"], r["comm_size"], r["size"]) for r in rows if not r["decided"]}
 
+    files_off, why_unpaired = _pairing(library, emitted.load_env)
+    how = f"a launch per side: {why_unpaired}"
+    if files_off:
+        how = "each one launch, the default switched beside the files"
     say.line(
         f"before/after: {', '.join(tuned_collectives(table))} re-measured with the library's default and with "
-        f"the files alternately, up to {opts.reps} repetitions (each a launch per side)"
+        f"the files alternately, up to {opts.reps} repetitions ({how})"
     )
     began = time.monotonic()
-    launches = before_after(full, opts.file, table, emitted.load_env, reps=opts.reps, still_open=still_open)
+    remeasured = before_after(
+        full, opts.file, table, emitted.load_env, opts.reps, still_open=still_open, files_off=files_off
+    )
+    launches = remeasured.launches
     phases.before_after = (time.monotonic() - began, len(launches))
+    manifest["before_after_pairing"] = {"paired": remeasured.paired, "why_not": remeasured.why_unpaired or why_unpaired}
+    if files_off and not remeasured.paired:
+        say.line(f"before/after: {remeasured.why_unpaired}", "warning")
     failed = [la for la in launches if la.returncode != 0]
     if failed:
         manifest["before_after_failures"] = [f"{la.collective} {la.variant.name}: {la.stderr_tail}" for la in failed]

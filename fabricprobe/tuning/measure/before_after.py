@@ -3,7 +3,7 @@ and what the repetitions allow one to say of their ratio."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -12,7 +12,9 @@ from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.stats import median_ci_exact
 from fabricprobe.tuning.measure.launch import Launch, run_variant
-from fabricprobe.tuning.plan.library import DEFAULT, Variant
+from fabricprobe.tuning.measure.onelaunch import launch_job
+from fabricprobe.tuning.plan.library import DEFAULT, Library, Variant
+from fabricprobe.tuning.plan.switch import METHOD
 
 # Before/after re-measurements: a first batch of 100 iterations and 0.5 s per point, as tune-sweep's defaults.
 BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=0.5)
@@ -31,6 +33,31 @@ def measured_at(table, collective: str) -> tuple[list[int], list[int]]:
     return sorted(sections), sorted({d.size for rs in sections.values() for r in rs for d in r.decisions})
 
 
+@dataclass
+class Remeasured:
+    """What before_after() launched, and whether the default and the files shared each launch."""
+
+    launches: list[Launch] = field(default_factory=list)
+    paired: bool = False  # every repetition one launch, the default switched off the files inside it
+    why_unpaired: str = ""  # why a launch per side (from the start, or since a paired launch failed)
+
+
+def pairing(library: Library, tuned_env: dict[str, str], described: dict[str, dict | None]) -> tuple[dict, str]:
+    """({control variable: value} that give the library's default back inside a launch with the files,
+    ""), or ({}, why not): the library has no such switch for these files (Library.files_off), or MPI_T
+    does not let it be written at run time (`described`: tuning.plan.switch.describe_variables)."""
+    writes = library.files_off(tuned_env)
+    if not writes:
+        return {}, f"{library.vendor} has no run-time switch between its default and these files"
+    for variable in writes:
+        info = described.get(variable)
+        if info is None:
+            return {}, f"this {library.vendor} has no MPI_T control variable {variable}"
+        if not info["writable"]:
+            return {}, f"{variable} cannot be written at run time (MPI_T scope {info['scope']})"
+    return writes, ""
+
+
 def before_after(
     base: list[str],
     output: str,
@@ -39,29 +66,36 @@ def before_after(
     reps: int = 6,
     timeout: float = 900,
     still_open: Callable[[], set[tuple]] | None = None,
-) -> list[Launch]:
+    files_off: dict[str, str] | None = None,
+    why_unpaired: str = "",
+) -> Remeasured:
     """Re-measure the tuned collectives with the library's default and with the tuning files,
     alternately, up to `reps` times (which runs first alternates too), labelled library:baseline and
-    library:tuned. One launch per side and repetition measures every tuned collective at once (the
-    sizes and communicator sizes of all of them: speedups() keeps each collective's own), since the
-    spread between launches is what the interval must hold, not between collectives. `still_open()`,
-    asked after each repetition, names the rows (collective, communicator size, bytes) whose verdict
-    the repetitions left could still change (speedups with `planned`): the next repetitions measure
-    those only, and none is made once every row is decided."""
+    library:tuned. Each repetition measures every tuned collective at once (the sizes and communicator
+    sizes of all of them: speedups() keeps each collective's own), since the spread between launches
+    is what the interval must hold, not between collectives. With `files_off` (pairing()), a
+    repetition is one launch with the files, the default measured beside them at each point on a
+    communicator made after writing those variables; otherwise (or once a paired launch fails: the
+    rest go that way) a launch per side. `still_open()`, asked after each repetition, names the rows
+    (collective, communicator size, bytes) whose verdict the repetitions left could still change
+    (speedups with `planned`): the next repetitions measure those only, and none is made once every
+    row is decided."""
+    done = Remeasured(paired=bool(files_off), why_unpaired=why_unpaired)
     collectives = tuned_collectives(table)
     if not collectives:
-        return []
+        return done
     comm_sizes = sorted({n for c in collectives for n in measured_at(table, c)[0]})
     sizes = sorted({s for c in collectives for s in measured_at(table, c)[1]})
     template = replace(BEFORE_AFTER, sizes=sizes, collectives=collectives, algorithms=[LIBRARY], comm_sizes=comm_sizes)
-    launches = []
     for rep in range(reps):
-        order = (("baseline", {}), ("tuned", tuned_env))
-        for label, env in order if rep % 2 == 0 else order[::-1]:  # neither always runs first
-            variant = Variant(",".join(template.collectives), label, "", env)
-            launches.append(
-                run_variant(base, output, variant, replace(template, library_variant=label).check(), timeout)
-            )
+        if done.paired and not _paired_repetition(base, output, template, tuned_env, files_off, rep, timeout, done):
+            done.paired = False
+        if not done.paired:
+            order = (("baseline", {}), ("tuned", tuned_env))
+            for label, env in order if rep % 2 == 0 else order[::-1]:  # neither always runs first
+                variant = Variant(",".join(template.collectives), label, "", env)
+                config = replace(template, library_variant=label).check()
+                done.launches.append(run_variant(base, output, variant, config, timeout))
         if still_open is None or rep + 1 == reps:
             continue
         rows = sorted(still_open())
@@ -72,9 +106,41 @@ def before_after(
             collectives=[c for c in collectives if any(r[0] == c for r in rows)],
             comm_sizes=sorted({n for _, n, _ in rows}),
             sizes=sorted({size for _, _, size in rows}),
-            points=[[c, LIBRARY, n, size] for c, n, size in rows],
+            points=[[c, name, n, size] for c, n, size in rows for name in (LIBRARY, f"{LIBRARY}:{BASELINE}")],
         )
-    return launches
+    return done
+
+
+BASELINE = "baseline"
+
+
+def _paired_repetition(base, output, template, tuned_env, files_off, rep: int, timeout: float, done) -> bool:
+    """One repetition in one launch with the files (tuning.sweep_job): at each point the files as
+    launched (library:tuned) and the default switched beside them (library:baseline), the default
+    first in odd repetitions. False when the launch failed (its why noted in `done`)."""
+    config = replace(
+        template,
+        library_variant="tuned",
+        library_variants={c: [BASELINE] for c in template.collectives},
+        switched_first=rep % 2 == 1,
+    ).check()
+    switch = {
+        "method": METHOD,
+        "new_communicator": True,
+        "writes": {c: {BASELINE: dict(files_off)} for c in template.collectives},
+        "served_by": {},
+    }
+    launch = launch_job(base, output, {"parts": [config.to_dict()], "switch": switch}, tuned_env, timeout)
+    variant = Variant(",".join(template.collectives), PAIRED, "", tuned_env)
+    done.launches.append(replace(launch, collective=variant.collective, variant=variant))
+    if launch.returncode != 0:
+        failed = f"exit {launch.returncode}: {launch.stderr_tail}"
+        done.why_unpaired = f"a paired launch failed ({failed}); a launch per side"
+        return False
+    return True
+
+
+PAIRED = "paired"  # the variant name of a paired launch
 
 
 def verdict_of(ratios: np.ndarray) -> tuple[str, float, float, bool]:
@@ -112,11 +178,18 @@ def speedups(runs, table, planned: int | None = None) -> list[dict]:
     repetitions asked for; a row with fewer gets the verdict they settle (settled_verdict; "decided"
     says whether it is), its interval left out. Only each collective's own sizes (measured_at)."""
     times: dict[tuple, dict[str, list[float]]] = {}
-    for run in runs:  # in file order: baseline, tuned, baseline, tuned, ...
+    for run in runs:  # in file order: baseline, tuned, baseline, tuned, ... (or both in one paired run)
+        measured: dict[tuple, dict[str, float]] = {}
         for p in run.points:
             if p["algorithm"] in ("library:baseline", "library:tuned") and p["status"] == "ok":
                 key = (p["collective"], p["nranks"], p["bytes"])
-                times.setdefault(key, {}).setdefault(p["algorithm"].split(":")[1], []).append(p["median_s"])
+                measured.setdefault(key, {})[p["algorithm"].split(":")[1]] = p["median_s"]
+        paired = bool(run.config.get("library_variants"))
+        for key, sides in measured.items():
+            if paired and len(sides) < 2:
+                continue  # a paired launch that stopped between the two sides of a point: no pair
+            for side, median in sides.items():
+                times.setdefault(key, {}).setdefault(side, []).append(median)
     out = []
     for (coll, n, size), t in sorted(times.items()):
         if table is not None and not _measured_row(table, coll, n, size):

@@ -103,6 +103,13 @@ class Library:
         has no run-time equivalent: a launch per variant)."""
         return None
 
+    def files_off(self, load_env: dict[str, str]) -> dict[str, str]:
+        """Control variables whose writes give back the library's default, on communicators made after
+        them (new_communicator), inside a job launched with the tuning files' environment `load_env`:
+        {variable: value}, or {} where the default needs a launch of its own (tune --verify's
+        before/after then launches once per side)."""
+        return {}
+
     def refuses(self, error: str) -> bool:
         """Whether a point's error is the library saying the algorithm does not run on that
         communicator (then a launch of its own would say the same, and none is made)."""

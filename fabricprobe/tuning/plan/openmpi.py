@@ -72,6 +72,15 @@ class OpenMPI(Library):
         prefix = "OMPI_MCA_"
         return env_name[len(prefix) :] if env_name.startswith(prefix) else None
 
+    def files_off(self, load_env: dict[str, str]) -> dict[str, str]:
+        """coll/tuned reads its rules file when the component opens, if the dynamic rules are on then,
+        and each communicator made later follows coll_tuned_use_dynamic_rules as it stands: 0 gives the
+        fixed decision, the default (docs/studies/2026-11-29-pairing-in-one-launch). Only for files
+        that are coll/tuned's rules alone: han's settings have no such switch."""
+        if set(load_env) != {"OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_dynamic_rules_filename"}:
+            return {}
+        return {"coll_tuned_use_dynamic_rules": "0"}
+
     def refuses(self, error: str) -> bool:
         """coll/tuned's two_proc on more than 2 ranks returns MPI_ERR_UNSUPPORTED_OPERATION; its launches
         of its own on 4 and 8 ranks failed with the same error in every run (benchmarks/onelaunch_study.py)."""
