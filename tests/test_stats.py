@@ -218,3 +218,24 @@ def test_pairing_needs_a_switch_for_these_files_that_mpi_t_lets_be_written():
     assert "no MPI_T control variable" in pairing(ompi, files, {})[1]
     with_han = {**files, "OMPI_MCA_coll_han_use_dynamic_file_rules": "1"}
     assert pairing(ompi, with_han, writable)[0] == {}  # han's settings have no run-time switch
+
+
+def test_each_before_after_row_names_the_files_rule_there():
+    """A row slower with the files where they keep the library's own choice is not a rule's fault
+    (tune words it apart from a slower rule): each row says which rule the files hold at its size."""
+    from fabricprobe.tuning.choose.rules import Decision, Range, Table
+    from fabricprobe.tuning.measure.before_after import speedups
+
+    d = lambda size: Decision(size, "x", 1.0, 1.0, 0.0)  # noqa: E731
+    ranges = [Range(0, 1024, "default", [d(8)]), Range(1024, None, "ring", [d(1024)])]
+    table = Table("Open MPI", "", 4, "float32", {"allreduce": {4: ranges}})
+
+    def run(side, t):
+        points = [
+            dict(algorithm=f"library:{side}", status="ok", collective="allreduce", nranks=4, bytes=b, median_s=t)
+            for b in (8, 1024)
+        ]
+        return SimpleNamespace(points=points, config={})
+
+    rows = speedups([run("baseline", 1.0), run("tuned", 1.1)], table)
+    assert [(r["size"], r["rule"], r["slower"]) for r in rows] == [(8, "default", True), (1024, "ring", True)]

@@ -11,6 +11,7 @@ import numpy as np
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.stats import median_ci_exact
+from fabricprobe.tuning.choose.rules import winner_at
 from fabricprobe.tuning.measure.launch import Launch, run_variant
 from fabricprobe.tuning.measure.onelaunch import launch_job
 from fabricprobe.tuning.plan.library import DEFAULT, Library, Variant
@@ -176,7 +177,8 @@ def speedups(runs, table, planned: int | None = None) -> list[dict]:
     above 1: the files are faster), their median, and what the repetitions allow one to claim
     (verdict_of). Disagreeing repetitions are reported as such, never as one ratio. `planned`: the
     repetitions asked for; a row with fewer gets the verdict they settle (settled_verdict; "decided"
-    says whether it is), its interval left out. Only each collective's own sizes (measured_at)."""
+    says whether it is), its interval left out. Only each collective's own sizes (measured_at); `rule`:
+    the files' algorithm at the row ("default": they keep the library's own choice there)."""
     times: dict[tuple, dict[str, list[float]]] = {}
     for run in runs:  # in file order: baseline, tuned, baseline, tuned, ... (or both in one paired run)
         measured: dict[tuple, dict[str, float]] = {}
@@ -218,6 +220,7 @@ def speedups(runs, table, planned: int | None = None) -> list[dict]:
                 ci_high=high if exact else None,
                 verdict=verdict or "open",
                 slower=bool(verdict) and verdict.startswith("slower"),
+                rule=None if table is None else winner_at(table.rules[coll][n], size),
             )
         )
     return out
