@@ -68,7 +68,6 @@ def before_after(
     timeout: float = 900,
     still_open: Callable[[], set[tuple]] | None = None,
     files_off: dict[str, str] | None = None,
-    why_unpaired: str = "",
 ) -> Remeasured:
     """Re-measure the tuned collectives with the library's default and with the tuning files,
     alternately, up to `reps` times (which runs first alternates too), labelled library:baseline and
@@ -81,7 +80,7 @@ def before_after(
     (collective, communicator size, bytes) whose verdict the repetitions left could still change
     (speedups with `planned`): the next repetitions measure those only, and none is made once every
     row is decided."""
-    done = Remeasured(paired=bool(files_off), why_unpaired=why_unpaired)
+    done = Remeasured(paired=bool(files_off))
     collectives = tuned_collectives(table)
     if not collectives:
         return done
