@@ -19,6 +19,8 @@ from fabricprobe.tuning.plan.switch import METHOD
 
 # Before/after re-measurements: a first batch of 100 iterations and 0.5 s per point, as tune-sweep's defaults.
 BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=0.5)
+BASELINE, TUNED = "baseline", "tuned"  # the two sides' labels (choose.rules.RESERVED keeps them from rules)
+PAIRED = "paired"  # the variant name of a paired launch
 
 
 def tuned_collectives(table) -> list[str]:
@@ -88,10 +90,14 @@ def before_after(
     sizes = sorted({s for c in collectives for s in measured_at(table, c)[1]})
     template = replace(BEFORE_AFTER, sizes=sizes, collectives=collectives, algorithms=[LIBRARY], comm_sizes=comm_sizes)
     for rep in range(reps):
-        if done.paired and not _paired_repetition(base, output, template, tuned_env, files_off, rep, timeout, done):
-            done.paired = False
+        if done.paired:
+            launch = _paired_repetition(base, output, template, tuned_env, files_off, rep, timeout)
+            done.launches.append(launch)
+            if launch.returncode != 0:
+                failed = f"exit {launch.returncode}: {launch.stderr_tail}"
+                done.paired, done.why_unpaired = False, f"a paired launch failed ({failed}); a launch per side"
         if not done.paired:
-            order = (("baseline", {}), ("tuned", tuned_env))
+            order = ((BASELINE, {}), (TUNED, tuned_env))
             for label, env in order if rep % 2 == 0 else order[::-1]:  # neither always runs first
                 variant = Variant(",".join(template.collectives), label, "", env)
                 config = replace(template, library_variant=label).check()
@@ -111,16 +117,13 @@ def before_after(
     return done
 
 
-BASELINE = "baseline"
-
-
-def _paired_repetition(base, output, template, tuned_env, files_off, rep: int, timeout: float, done) -> bool:
+def _paired_repetition(base, output, template, tuned_env, files_off, rep: int, timeout: float) -> Launch:
     """One repetition in one launch with the files (tuning.sweep_job): at each point the files as
     launched (library:tuned) and the default switched beside them (library:baseline), the default
-    first in odd repetitions. False when the launch failed (its why noted in `done`)."""
+    first in odd repetitions. Its Launch, named as the variant PAIRED."""
     config = replace(
         template,
-        library_variant="tuned",
+        library_variant=TUNED,
         library_variants={c: [BASELINE] for c in template.collectives},
         switched_first=rep % 2 == 1,
     ).check()
@@ -132,15 +135,7 @@ def _paired_repetition(base, output, template, tuned_env, files_off, rep: int, t
     }
     launch = launch_job(base, output, {"parts": [config.to_dict()], "switch": switch}, tuned_env, timeout)
     variant = Variant(",".join(template.collectives), PAIRED, "", tuned_env)
-    done.launches.append(replace(launch, collective=variant.collective, variant=variant))
-    if launch.returncode != 0:
-        failed = f"exit {launch.returncode}: {launch.stderr_tail}"
-        done.why_unpaired = f"a paired launch failed ({failed}); a launch per side"
-        return False
-    return True
-
-
-PAIRED = "paired"  # the variant name of a paired launch
+    return replace(launch, collective=variant.collective, variant=variant)
 
 
 def verdict_of(ratios: np.ndarray) -> tuple[str, float, float, bool]:
@@ -182,7 +177,7 @@ def speedups(runs, table, planned: int | None = None) -> list[dict]:
     for run in runs:  # in file order: baseline, tuned, baseline, tuned, ... (or both in one paired run)
         measured: dict[tuple, dict[str, float]] = {}
         for p in run.points:
-            if p["algorithm"] in ("library:baseline", "library:tuned") and p["status"] == "ok":
+            if p["algorithm"] in (f"{LIBRARY}:{BASELINE}", f"{LIBRARY}:{TUNED}") and p["status"] == "ok":
                 key = (p["collective"], p["nranks"], p["bytes"])
                 measured.setdefault(key, {})[p["algorithm"].split(":")[1]] = p["median_s"]
         paired = bool(run.config.get("library_variants"))
@@ -195,7 +190,7 @@ def speedups(runs, table, planned: int | None = None) -> list[dict]:
     for (coll, n, size), t in sorted(times.items()):
         if table is not None and not _measured_row(table, coll, n, size):
             continue
-        pairs = list(zip(t.get("baseline", []), t.get("tuned", [])))
+        pairs = list(zip(t.get(BASELINE, []), t.get(TUNED, [])))
         ratios = np.sort([b / u for b, u in pairs if u > 0])
         if ratios.size == 0:
             continue
