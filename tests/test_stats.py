@@ -211,9 +211,12 @@ def test_pairing_needs_a_switch_for_these_files_that_mpi_t_lets_be_written():
 
     ompi = OpenMPI(text="mca:coll:tuned:param:coll_tuned_allreduce_algorithm:enumerator:value:1:basic_linear\n")
     files = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": "/r.conf"}
-    writable = {"coll_tuned_use_dynamic_rules": {"writable": True, "scope": "all"}}
+    names = {"values": [[0, "false"], [1, "true"]], "value": 0}
+    writable = {"coll_tuned_use_dynamic_rules": {**names, "writable": True, "scope": "all"}}
     assert pairing(ompi, files, writable) == ({"coll_tuned_use_dynamic_rules": "0"}, "")
-    readonly = {"coll_tuned_use_dynamic_rules": {"writable": False, "scope": "constant"}}
+    shifted = {"coll_tuned_use_dynamic_rules": {**writable["coll_tuned_use_dynamic_rules"], "value": 1}}
+    assert "the names cannot be trusted" in pairing(ompi, files, shifted)[1]  # as tune-sweep's switch refuses
+    readonly = {"coll_tuned_use_dynamic_rules": {**names, "writable": False, "scope": "constant"}}
     assert "cannot be written at run time (MPI_T scope constant)" in pairing(ompi, files, readonly)[1]
     assert "no MPI_T control variable" in pairing(ompi, files, {})[1]
     with_han = {**files, "OMPI_MCA_coll_han_use_dynamic_file_rules": "1"}

@@ -15,7 +15,7 @@ from fabricprobe.tuning.choose.rules import winner_at
 from fabricprobe.tuning.measure.launch import Launch, run_variant
 from fabricprobe.tuning.measure.onelaunch import launch_job
 from fabricprobe.tuning.plan.library import DEFAULT, Library, Variant
-from fabricprobe.tuning.plan.switch import METHOD
+from fabricprobe.tuning.plan.switch import METHOD, refusal
 
 # Before/after re-measurements: a first batch of 100 iterations and 0.5 s per point, as tune-sweep's defaults.
 BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=0.5)
@@ -53,11 +53,9 @@ def pairing(library: Library, tuned_env: dict[str, str], described: dict[str, di
     if not writes:
         return {}, f"{library.vendor} has no run-time switch between its default and these files"
     for variable in writes:
-        info = described.get(variable)
-        if info is None:
-            return {}, f"this {library.vendor} has no MPI_T control variable {variable}"
-        if not info["writable"]:
-            return {}, f"{variable} cannot be written at run time (MPI_T scope {info['scope']})"
+        why = refusal(library, variable, described)
+        if why:
+            return {}, why
     return writes, ""
 
 

@@ -89,7 +89,6 @@ def plan_switch(library: Library, variants: list[Variant], described: dict[str, 
     """Decide, per variant, run-time switch or launch of its own (`described`: describe_variables of
     every control variable the variants' environments name)."""
     plan = SwitchPlan(METHOD, library.new_communicator, {}, {})
-    unusable = _unusable_variables(library, described)
     for v in variants:
         if v.name == DEFAULT:
             continue
@@ -98,23 +97,17 @@ def plan_switch(library: Library, variants: list[Variant], described: dict[str, 
         writes, why = {}, ""
         for env_name, value in v.env.items():
             variable = library.control_variable(env_name)
+            info = described.get(variable) if variable else None
+            if info is not None and not info["writable"] and library.launch_wide.get(env_name) == value:
+                plan.launch_env[env_name] = value  # set by its environment name: its value names do not matter
+                continue
             if variable is None:
                 why = f"{env_name} has no MPI_T control variable in {library.vendor}"
-            elif described.get(variable) is None:
-                why = f"this {library.vendor} has no MPI_T control variable {variable}"
-            elif variable in unusable:
-                why = unusable[variable]
-            elif library.read_at_init(variable):
-                why = library.read_at_init(variable)
-            elif described[variable]["writable"]:
-                writes[variable] = value
-                continue
-            elif library.launch_wide.get(env_name) == value:
-                plan.launch_env[env_name] = value
-                continue
             else:
-                why = f"{variable} cannot be written at run time (MPI_T scope {described[variable]['scope']})"
-            break
+                why = refusal(library, variable, described)
+            if why:
+                break
+            writes[variable] = value
         if why:
             plan.by_launch.append((v, why))
         else:
@@ -122,22 +115,38 @@ def plan_switch(library: Library, variants: list[Variant], described: dict[str, 
     return plan
 
 
-def _unusable_variables(library: Library, described: dict[str, dict | None]) -> dict[str, str]:
-    """variable -> why not to write it: its value at start is not the library's default's name, where
-    the environment leaves it alone (MPICH's names follow its description's order; a build where they
-    do not would switch to the wrong algorithm)."""
-    out = {}
-    for variable, info in described.items():
-        expected = library.default_value(variable)
-        if info is None or expected is None or variable in os.environ or f"OMPI_MCA_{variable}" in os.environ:
-            continue
-        if info["values"] and value_named(info["values"], expected) != info["value"]:
-            names = {value: name for value, name in info["values"]}
-            out[variable] = (
-                f"{variable} reads {info['value']} at start, which its value names make "
-                f"{names.get(info['value'], 'nothing')!r}, not {expected!r}: the names cannot be trusted"
-            )
-    return out
+def refusal(library: Library, variable: str, described: dict[str, dict | None]) -> str:
+    """Why writing `variable` through MPI_T at run time would not switch what it names ("" when it
+    would): this library has no such variable, its value names cannot be trusted, the library reads it
+    at MPI_Init only, or MPI_T says it may not be written (its scope). tune-sweep's one launch and the
+    before/after's paired launch (tuning.measure.before_after.pairing) both ask it."""
+    info = described.get(variable)
+    if info is None:
+        return f"this {library.vendor} has no MPI_T control variable {variable}"
+    untrusted = _untrusted_names(library, variable, info)
+    if untrusted:
+        return untrusted
+    if library.read_at_init(variable):
+        return library.read_at_init(variable)
+    if not info["writable"]:
+        return f"{variable} cannot be written at run time (MPI_T scope {info['scope']})"
+    return ""
+
+
+def _untrusted_names(library: Library, variable: str, info: dict) -> str:
+    """Why not to write `variable` by its value names: its value at start is not the library's
+    default's name, where the environment leaves it alone (MPICH's names follow its description's
+    order; a build where they do not would switch to the wrong algorithm). "" when they can be trusted."""
+    expected = library.default_value(variable)
+    if expected is None or variable in os.environ or f"OMPI_MCA_{variable}" in os.environ:
+        return ""
+    if info["values"] and value_named(info["values"], expected) != info["value"]:
+        names = {value: name for value, name in info["values"]}
+        return (
+            f"{variable} reads {info['value']} at start, which its value names make "
+            f"{names.get(info['value'], 'nothing')!r}, not {expected!r}: the names cannot be trusted"
+        )
+    return ""
 
 
 def variables_of(library: Library, variants: list[Variant]) -> list[str]:
