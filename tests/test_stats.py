@@ -220,7 +220,16 @@ def test_pairing_needs_a_switch_for_these_files_that_mpi_t_lets_be_written():
     assert "cannot be written at run time (MPI_T scope constant)" in pairing(ompi, files, readonly)[1]
     assert "no MPI_T control variable" in pairing(ompi, files, {})[1]
     with_han = {**files, "OMPI_MCA_coll_han_use_dynamic_file_rules": "1"}
-    assert pairing(ompi, with_han, writable)[0] == {}  # han's settings have no run-time switch
+    off, why = pairing(ompi, with_han, writable)  # han's settings have no run-time switch: they are named
+    assert off == {} and why.endswith("these files also set coll_han_use_dynamic_file_rules")
+    from fabricprobe.tuning.plan.mpich import MPICH
+
+    mpich = MPICH.__new__(MPICH)  # its variants are not asked: no mpivars needed
+    json_files = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "/t.json"}
+    off, why = pairing(mpich, json_files, {})
+    assert off == {} and why == "MPICH has no run-time switch between its default and these files: " + (
+        "it reads its tuning files at MPI_Init only"
+    )
 
 
 def test_each_before_after_row_names_the_files_rule_there():

@@ -537,6 +537,14 @@ def test_tune_says_what_it_has_not_proven(tmp_path):
     else:
         assert manifest["proof"].startswith("verified") and "# verified" in out.stdout
         assert all(".unverified." not in p.name and ".partly-verified." not in p.name for p in library_files)
+    # a rule is certain here, so the before/after ran: --reps 1 is one launch where the default is
+    # switched beside the files in it (the Open MPI wheel), else one per side (MPICH reads its files at
+    # MPI_Init; Debian's Open MPI 4.1 cannot write coll_tuned_use_dynamic_rules at run time)
+    pairing, took = manifest["before_after_pairing"], manifest["time_to_verified_files"]
+    assert took["before_after"]["launches"] == (1 if pairing["paired"] else 2)
+    assert pairing["paired"] or pairing["why_not"]
+    if launcher().vendor == "MPICH":
+        assert not pairing["paired"] and "no run-time switch" in pairing["why_not"]
     rows = manifest["before_after"]
     assert {r["size"] for r in rows} == {8, 65536, 1 << 20}
     for r in rows:  # one repetition: no interval, a verdict only as "in all 1", the ratio itself kept

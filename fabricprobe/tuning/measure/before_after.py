@@ -51,7 +51,8 @@ def pairing(library: Library, tuned_env: dict[str, str], described: dict[str, di
     does not let it be written at run time (`described`: tuning.plan.switch.describe_variables)."""
     writes = library.files_off(tuned_env)
     if not writes:
-        return {}, f"{library.vendor} has no run-time switch between its default and these files"
+        why = library.why_files_stay(tuned_env)
+        return {}, f"{library.vendor} has no run-time switch between its default and these files: {why}"
     for variable in writes:
         why = refusal(library, variable, described)
         if why:

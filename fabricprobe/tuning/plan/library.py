@@ -110,6 +110,11 @@ class Library:
         before/after then launches once per side)."""
         return {}
 
+    def why_files_stay(self, load_env: dict[str, str]) -> str:
+        """Why nothing written inside a launch with these files gives the default back (files_off is
+        {}): said in tuning.json's before_after_pairing, beside the launches it costs."""
+        return "it reads its tuning files at MPI_Init only"
+
     def refuses(self, error: str) -> bool:
         """Whether a point's error is the library saying the algorithm does not run on that
         communicator (then a launch of its own would say the same, and none is made)."""

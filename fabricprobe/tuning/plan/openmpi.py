@@ -11,6 +11,9 @@ from fabricprobe.errors import UsageError
 from fabricprobe.tuning.plan import openmpi_han
 from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, tool
 
+# The environment that loads coll/tuned's rules file: files_off() can switch these off inside a launch
+TUNED_RULES = frozenset({"OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_dynamic_rules_filename"})
+
 
 class OpenMPI(Library):
     vendor = "Open MPI"
@@ -77,9 +80,14 @@ class OpenMPI(Library):
         and each communicator made later follows coll_tuned_use_dynamic_rules as it stands: 0 gives the
         fixed decision, the default (docs/studies/2026-11-29-pairing-in-one-launch). Only for files
         that are coll/tuned's rules alone: han's settings have no such switch."""
-        if set(load_env) != {"OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_dynamic_rules_filename"}:
+        if set(load_env) != TUNED_RULES:
             return {}
         return {"coll_tuned_use_dynamic_rules": "0"}
+
+    def why_files_stay(self, load_env: dict[str, str]) -> str:
+        others = sorted(name.removeprefix("OMPI_MCA_") for name in set(load_env) - TUNED_RULES)
+        also = ", ".join(others)
+        return f"only coll/tuned's rules alone are switched off inside a launch, and these files also set {also}"
 
     def refuses(self, error: str) -> bool:
         """coll/tuned's two_proc on more than 2 ranks returns MPI_ERR_UNSUPPORTED_OPERATION; its launches
