@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from inprocess import IN_PROCESS, run_in_process
 
-from fabricprobe.mpienv.launcher import LAUNCH_ATTEMPTS, launcher_failed_to_start, run_launch
+from fabricprobe.mpienv.launcher import LAUNCH_ATTEMPTS, launcher_failed_to_start, run_launch, vendor_named_by
 
 BIN = Path(sys.executable).parent
 
@@ -43,7 +43,7 @@ def launcher() -> Launcher | None:
     if path is None:
         return None
     out = subprocess.run([path, "--version"], capture_output=True, text=True, env=mpi_env()).stdout
-    vendor = "Open MPI" if "Open MPI" in out else ("MPICH" if "HYDRA" in out or "MPICH" in out else "unknown")
+    vendor = vendor_named_by(out) or "unknown"  # Debian's Open MPI 4.1 says "OpenRTE", not "Open MPI"
     return Launcher(path, vendor)
 
 

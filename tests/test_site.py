@@ -151,6 +151,16 @@ def test_the_launcher_is_found_by_its_vendor(clean_env, tmp_path, monkeypatch):
     assert launcher_env.find_launcher("Intel MPI") is None
 
 
+def test_a_launchers_version_names_its_vendor():
+    """Debian's Open MPI 4.1 prints OpenRTE, not Open MPI: the test suite's own launcher() took it for an
+    unknown library (and planted sweeps of no vendor) until it asked the package's rule."""
+    assert launcher_env.vendor_named_by("mpiexec.openmpi (OpenRTE) 4.1.4") == "Open MPI"
+    assert launcher_env.vendor_named_by("mpiexec (Open MPI) 5.0.11") == "Open MPI"
+    assert launcher_env.vendor_named_by("HYDRA build details:\n    Version: 5.0.2") == "MPICH"
+    assert launcher_env.vendor_named_by("Intel(R) MPI Library for Linux* OS, Version 2021.13") == "Intel MPI"
+    assert launcher_env.vendor_named_by("srun: option --version") is None
+
+
 def test_placement_agrees_or_says_where_it_does_not():
     nodes = (0, 0, 1, 1)
     slurm_says = [[("slurm", "n0", 0)], [("slurm", "n0", 1)], [("slurm", "n1", 0)], [("slurm", "n1", 1)]]

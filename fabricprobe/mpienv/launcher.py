@@ -176,6 +176,16 @@ def launcher_matches(path: str, vendor: str) -> bool:
     return any(word in text for word in _VERSION_SAYS.get(vendor, (vendor,)))
 
 
+def vendor_named_by(version_text: str) -> str | None:
+    """The vendor a launcher's --version names, or None: Open MPI 5 prints "mpiexec (Open MPI)
+    5.0.11", Open MPI 4.1 "mpiexec.openmpi (OpenRTE) 4.1.4", MPICH's hydra "HYDRA build details"
+    (Intel MPI's is asked first: it is a hydra too)."""
+    for vendor in ("Intel MPI", "Open MPI", "MPICH"):
+        if any(word in version_text for word in _VERSION_SAYS[vendor]):
+            return vendor
+    return None
+
+
 def find_launcher(vendor: str) -> str | None:
     """The mpiexec of the library in use: beside this Python (a wheel), else on PATH by the vendor's
     own name, else plain mpiexec/mpirun, each only when its --version names the vendor."""
