@@ -164,16 +164,14 @@ def _launcher_candidates(vendor: str) -> list[str]:
 
 
 def launcher_matches(path: str, vendor: str) -> bool:
-    """Whether `path --version` names `vendor` (Open MPI's prints "mpiexec (Open MPI) 4.1.4", MPICH's
-    hydra "HYDRA build details")."""
+    """Whether `path --version` names `vendor` (vendor_named_by)."""
     import subprocess
 
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    text = out.stdout + out.stderr
-    return any(word in text for word in _VERSION_SAYS.get(vendor, (vendor,)))
+    return vendor_named_by(out.stdout + out.stderr) == vendor
 
 
 def vendor_named_by(version_text: str) -> str | None:
