@@ -4,7 +4,8 @@ the verdicts and before/after decisions row by row (issue 54; docs/tuning.md, Ti
     python benchmarks/verify_speed.py SWEEP.h5 OLD_TREE NEW_TREE --reps 3 [--mpiexec PATH] [--out DIR]
 
 Each tree is a checkout of fabricprobe (`git worktree add /tmp/old COMMIT`); it is put first on
-PYTHONPATH, so the ranks the launches start run it too. Launches are counted by a wrapper given as
+PYTHONPATH, so the ranks the launches start run it too. Each run reads a fresh copy of SWEEP.h5
+(tune --verify appends to the file it reads). Launches are counted by a wrapper given as
 `--mpiexec` (it appends a line to a log, then runs the real launcher). Prints one line per run and a
 summary: median wall and launches per tree, and every check or before/after row whose verdict differs.
 """
@@ -30,10 +31,24 @@ def wrapper(real: str, log: Path, folder: Path) -> str:
     return str(path)
 
 
+def fresh_copy(sweep: str, work: Path) -> str:
+    """The tune-sweep file as it was given, for one run: `tune --verify` appends its before/after runs
+    to the file it reads, so on one shared file each run would read what the ones before it added
+    (a file 6 runs had grown to 130-190 runs cost 0.4-0.6 s a read; docs/tuning.md)."""
+    copy = work / "sweep.h5"
+    shutil.copyfile(sweep, copy)
+    journal = Path(sweep + ".journal")
+    Path(str(copy) + ".journal").unlink(missing_ok=True)
+    if journal.exists():
+        shutil.copyfile(journal, str(copy) + ".journal")
+    return str(copy)
+
+
 def run(tree: str, sweep: str, out: Path, real: str, work: Path) -> dict:
     log = work / "launches.log"
     log.unlink(missing_ok=True)
     shutil.rmtree(out, ignore_errors=True)
+    sweep = fresh_copy(sweep, work)
     env = {**os.environ, "PYTHONPATH": tree + os.pathsep + os.environ.get("PYTHONPATH", "")}
     argv = [sys.executable, "-m", "fabricprobe", "tune", sweep, "-o", str(out), "--verify"]
     argv += ["--mpiexec", wrapper(real, log, work)]

@@ -115,6 +115,53 @@ def test_every_reader_names_a_flipped_bit_in_the_journal(tmp_path, record):
         assert [p["index"] for p in doc["runs"][1]["points"]] == [0, 1, 3, 4, 5]
 
 
+def test_the_runs_since_the_kth_read_as_a_full_read_and_nothing_older_is_read(tmp_path, monkeypatch, capsys):
+    """tune's before/after reads what each repetition added (load_runs since=) from a tune-sweep file
+    that every verification makes longer: the same runs as a full read, folded or in the journal; the
+    older ones not read at all, save one a damaged journal record names (its loss says which points it
+    lacks, as a full read says)."""
+    from fabricprobe.store import count_runs, damage, reader
+
+    path = tmp_path / "r.h5"
+    for indices in ([0], [0, 1], [0, 2]):  # runs 0001-0003 folded into the file; 0003 lacks point 1
+        w = ResultsWriter(str(path))
+        w.start_run({"nranks": 2, "n": len(indices)})
+        for i in indices:
+            w.append_point(_row(i), None)
+        w.update_run({"status": "complete"})
+        w.close()
+    w = _journal_with_points(path, 4)  # run 0004 in the journal only
+    w.update_run({"status": "complete"})
+    full = load_runs(str(path))
+    assert count_runs(str(path)) == len(full) == 4
+    for since in range(6):
+        assert [(r.id, r.attrs, r.points) for r in load_runs(str(path), since=since)] == [
+            (r.id, r.attrs, r.points) for r in full[since:]
+        ]
+    read = []
+    real = reader.read_attrs
+    monkeypatch.setattr(reader, "read_attrs", lambda group: read.append(group.name) or real(group))
+    assert [r.id for r in load_runs(str(path), since=2)] == ["0003", "0004"] and read == ["/runs/0003"]
+    read.clear()
+    assert count_runs(str(path)) == 4 and read == []
+    monkeypatch.undo()
+
+    # a damaged record of run 0003 (folded, complete, point 1 missing) at the journal's end
+    at = Path(journal.journal_path(str(path))).stat().st_size
+    journal.append(str(path), journal.Record(journal.UPDATE, "0003", attrs={"note": "x"}))
+    jpath = Path(journal.journal_path(str(path)))
+    data = bytearray(jpath.read_bytes())
+    data[at + journal._HEAD.size + 2] ^= 0x04  # inside its header's JSON, before "run"
+    jpath.write_bytes(bytes(data))
+    del w
+    said = []
+    for since in (0, 4):  # 4: run 0003 is not returned, and is read for what its loss says
+        damage.forget()
+        load_runs(str(path), since=since)
+        said.append([line for line in capsys.readouterr().err.splitlines() if "is damaged" in line])
+    assert said[0] == said[1] and len(said[0]) == 1 and "of run 0003 (points 1 lost)" in said[0][0], said
+
+
 def test_a_record_that_names_no_run_is_skipped_not_a_traceback(tmp_path):
     """What an interrupt in a sweep's first 100 ms left (7 of 8 SIGINT trials): every later sweep,
     --resume and repair ended in TypeError."""

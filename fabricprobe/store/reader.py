@@ -93,17 +93,32 @@ class Run:
         return f"{os.path.basename(self.path)}:{self.id}"
 
 
-def load_runs(path: str) -> list[Run]:
-    """Every run in a results file and its journal, oldest first.
+def load_runs(path: str, since: int = 0) -> list[Run]:
+    """Every run in a results file and its journal, oldest first; with `since`, the runs from the
+    since-th on only, nothing of the older ones read (tune's before/after reads what it added after
+    each repetition, to a tune-sweep file that every verification makes longer: docs/tuning.md).
 
     The journal is read before the file, and both again if a fold replaced the file meanwhile (a fold
     adds the journal to a new file, then removes the journal: read across it, the old file and the
     emptied journal would miss the folded records)."""
+    return _load(path, since)[since:]
+
+
+def count_runs(path: str) -> int:
+    """How many runs load_runs() would return, none of them read."""
+    return len(_load(path, since=None))
+
+
+def _load(path: str, since: int | None) -> list[Run]:
+    """Every run, oldest first; read for those from the since-th on (None: for none) and for any a
+    damaged journal record names (its loss says which points it is missing); the others are names."""
     check_results_file(path)
     for _ in range(20):
         before = _inode(path)
         found = journal.read(path)
-        runs = _read_file(path)
+        started = {r.run for r in found.records if r.kind == journal.START}
+        named = {run for run in found.damaged_runs if run is not None}
+        runs = _read_file(path, since, started, named)
         if _inode(path) == before:  # no fold replaced the file while we read
             break
     orphans = _overlay(runs, found.records, path)
@@ -122,14 +137,23 @@ def _inode(path: str) -> int:
         return 0
 
 
-def _read_file(path: str) -> dict[str, Run]:
+def _read_file(path: str, since: int | None = 0, journal_runs=frozenset(), named=frozenset()) -> dict[str, Run]:
+    """The file's runs; those before the since-th of all (the file's and the journal's `journal_runs`,
+    in order; None: every one) are named only, nothing of them read, unless a damaged record `named`
+    them."""
     runs: dict[str, Run] = {}
     if not os.path.exists(path):
         return runs
     try:
         with _open_read(path) as f:
             group = f["runs"] if "runs" in f else None  # not .get: see Run.samples
-            for run_id in sorted(group.keys()) if group is not None else []:
+            ids = sorted(group.keys()) if group is not None else []
+            every = sorted(set(ids) | set(journal_runs))
+            unread = set(every if since is None else every[:since]) - set(named)
+            for run_id in ids:
+                if run_id in unread:  # known to be there (the journal's records may name it), not read
+                    runs[run_id] = Run(path, run_id, {})
+                    continue
                 g = group[run_id]
                 table = g["points"][()] if "points" in g else np.zeros(0)
                 runs[run_id] = Run(path, run_id, read_attrs(g), [row_to_dict(r) for r in table])

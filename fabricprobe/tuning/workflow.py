@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.sizes import format_size
-from fabricprobe.store import load_runs
+from fabricprobe.store import count_runs, load_runs
 from fabricprobe.store.outputs import write_text as write_whole
 from fabricprobe.tuning.choose.rules import Table, choose
 from fabricprobe.tuning.choose.selection import Selection, choose_selection, describe_layout
@@ -403,10 +403,10 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
     for line in kept:
         say.line(f"kept without proof: {line}", "warning")
     full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
-    runs_before = len(load_runs(opts.file))
+    runs_before = count_runs(opts.file)
 
     def still_open() -> set[tuple]:  # the rows whose verdict the repetitions left could still change
-        rows = speedups(load_runs(opts.file)[runs_before:], table, opts.reps)
+        rows = speedups(load_runs(opts.file, since=runs_before), table, opts.reps)
         return {(r["collective"], r["comm_size"], r["size"]) for r in rows if not r["decided"]}
 
     files_off, why_unpaired = _pairing(library, emitted.load_env)
@@ -437,7 +437,7 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
                 "error",
             )
             return EXIT_WRONG, withdraw(emitted), REJECTED
-    rows = speedups(load_runs(opts.file)[runs_before:], table, opts.reps)
+    rows = speedups(load_runs(opts.file, since=runs_before), table, opts.reps)
     manifest["before_after"] = rows
     say.before_after(rows)
     slower = [r for r in rows if r["slower"] and r["rule"] != DEFAULT]
