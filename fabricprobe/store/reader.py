@@ -137,7 +137,7 @@ def _inode(path: str) -> int:
         return 0
 
 
-def _read_file(path: str, since: int | None = 0, journal_runs=frozenset(), named=frozenset()) -> dict[str, Run]:
+def _read_file(path: str, since: int | None, journal_runs: set[str], named: set[str]) -> dict[str, Run]:
     """The file's runs; those before the since-th of all (the file's and the journal's `journal_runs`,
     in order; None: every one) are named only, nothing of them read, unless a damaged record `named`
     them."""
@@ -148,8 +148,8 @@ def _read_file(path: str, since: int | None = 0, journal_runs=frozenset(), named
         with _open_read(path) as f:
             group = f["runs"] if "runs" in f else None  # not .get: see Run.samples
             ids = sorted(group.keys()) if group is not None else []
-            every = sorted(set(ids) | set(journal_runs))
-            unread = set(every if since is None else every[:since]) - set(named)
+            every = sorted(set(ids) | journal_runs)
+            unread = set(every if since is None else every[:since]) - named
             for run_id in ids:
                 if run_id in unread:  # known to be there (the journal's records may name it), not read
                     runs[run_id] = Run(path, run_id, {})
