@@ -162,7 +162,9 @@ def test_hans_rules_file_in_the_format_it_reads():
 def test_the_files_and_the_lines_that_load_them(tmp_path):
     table = _table()
     table.rules["allreduce"][4][1].winner = "han_seg_16k"
-    emitted = registry.write_library_files(table, ["openmpi"], _library(), [], tmp_path)
+    emitted = registry.write_library_files(
+        table, ["openmpi"], _library(), [], registry.folder_for(tmp_path, ["openmpi"])
+    )
     assert emitted.files["openmpi-han"].name == "ompi_han_rules.unverified.conf"
     env = emitted.load_env
     assert env["OMPI_MCA_coll_han_use_dynamic_file_rules"] == "1"

@@ -12,6 +12,7 @@ from test_coll_path import lab  # noqa: F401 - the lab fixture (brings the lab d
 from test_han_tuning import _point
 from test_lab import _up, _wrapper, needs_lab
 from test_tuning import MPIVARS
+from test_tuning_mpi import mpich_files
 
 from fabricprobe.mpienv.coll_path import MPICH_HIERARCHY, CommShape, Settings, mpich_hierarchical, mpich_path
 from fabricprobe.store import Run
@@ -148,7 +149,7 @@ def test_the_written_ch4_tree_makes_the_composition_run_on_two_hosts(tmp_path):
 
     _up(2, 2)
     table = Table("MPICH", "", 4, "float32", {"allreduce": {4: _table().rules["allreduce"][4]}})
-    files = emit_mpich.write(table, tmp_path, emit_mpich.default_trees(emit_mpich.loaded_libmpi()))
+    files = mpich_files(table, tmp_path)
     assert set(files) == {"mpir", "ch4"}
     env = emit_mpich.load_env(files)
     beta = {"MPIR_CVAR_ALLREDUCE_COMPOSITION": "2"}

@@ -17,6 +17,7 @@ from fabricprobe.store import ResultsWriter, load_runs
 from fabricprobe.tuning.choose.rules import Decision, Range, Table
 from fabricprobe.tuning.emit import mpich as emit_mpich
 from fabricprobe.tuning.emit import openmpi as emit_openmpi
+from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.verify.checks import INDISTINGUISHABLE, MISMATCH, VERIFIED, verify
 from fabricprobe.tuning.verify.fingerprint import method_for, probe
 
@@ -232,8 +233,14 @@ def _emit(vendor: str, table: Table, tmp_path) -> dict[str, str]:
         path = tmp_path / "ompi_rules.conf"
         path.write_text(emit_openmpi.classic_rules(table, OpenMPI()))
         return emit_openmpi.load_env(path)
-    files = emit_mpich.write(table, tmp_path, emit_mpich.default_trees(emit_mpich.loaded_libmpi()))
-    return emit_mpich.load_env(files)
+    return emit_mpich.load_env(mpich_files(table, tmp_path))
+
+
+def mpich_files(table: Table, folder) -> dict:
+    """MPICH's trees for `table` written into `folder` (level -> path), as tune writes them."""
+    out = emitters.folder_for(folder, ["mpich"])
+    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    return {k: out.write(name, text) for k, (name, text) in emit_mpich.files(table, trees).items()}
 
 
 @pytest.mark.parametrize("applied", [True, False])
@@ -404,7 +411,7 @@ def test_the_loading_files_tune_writes_load_the_rules(tmp_path):
         pytest.skip("no mpiexec")
     n = 4 if found.vendor == "Open MPI" else 2
     env = _emit(found.vendor, _ring_above_64k(found.vendor, n), tmp_path)
-    files = emit_site.write(env, "verified", tmp_path)
+    files = emit_site.write(env, "verified", emitters.folder_for(tmp_path, [], extra=emit_site.PATHS))
     method = method_for(found.vendor, "allreduce")
     ring = probe(_base(found), n, "allreduce", 1 << 20, method, env)
     assert not ring.startswith("error") and ring != probe(_base(found), n, "allreduce", 1 << 20, method, {})

@@ -7,6 +7,7 @@ records everything."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,13 +17,14 @@ from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.sizes import format_size
 from fabricprobe.store import count_runs, load_runs
-from fabricprobe.store.outputs import write_text as write_whole
+from fabricprobe.store.owned_folder import OwnedFolder
 from fabricprobe.tuning.choose.rules import Table, choose
 from fabricprobe.tuning.choose.selection import Selection, choose_selection, describe_layout
 from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.emit import selection as emit_selection
 from fabricprobe.tuning.emit import site as emit_site
+from fabricprobe.tuning.emit.site_syntax import shell_export
 from fabricprobe.tuning.measure.before_after import before_after, pairing, speedups, tuned_collectives
 from fabricprobe.tuning.measure.launch import library_in_use
 from fabricprobe.tuning.plan.hierarchy import is_hierarchy
@@ -101,6 +103,11 @@ class Phases:
         )
 
 
+def _interrupted_search(run) -> bool:
+    record = run.attrs.get("tune_sweep")
+    return isinstance(record, dict) and bool(record.get("interrupted"))
+
+
 def sweep_span(runs) -> float | None:
     """The tune-sweep's wall time as it stored it (tune_sweep.seconds), else the seconds from its first
     run's start to its last one's end (earlier before/after runs left out); None when neither is known."""
@@ -126,6 +133,13 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
     phases = Phases()
     runs = load_runs(opts.file)
     phases.sweep_s = sweep_span(runs)
+    cut = {str(r.attrs["tune_sweep"]["interrupted"]) for r in runs if _interrupted_search(r)}
+    if cut:
+        say.line(
+            f"the budgeted tune-sweep in {opts.file} was interrupted ({', '.join(sorted(cut))}) before its search "
+            "ended: the rules rest on what it had measured; run tune-sweep --budget again for a whole search",
+            "warning",
+        )
     table = choose(runs, opts.dtype, opts.min_gain, collectives=opts.collectives)
     if not any(p["algorithm"] != "library" for run in runs for p in run.points if p["collective"] in TUNE_COLLECTIVES):
         raise UsageError(
@@ -142,11 +156,43 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         library = for_vendor(table.vendor)
     if opts.verify:  # refused before any file is written (the launcher is asked again when verifying)
         launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
-    out = Path(opts.output)
+    with output_folder(opts.output, emits, table.vendor, say) as out:
+        return _tune(opts, say, phases, runs, table, emits, library, out)
+
+
+MANIFEST = "tuning.json"
+WRITER = emitters.WRITER
+
+
+def output_folder(output: str, emits: list[str], vendor: str, say: Reporter) -> OwnedFolder:
+    """The output folder, every path `tune` may write in it checked before the first byte (a link, a
+    file it did not write, a folder anyone may write to, a path a site file's reader cannot carry:
+    one line, exit 2, nothing written), then opened; the previous tune's files it replaces are said."""
+    names = emitters.filenames(emits) | set(emit_site.PATHS) | {MANIFEST}
+    folder = OwnedFolder(output, names, WRITER).claim(legacy=_written_by_earlier_versions)
+    emit_site.refuse_paths([folder.path(n) for n in sorted(names)], open_mpi=vendor == "Open MPI")
+    folder.open()
+    if folder.replaced:
+        say.line(f"replacing the {len(folder.replaced)} files the previous {WRITER} wrote in {folder.root}")
+    if folder.stale:
+        say.line(f"removed the previous {WRITER}'s files this one does not write: {', '.join(folder.stale)}")
+    return folder
+
+
+def _written_by_earlier_versions(root: str) -> set[str]:
+    """The files a tuning.json written before the ledger (store.owned_folder) names in `root`, and
+    itself: those an earlier `tune` wrote there."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {out}: {exc.strerror}") from None
+        with open(Path(root, MANIFEST), "rb") as f:
+            manifest = json.loads(f.read())
+        files = [str(p) for p in manifest["files"].values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
+    inside = {os.path.relpath(p, root) for p in files if os.path.isabs(p)}
+    return {n for n in inside if not n.startswith("..")} | {MANIFEST}
+
+
+def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> int:
     say.rules(table, opts.file)
     for coll, sections in table.served_elsewhere.items():
         for n, path in sorted(sections.items()):
@@ -176,7 +222,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         reemit = lambda t, marker=emitters.UNVERIFIED: emitters.write_library_files(  # noqa: E731
             t, emits, library, runs, out, marker
         )
-        status, emitted, proof = _verify(opts, table, library, emitted, manifest, say, reemit, phases)
+        status, emitted, proof = _verify(opts, table, library, emitted, manifest, say, reemit, phases, out)
     elif opts.verify and emitted.files:
         say.line("nothing in these files can be loaded by this library, so nothing was verified", "warning")
     if emitters.SELECTION in emits:
@@ -184,8 +230,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         # own algorithm must beat that default, not the rule the library did not apply.
         own = choose_selection(runs, table, opts.dtype, opts.min_gain, opts.collectives)
         say.selection(own, opts.file)
-        path = out / "fabricprobe_selection.json"
-        write_whole(path, emit_selection.selection_json(own))
+        path = out.write(emitters.SELECTION_FILE, emit_selection.selection_json(own))
         emitted.files[emitters.SELECTION] = path
         manifest["selection"] = {
             "own_winners": [
@@ -206,7 +251,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
     if opts.verify and emitted.load_env:
         manifest["time_to_verified_files"] = phases.as_dict()
         say.line(phases.line())
-    write_whole(out / "tuning.json", json.dumps(manifest, indent=1, default=str) + "\n")
+    out.write(MANIFEST, json.dumps(manifest, indent=1, default=str) + "\n")
     return status
 
 
@@ -227,7 +272,7 @@ def _offer(emitted: emitters.Emitted, proof: str, say: Reporter) -> None:
             say.line(text)
     if emitters.SELECTION in emitted.files:
         path = emitted.files[emitters.SELECTION].resolve()
-        say.line(f"# fabricprobe.tuned: export FABRICPROBE_SELECTION={path}\n")
+        say.line(f"# fabricprobe.tuned: {shell_export('FABRICPROBE_SELECTION', str(path))}\n")
 
 
 def prune(table: Table, checks: list[Check], statuses: tuple[str, ...] = (MISMATCH, ERROR)) -> list[str]:
@@ -245,45 +290,46 @@ def prune(table: Table, checks: list[Check], statuses: tuple[str, ...] = (MISMAT
     return dropped
 
 
-def reject(path: Path) -> Path:
+def reject(out: OwnedFolder, path: Path) -> Path:
     """Rename a file *.REJECTED so nobody loads it; returns its new name."""
-    rejected = path.with_name(path.name + ".REJECTED")
-    if path.exists():
-        path.rename(rejected)
-    return rejected
+    name = out.name_of(path)
+    if out.exists(name):
+        return out.rename(name, name + emitters.REJECTED)
+    return out.path(name + emitters.REJECTED)
 
 
-def withdraw(emitted: emitters.Emitted) -> emitters.Emitted:
+def withdraw(out: OwnedFolder, emitted: emitters.Emitted) -> emitters.Emitted:
     """Reject the library's files (fabricprobe's own table stays): what is left to say of them is
     their new names, and no line that loads them."""
-    return emitters.Emitted({k: p if k == emitters.SELECTION else reject(p) for k, p in emitted.files.items()})
+    return emitters.Emitted({k: p if k == emitters.SELECTION else reject(out, p) for k, p in emitted.files.items()})
 
 
-def replace_files(old: emitters.Emitted, new: emitters.Emitted) -> None:
+def replace_files(out: OwnedFolder, old: emitters.Emitted, new: emitters.Emitted) -> None:
     """Remove the files of `old` that `new` does not write again (a smaller file after pruning may need
     no POSIX tree)."""
-    keep = {p.resolve() for p in new.files.values()}
+    keep = {out.name_of(p) for p in new.files.values()}
     for path in old.files.values():
-        if path.exists() and path.resolve() not in keep:
-            path.unlink()
+        if out.name_of(path) not in keep:
+            out.remove(out.name_of(path))
 
 
-def promote(verified: emitters.Emitted, fresh: emitters.Emitted) -> None:
+def promote(out: OwnedFolder, verified: emitters.Emitted, fresh: emitters.Emitted) -> None:
     """The verified files under their new names: `fresh` was written again from the same rules with
     the new marker, so it must hold the same bytes; the old names go (withdrawn kinds stay withdrawn)."""
     for kind, path in fresh.files.items():
+        name = out.name_of(path)
         old = verified.files.get(kind)
-        if old is None or not old.exists():
-            path.unlink()  # withdrawn on its own (Intel's ADJUST file): not offered again
+        if old is None or not out.exists(out.name_of(old)):
+            out.remove(name)  # withdrawn on its own (Intel's ADJUST file): not offered again
             continue
-        if old.read_bytes() != path.read_bytes():
+        if out.read_bytes(out.name_of(old)) != out.read_bytes(name):
             raise RuntimeError(f"{path} differs from the file that was verified ({old})")
-        if old.resolve() != path.resolve():
-            old.unlink()
-    fresh.files = {k: p for k, p in fresh.files.items() if p.exists()}
+        if out.name_of(old) != name:
+            out.remove(out.name_of(old))
+    fresh.files = {k: p for k, p in fresh.files.items() if out.exists(out.name_of(p))}
 
 
-def _proven_only(table, library, checks, emitted, fingerprints, say, reemit):
+def _proven_only(table, library, checks, emitted, fingerprints, say, reemit, out):
     """--proven-only: every rule some check of which is not VERIFIED (indistinguishable from the default,
     no fingerprint for the collective, not consulted) goes back to the default, and the smaller files are
     written and verified again: what is left was each seen to run as the rule says."""
@@ -294,15 +340,15 @@ def _proven_only(table, library, checks, emitted, fingerprints, say, reemit):
     say.line("without proof, given back to the default (--proven-only): " + "; ".join(gone), "warning")
     if not table.tuned():
         say.line("no rule is left with proof: nothing to write for the library", "warning")
-    checks, again = _verify_again(table, library, emitted, fingerprints, say, reemit)
+    checks, again = _verify_again(table, library, emitted, fingerprints, say, reemit, out)
     return checks, again, gone, why
 
 
-def _verify_again(table, library, emitted, fingerprints, say, reemit) -> tuple[list[Check], emitters.Emitted]:
+def _verify_again(table, library, emitted, fingerprints, say, reemit, out) -> tuple[list[Check], emitters.Emitted]:
     """The files written again from the pruned rules (replacing `emitted`'s) and verified again (the
     fingerprints of environments already probed are not taken again)."""
     again = reemit(table)
-    replace_files(emitted, again)
+    replace_files(out, emitted, again)
     checks = _verified(table, library, again.load_env, fingerprints, say, "verifying again ")
     return checks, again
 
@@ -329,10 +375,11 @@ def _verify(
     say: Reporter,
     reemit,
     phases: Phases,
+    out: OwnedFolder,
 ) -> tuple[int, emitters.Emitted, str]:
     base = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)[:-2]  # without "-n N"
     fingerprints = Fingerprints(base, opts.output)
-    status, emitted, proof = _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, phases)
+    status, emitted, proof = _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, phases, out)
     phases.probes = (fingerprints.seconds, fingerprints.launches)
     return status, emitted, proof
 
@@ -364,7 +411,7 @@ def _pairing(library: Library, load_env: dict[str, str]) -> tuple[dict[str, str]
     return pairing(library, load_env, described)
 
 
-def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, phases):
+def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, phases, out):
     """The files proven (rules the library does not apply given back, once), then re-measured."""
     checks = _verified(table, library, emitted.load_env, fingerprints, say, "verifying ")
     dropped: list[str] = []
@@ -376,9 +423,9 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
         dropped = prune(table, checks)
         say.line("not applied as measured, given back to the default: " + "; ".join(dropped), "warning")
         if table.tuned():
-            checks, emitted = _verify_again(table, library, emitted, fingerprints, say, reemit)
+            checks, emitted = _verify_again(table, library, emitted, fingerprints, say, reemit, out)
     if opts.proven_only and passed(checks):
-        checks, emitted, gone, why = _proven_only(table, library, checks, emitted, fingerprints, say, reemit)
+        checks, emitted, gone, why = _proven_only(table, library, checks, emitted, fingerprints, say, reemit, out)
         dropped += gone
         why_dropped += why  # the checks that gave no proof
     say.verification(checks)
@@ -393,13 +440,13 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
         "kept_without_proof": kept,
     }
     if ok and emitted.files.get("intel-adjust") is not None and emitted.files["intel-adjust"].exists():
-        _verify_adjust(table, library, emitted.files, manifest, fingerprints, say)
+        _verify_adjust(table, library, emitted.files, manifest, fingerprints, say, out)
     if not ok:
         say.line(
             "the library did not apply the files as intended: they are renamed *.REJECTED and must not be used",
             "error",
         )
-        return EXIT_WRONG, withdraw(emitted), REJECTED
+        return EXIT_WRONG, withdraw(out, emitted), REJECTED
     for line in kept:
         say.line(f"kept without proof: {line}", "warning")
     full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
@@ -436,7 +483,7 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
                 + ". The files are renamed *.REJECTED.",
                 "error",
             )
-            return EXIT_WRONG, withdraw(emitted), REJECTED
+            return EXIT_WRONG, withdraw(out, emitted), REJECTED
     rows = speedups(load_runs(opts.file, since=runs_before), table, opts.reps)
     manifest["before_after"] = rows
     say.before_after(rows)
@@ -457,12 +504,18 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
         )
     say.line(f"verification: {summary(checks)}; before/after stored in {opts.file}")
     fresh = reemit(table, emitters.PARTLY_VERIFIED if kept else emitters.VERIFIED)
-    promote(emitted, fresh)
+    promote(out, emitted, fresh)
     return EXIT_OK, fresh, PARTLY if kept else ALL_VERIFIED
 
 
 def _verify_adjust(
-    table: Table, library: Library, files: dict[str, Path], manifest: dict, fingerprints: Fingerprints, say: Reporter
+    table: Table,
+    library: Library,
+    files: dict[str, Path],
+    manifest: dict,
+    fingerprints: Fingerprints,
+    say: Reporter,
+    out: OwnedFolder,
 ) -> None:
     """The Intel ADJUST alternative, proven on its own for the collectives it carries; withdrawn if not."""
     env = emit_intel.read_adjust(files["intel-adjust"])
@@ -476,5 +529,5 @@ def _verify_adjust(
     }
     say.line(f"impi_adjust.env: {', '.join(f'{k} {v}' for k, v in summary(checks).items())}")
     if not ok:
-        rejected = reject(files["intel-adjust"])
+        rejected = reject(out, files["intel-adjust"])
         say.line(f"the ADJUST file is not applied as intended: renamed {rejected.name}", "error")

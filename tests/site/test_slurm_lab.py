@@ -259,7 +259,8 @@ for coll, sections in planted.items():
             ranges = [Range(0, lo, "default", [d(8)]), Range(lo, None, winner, [d(lo), d(max(lo, 1 << 20))])]
         rules.setdefault(coll, {})[int(n)] = ranges
 table = Table(info.vendor, info.version_string, 4, "float32", rules)
-emitted = emitters.write_library_files(table, emitters.for_library(info.vendor), library, [], out)
+emits = emitters.for_library(info.vendor)
+emitted = emitters.write_library_files(table, emits, library, [], emitters.folder_for(out, emits))
 base = launcher(None, "", 4, info.vendor)[:-2]
 result = {"launcher": base, "files": sorted(p.name for p in out.iterdir())}
 for label, env in (("with", emitted.load_env), ("without", {})):

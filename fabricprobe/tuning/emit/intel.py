@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricprobe.tuning.choose.rules import Range, Table, candidates
+from fabricprobe.tuning.emit.site_syntax import shell_export
 from fabricprobe.tuning.plan.library import DEFAULT, names
 
 MAX = 2147483647
@@ -110,6 +111,10 @@ def parse_adjust(value: str) -> list[tuple[int, int, int, int, int]]:
 def load_env(tuning_path: Path) -> dict[str, str]:
     """The environment that makes Intel MPI load the JSON (the file tune verifies)."""
     return {"I_MPI_TUNING": str(tuning_path.resolve())}
+
+
+def load_lines(env: dict[str, str]) -> str:
+    return shell_export("I_MPI_TUNING", env["I_MPI_TUNING"]) + "\n"
 
 
 def adjust_file(adjust: dict[str, str], left: list[str]) -> str:

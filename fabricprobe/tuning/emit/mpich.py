@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from fabricprobe.errors import UsageError
-from fabricprobe.store.outputs import write_text as write_whole
 from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.choose.rules import Range, Table
+from fabricprobe.tuning.emit.site_syntax import shell_export
 from fabricprobe.tuning.plan.library import DEFAULT, names
 from fabricprobe.tuning.plan.mpich_composition import is_composition, letter
 
@@ -350,24 +350,14 @@ def _leaf(node: dict) -> tuple[dict, str, dict]:
         parent, cond, node = node, key, node[key]
 
 
-def write(table: Table, directory: Path, trees: dict, name=None) -> dict[str, Path]:
-    """The trees as files in `directory` (`name(filename)` gives another path, e.g. a marked one)."""
-    name = name or (lambda filename: directory / filename)
-    files = {}
-    mpir = name("mpich_mpir_tuned.json")
-    write_whole(mpir, json.dumps(mpir_tree(table, trees), indent=1) + "\n")
-    files["mpir"] = mpir
-    posix = posix_tree(table, trees)
-    if posix is not None:
-        path = name("mpich_posix_tuned.json")
-        write_whole(path, json.dumps(posix, indent=1) + "\n")
-        files["posix"] = path
-    ch4 = ch4_tree(table, trees)
-    if ch4 is not None:
-        path = name("mpich_ch4_tuned.json")
-        write_whole(path, json.dumps(ch4, indent=1) + "\n")
-        files["ch4"] = path
-    return files
+FILENAMES = {"mpir": "mpich_mpir_tuned.json", "posix": "mpich_posix_tuned.json", "ch4": "mpich_ch4_tuned.json"}
+
+
+def files(table: Table, trees: dict) -> dict[str, tuple[str, str]]:
+    """The trees' files: level ("mpir", "posix", "ch4") -> (file name, JSON text); the POSIX and CH4
+    trees only where a rule changes them."""
+    texts = {"mpir": mpir_tree(table, trees), "posix": posix_tree(table, trees), "ch4": ch4_tree(table, trees)}
+    return {k: (FILENAMES[k], json.dumps(tree, indent=1) + "\n") for k, tree in texts.items() if tree is not None}
 
 
 def load_env(files: dict[str, Path]) -> dict[str, str]:
@@ -384,5 +374,5 @@ def load_lines(files: dict[str, Path], case: list[str] | None = None) -> str:
     has no comments: Table.case_lines)."""
     lines = ["# MPICH: use fabricprobe's tuned selection trees (MPICH aborts at MPI_Init if a file is malformed)"]
     lines += case or []
-    lines += [f"export {k}={v}" for k, v in load_env(files).items()]
+    lines += [shell_export(k, v) for k, v in load_env(files).items()]
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ from pathlib import Path
 from fabricprobe.tuning.choose.rules import Range, Table
 from fabricprobe.tuning.emit.openmpi_han import tuned_winner
 from fabricprobe.tuning.emit.rule_tokens import Tokens
+from fabricprobe.tuning.emit.site_syntax import shell_word
 from fabricprobe.tuning.plan.library import DEFAULT, names
 from fabricprobe.tuning.plan.openmpi import OpenMPI
 from fabricprobe.version import __version__
@@ -151,7 +152,7 @@ def json_rules(table: Table) -> str:
 
 
 def load_lines(rules_path: Path) -> str:
-    p = rules_path.resolve()
+    p = shell_word(str(rules_path.resolve()))
     return (
         f"# Open MPI: use fabricprobe's tuned collective rules\n"
         f"mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {p} ...\n"

@@ -22,6 +22,7 @@ from fabricprobe.mpienv.datatypes import numpy_dtype
 from fabricprobe.specs import SPECS
 from fabricprobe.tuning.choose.rules import Range, Table
 from fabricprobe.tuning.emit.rule_tokens import Tokens
+from fabricprobe.tuning.emit.site_syntax import shell_export, shell_word
 from fabricprobe.tuning.plan.library import DEFAULT, names
 from fabricprobe.tuning.plan.openmpi_han import FLAT, HAN, is_hierarchy
 from fabricprobe.version import __version__
@@ -143,8 +144,8 @@ def load_env(rules_path: Path | None, han_settings: dict[str, str]) -> dict[str,
 def load_lines(env: dict[str, str]) -> str:
     if not env:
         return ""
-    mca = " ".join(f"--mca {k[len('OMPI_MCA_') :]} {v}" for k, v in env.items())
-    exports = "".join(f"export {k}={v}\n" for k, v in env.items())
+    mca = " ".join(f"--mca {k[len('OMPI_MCA_') :]} {shell_word(v)}" for k, v in env.items())
+    exports = "".join(shell_export(k, v) + "\n" for k, v in env.items())
     return f"# Open MPI: han's settings from fabricprobe (several nodes)\nmpirun {mca} ...\n{exports}"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricprobe.errors import UsageError
-from fabricprobe.store.outputs import write_text as write_whole
+from fabricprobe.store.owned_folder import OwnedFolder
 from fabricprobe.tuning.choose.rules import Table
 from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import mpich as emit_mpich
@@ -36,7 +36,8 @@ class Emitted:
 class Emitter:
     name: str  # the --emit value
     vendor: str  # the MPI library whose measurements it needs
-    write: Callable[[Table, Library, list[Any], Path, str], Emitted]
+    write: Callable[[Table, Library, list[Any], OwnedFolder, str], Emitted]
+    filenames: tuple[str, ...]  # every file it may write (each under every marker): checked before writing
 
 
 # What a file's name says of its proof (the same files, before and after `tune --verify`):
@@ -45,25 +46,26 @@ PARTLY_VERIFIED = "partly-verified"  # verified, but some rules are kept without
 VERIFIED = ""  # every rule it keeps was seen to run: the plain name
 
 
-def marked(out: Path, filename: str, marker: str) -> Path:
-    """out/filename with the marker before the extension: ompi_rules.unverified.conf."""
+REJECTED = ".REJECTED"  # appended to a file the library did not apply as measured (workflow.reject)
+
+
+def marked(filename: str, marker: str) -> str:
+    """filename with the marker before the extension: ompi_rules.unverified.conf."""
     stem, dot, ext = filename.rpartition(".")
-    return out / (f"{stem}.{marker}.{ext}" if marker else filename)
+    return f"{stem}.{marker}.{ext}" if marker else filename
 
 
-def _openmpi(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
-    path = marked(out, "ompi_rules.conf", marker)
+def _openmpi(table: Table, library: Library, runs: list[Any], out: OwnedFolder, marker: str) -> Emitted:
     text = emit_openmpi.classic_rules(table, library)
     emit_openmpi.parse_classic_rules(text)  # re-read with our own strict reader before writing
-    write_whole(path, text)
+    path = out.write(marked("ompi_rules.conf", marker), text)
     emitted = Emitted({"openmpi": path}, emit_openmpi.load_env(path), [emit_openmpi.load_lines(path)])
     # Several nodes: han's rules file and settings, where han served the default (emit/openmpi_han.py)
     han_text = emit_han.rules_file(table)
     han_path = None
     if han_text is not None:
         emit_han.parse_rules_file(han_text)
-        han_path = marked(out, "ompi_han_rules.conf", marker)
-        write_whole(han_path, han_text)
+        han_path = out.write(marked("ompi_han_rules.conf", marker), han_text)
         emitted.files["openmpi-han"] = han_path
     known = {c: {v.name: v.env for v in library.hierarchy_variants(c)} for c in table.rules}
     han_env = emit_han.load_env(han_path, emit_han.settings(table, known))
@@ -73,16 +75,19 @@ def _openmpi(table: Table, library: Library, runs: list[Any], out: Path, marker:
     return emitted
 
 
-def _openmpi_json(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
-    path = marked(out, "ompi_rules.json", UNVERIFIED)  # Open MPI 6's format: nothing here can load it
-    write_whole(path, emit_openmpi.json_rules(table))
+def _openmpi_json(table: Table, library: Library, runs: list[Any], out: OwnedFolder, marker: str) -> Emitted:
+    # Open MPI 6's format: nothing here can load it
+    path = out.write(marked("ompi_rules.json", UNVERIFIED), emit_openmpi.json_rules(table))
     return Emitted({"openmpi-json": path})
 
 
-def _mpich(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
+def _mpich(table: Table, library: Library, runs: list[Any], out: OwnedFolder, marker: str) -> Emitted:
     trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
     trees["_cvars"] = getattr(library, "cvars", {})  # the values the forced measurements ran with
-    written = emit_mpich.write(table, out, trees, lambda filename: marked(out, filename, marker))
+    written = {
+        kind: out.write(marked(filename, marker), text)
+        for kind, (filename, text) in emit_mpich.files(table, trees).items()
+    }
     return Emitted(
         {f"mpich-{k}": v for k, v in written.items()},
         emit_mpich.load_env(written),
@@ -90,17 +95,17 @@ def _mpich(table: Table, library: Library, runs: list[Any], out: Path, marker: s
     )
 
 
-def _intel(table: Table, library: Library, runs: list[Any], out: Path, marker: str) -> Emitted:
+def _intel(table: Table, library: Library, runs: list[Any], out: OwnedFolder, marker: str) -> Emitted:
     fallbacks = emit_intel.fallbacks(runs, table)
     notes = intel_defaults_as_presets(table, fallbacks)
     adjust, left = emit_intel.adjust_strings(table, fallbacks)
-    path = marked(out, "impi_tuning.json", marker)
-    write_whole(path, emit_intel.tuning_json(table, fallbacks, ppn=table.world))
+    path = out.write(marked("impi_tuning.json", marker), emit_intel.tuning_json(table, fallbacks, ppn=table.world))
     env = emit_intel.load_env(path)
-    emitted = Emitted({"intel-tuning": path}, env, [f"export I_MPI_TUNING={env['I_MPI_TUNING']}\n"], notes)
+    emitted = Emitted({"intel-tuning": path}, env, [emit_intel.load_lines(env)], notes)
     if adjust:
-        emitted.files["intel-adjust"] = marked(out, "impi_adjust.env", marker)
-        write_whole(emitted.files["intel-adjust"], emit_intel.adjust_file(adjust, left))
+        emitted.files["intel-adjust"] = out.write(
+            marked("impi_adjust.env", marker), emit_intel.adjust_file(adjust, left)
+        )
     return emitted
 
 
@@ -129,13 +134,15 @@ def intel_defaults_as_presets(table: Table, fallbacks: dict[tuple[str, int, int]
 EMITTERS = {
     e.name: e
     for e in (
-        Emitter("openmpi", "Open MPI", _openmpi),
-        Emitter("openmpi-json", "Open MPI", _openmpi_json),  # Open MPI 6's format, written beside, not loaded here
-        Emitter("mpich", "MPICH", _mpich),
-        Emitter("intel", "Intel MPI", _intel),
+        Emitter("openmpi", "Open MPI", _openmpi, ("ompi_rules.conf", "ompi_han_rules.conf")),
+        # Open MPI 6's format, written beside, not loaded here
+        Emitter("openmpi-json", "Open MPI", _openmpi_json, ("ompi_rules.json",)),
+        Emitter("mpich", "MPICH", _mpich, tuple(emit_mpich.FILENAMES.values())),
+        Emitter("intel", "Intel MPI", _intel, ("impi_tuning.json", "impi_adjust.env")),
     )
 }
 SELECTION = "fabricprobe"  # fabricprobe's own runtime selection table, for any library
+SELECTION_FILE = "fabricprobe_selection.json"
 # No NCCL tuner CSV: it could only come from NCCL measurements on GPUs, and none was lent to this work.
 FORMATS = (*EMITTERS, SELECTION)
 
@@ -153,8 +160,28 @@ def check(emits: list[str], vendor: str, source: str) -> None:
             raise UsageError(f"--emit {name} needs {needs} measurements; {source} measured {vendor}")
 
 
+def filenames(emits: list[str]) -> set[str]:
+    """Every name the formats `emits` may write in the output folder: each file under each marker,
+    rejected or not, and fabricprobe's own table (checked before the first byte: OwnedFolder)."""
+    names = {SELECTION_FILE}
+    for name in emits:
+        for filename in EMITTERS[name].filenames if name in EMITTERS else ():
+            for marker in (UNVERIFIED, PARTLY_VERIFIED, VERIFIED):
+                names |= {marked(filename, marker), marked(filename, marker) + REJECTED}
+    return names
+
+
+WRITER = "fabricprobe tune"  # who the output folder's ledger says wrote its files
+
+
+def folder_for(out: str | Path, emits: list[str], extra: tuple[str, ...] = ()) -> OwnedFolder:
+    """The output folder for the files of the formats `emits` (and the `extra` names), every path
+    checked, then opened (store.owned_folder: refused in one line, nothing written)."""
+    return OwnedFolder(out, filenames(emits) | set(extra), WRITER).claim().open()
+
+
 def write_library_files(
-    table: Table, emits: list[str], library: Library, runs: list[Any], out: Path, marker: str = UNVERIFIED
+    table: Table, emits: list[str], library: Library, runs: list[Any], out: OwnedFolder, marker: str = UNVERIFIED
 ) -> Emitted:
     """The MPI library's files for `table` (nothing where no rule beats the default), their names
     carrying `marker`."""

@@ -1,9 +1,10 @@
 """The ways a site loads tuning files for every job, written from the one environment that loads them
 (an emitter's `load_env`): a shell fragment to source, Open MPI's MCA parameter file lines, an Lmod
 module and a Slurm TaskProlog. Each starts with the files' proof, so a file that was not proven says
-so wherever it is pasted.
+so wherever it is pasted. Every value is quoted for the file's reader, or refused before anything is
+written (site_syntax: the readers' rules).
 
-- `env.sh`: `export NAME=VALUE` lines (a job script, `source`d by a module or a profile);
+- `env.sh`: `export NAME='VALUE'` lines (a job script, `source`d by a module or a profile);
 - `openmpi-mca-params.conf`: Open MPI's own `name = value` lines, the `OMPI_MCA_` prefix taken off,
   for `<prefix>/etc/openmpi-mca-params.conf` (site-wide), `~/.openmpi/mca-params.conf`, or a file
   named by `OMPI_MCA_mca_param_files`; Open MPI only;
@@ -14,37 +15,56 @@ so wherever it is pasted.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
+from typing import Iterable
 
-from fabricprobe.store.outputs import write_text as write_whole
+from fabricprobe.store.owned_folder import SCRIPT_MODE, OwnedFolder
+from fabricprobe.tuning.emit import site_syntax as syntax
+from fabricprobe.tuning.emit.site_syntax import MCA_PREFIX
 
 FOLDER = "load"
-MCA_PREFIX = "OMPI_MCA_"
 PROLOG = "slurm-task-prolog.sh"
 NAMES = ("env.sh", "openmpi-mca-params.conf", "modulefile.lua", PROLOG)
+PATHS = tuple(f"{FOLDER}/{name}" for name in NAMES)  # inside the output folder
+LONGEST_NAME = {
+    "Open MPI": f"{MCA_PREFIX}coll_tuned_dynamic_rules_filename",
+    "other": "MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE",
+}
+
+
+def _comment(mark: str, proof: str) -> str:
+    return f"{mark} fabricprobe tune: {' '.join(proof.split())}\n"  # the proof is fabricprobe's own text
 
 
 def env_sh(env: dict[str, str], proof: str) -> str:
-    return f"# fabricprobe tune: {proof}\n" + "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+    return _comment("#", proof) + "".join(syntax.shell_export(k, v) + "\n" for k, v in env.items())
 
 
 def mca_params(env: dict[str, str], proof: str) -> str | None:
     """Open MPI's parameter-file lines, or None where the environment is not (all) Open MPI's."""
     if not env or not all(k.startswith(MCA_PREFIX) for k in env):
         return None
-    lines = "".join(f"{k[len(MCA_PREFIX) :]} = {v}\n" for k, v in env.items())
-    return f"# fabricprobe tune: {proof}\n{lines}"
+    return _comment("#", proof) + "".join(syntax.mca_line(k, v) + "\n" for k, v in env.items())
 
 
 def modulefile(env: dict[str, str], proof: str) -> str:
-    lines = "".join(f'setenv("{k}", "{v}")\n' for k, v in env.items())
-    return f"-- fabricprobe tune: {proof}\n{lines}"
+    return _comment("--", proof) + "".join(syntax.lua_setenv(k, v) + "\n" for k, v in env.items())
 
 
 def task_prolog(env: dict[str, str], proof: str) -> str:
-    lines = "".join(f"echo {shlex.quote(f'export {k}={v}')}\n" for k, v in env.items())
-    return f"#!/bin/sh\n# Slurm TaskProlog. fabricprobe tune: {proof}\n{lines}"
+    lines = "".join(syntax.prolog_print(k, v) + "\n" for k, v in env.items())
+    return f"#!/bin/sh\n# Slurm TaskProlog. {_comment('', proof).lstrip()}{lines}exit 0\n"
+
+
+def refuse_paths(paths: Iterable[Path], open_mpi: bool) -> None:
+    """Before the output folder's first byte: every path a loading file may name (each file `tune` may
+    write, as the load lines give it: resolved), asked of every format's reader (syntax.refuse). A
+    name of Open MPI's carries Open MPI's rules too."""
+    # the longest name each library loads a file by: the TaskProlog line it makes is the longest
+    name = LONGEST_NAME["Open MPI" if open_mpi else "other"]
+    for path in paths:
+        value = str(Path(path).resolve())
+        syntax.refuse({name: value}, what=f"the output path {syntax.shown(value)}")
 
 
 def read_mca_params(text: str) -> dict[str, str]:
@@ -58,15 +78,15 @@ def read_mca_params(text: str) -> dict[str, str]:
     return out
 
 
-def write(env: dict[str, str], proof: str, out: Path) -> dict[str, Path]:
-    """Write the loading files into out/load/ (kind -> path); when there is nothing to load (no file
-    the library reads, or files rejected), none, and those an earlier `tune` left there go."""
-    folder = out / FOLDER
+def write(env: dict[str, str], proof: str, folder: OwnedFolder) -> dict[str, object]:
+    """Write the loading files into load/ of the folder (kind -> path); when there is nothing to load
+    (no file the library reads, or files rejected), none, and those an earlier `tune` left there go.
+    Every value was checked (syntax.refuse) before the folder's first byte; checked again here."""
     if not env:
-        for name in NAMES:
-            (folder / name).unlink(missing_ok=True)
+        for name in PATHS:
+            folder.remove(name)
         return {}
-    folder.mkdir(exist_ok=True)
+    syntax.refuse(env)
     texts = {
         "load-env": ("env.sh", env_sh(env, proof)),
         "load-mca-params": ("openmpi-mca-params.conf", mca_params(env, proof)),
@@ -75,8 +95,9 @@ def write(env: dict[str, str], proof: str, out: Path) -> dict[str, Path]:
     }
     written = {}
     for kind, (name, text) in texts.items():
-        if text is not None:
-            path = folder / name
-            write_whole(path, text, mode=0o755 if name == PROLOG else None)  # Slurm runs the TaskProlog
-            written[kind] = path
+        path = f"{FOLDER}/{name}"
+        if text is None:
+            folder.remove(path)
+            continue
+        written[kind] = folder.write(path, text, mode=SCRIPT_MODE if name == PROLOG else 0o644)  # Slurm runs it
     return written
