@@ -9,7 +9,8 @@ EXIT_WATCHDOG = 3  # a point exceeded its time limit; the job was aborted
 EXIT_DAMAGED = 4  # a file read was damaged: what could be read was used, the loss named (store.damage)
 EXIT_LAUNCHER = 5  # a launcher this command started was killed or crashed; the ranks it left were ended
 EXIT_INTERNAL = 70  # a bug in fabricprobe (sysexits' EX_SOFTWARE): a traceback, never "wrong results" (1)
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C; every interrupt: 128 + its signal's number (fabricprobe.interrupts)
+INTERRUPTED_STATUSES = (130, 143, 129)  # SIGINT, SIGTERM, SIGHUP
 
 
 class UsageError(Exception):

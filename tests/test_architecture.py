@@ -43,6 +43,7 @@ LAYERS = [
             "fabricprobe.stats",
             "fabricprobe.inputs",
             "fabricprobe.processes",
+            "fabricprobe.interrupts",
         },
     ),
     ("errors and version", {"fabricprobe.errors", "fabricprobe.version"}),

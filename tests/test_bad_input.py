@@ -195,6 +195,7 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(where, monkeypatch, cap
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
+    monkeypatch.setattr(start, "interrupted_as_a_process", lambda: None)  # this process is pytest's
     monkeypatch.setattr(sys, "argv", ["fabricprobe", "tune-sweep", "-n", "2"])
     if where == "arena":
         monkeypatch.setattr(arena, "reserve", interrupt)
@@ -209,7 +210,7 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(where, monkeypatch, cap
         monkeypatch.setattr(cli_main, "build_parser", interrupt)
     assert start.main() == 130
     err = capsys.readouterr().err
-    assert err.strip().splitlines() == ["fabricprobe: error: interrupted"], err
+    assert err.strip().splitlines() == ["fabricprobe: error: interrupted by SIGINT"], err
 
 
 @pytest.mark.process

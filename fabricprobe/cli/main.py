@@ -1,6 +1,7 @@
 """`fabricprobe` and `python -m fabricprobe`: subcommands and the error policy.
 
-Bad input: one line on rank 0, exit status 2, nothing written. Interrupted: exit 130.
+Bad input: one line on rank 0, exit status 2, nothing written. Interrupted (SIGINT, SIGTERM, SIGHUP):
+one line, exit 128 + the signal's number (130, 143, 129; fabricprobe.interrupts).
 Anything else is a bug: it is reported with its traceback and, under MPI, aborts the job
 so no rank is left waiting.
 """
@@ -13,6 +14,7 @@ import sys
 import time
 import traceback
 
+from fabricprobe import interrupts
 from fabricprobe.cli import (
     compare_cmd,
     doctor_cmd,
@@ -32,7 +34,6 @@ from fabricprobe.console import error_line, is_root
 from fabricprobe.errors import (
     EXIT_DAMAGED,
     EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
     EXIT_LAUNCHER,
     EXIT_OK,
     EXIT_USAGE,
@@ -140,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
             # rank 1 won the race and the job ended with no error message at all).
             time.sleep(NON_ROOT_EXIT_DELAY_S)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        error_line("interrupted")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP in a driver (fabricprobe.interrupts)
+        error_line(f"interrupted by {interrupts.name(interrupts.signum_of(exc))}")
+        return interrupts.status(interrupts.signum_of(exc))
     except LauncherError as exc:
         error_line(str(exc))
         return EXIT_LAUNCHER

@@ -14,14 +14,28 @@ import sys
 
 
 def main() -> int:
+    interrupted_as_a_process()
     try:
         from fabricprobe.memory import arena
 
         arena.reserve(arena.requested_mib(sys.argv[1:]))
         from fabricprobe.cli.main import main as run
-    except KeyboardInterrupt:  # Ctrl-C while numpy, numba, h5py and rich load: a line, not their traceback
-        from fabricprobe.errors import EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # while numpy, numba, h5py and rich load: a line, not their traceback
+        from fabricprobe import interrupts
 
-        sys.stderr.write("fabricprobe: error: interrupted\n")
-        return EXIT_INTERRUPTED
+        sys.stderr.write(f"fabricprobe: error: interrupted by {interrupts.name(interrupts.signum_of(exc))}\n")
+        return interrupts.status(interrupts.signum_of(exc))
     return run()
+
+
+def interrupted_as_a_process() -> None:
+    """SIGINT, SIGTERM and SIGHUP handled alike from the first step (fabricprobe.interrupts): a rank
+    exits at once from a thread (rank 0 says so), a driver raises Interrupted and cleans up."""
+    from fabricprobe import interrupts
+    from fabricprobe.mpienv.launcher import env_rank, launched_by_mpiexec
+
+    if launched_by_mpiexec():
+        say = (lambda line: sys.stderr.write(f"fabricprobe: error: {line}\n")) if env_rank() == 0 else None
+        interrupts.exit_from_a_thread(say)
+    else:
+        interrupts.raise_in_main_thread()

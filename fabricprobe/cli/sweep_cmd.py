@@ -13,7 +13,7 @@ from fabricprobe.cli.parser import HelpFormatter, RenamedOption
 from fabricprobe.console import warn_line
 from fabricprobe.engine.config import FULL, GROUPS, KNOWN, MAX_LAUNCHES, ORDERS, PAIRS, QUICK, SEED_MAX, SweepConfig
 from fabricprobe.engine.gpudirect import GPUDIRECT
-from fabricprobe.errors import EXIT_INTERRUPTED, UsageError
+from fabricprobe.errors import INTERRUPTED_STATUSES, UsageError
 from fabricprobe.inputs import (
     MAX_ITERATIONS,
     MAX_RANKS,
@@ -436,7 +436,7 @@ def run(args: argparse.Namespace) -> int:
         run_id=args.run,
         progress=args.progress,
     )
-    if outcome.is_root and outcome.exit_code != EXIT_INTERRUPTED:
+    if outcome.is_root and outcome.exit_code not in INTERRUPTED_STATUSES:
         if not args.quiet:
             render_end_of_sweep(select_run(load_runs(outcome.path), outcome.run_id, outcome.path), make_console())
         if outcome.failed:

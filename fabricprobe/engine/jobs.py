@@ -9,7 +9,8 @@ import os
 import sys
 import tempfile
 
-from fabricprobe.errors import LauncherError
+from fabricprobe import interrupts
+from fabricprobe.errors import INTERRUPTED_STATUSES, LauncherError
 from fabricprobe.mpienv import orphans, slurm_env
 from fabricprobe.mpienv.launcher import run_launch, signal_name, stream_launch
 
@@ -33,6 +34,8 @@ def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeo
             f"the launcher {os.path.basename(argv[0])} was ended by {signal_name(-out.returncode)}; "
             f"{ended} processes it left were ended; every point measured before is kept"
         )
+    if out.returncode in INTERRUPTED_STATUSES:  # the job was interrupted (scancel of a step): so is this
+        raise interrupts.Interrupted(out.returncode - 128)
     return out
 
 

@@ -26,7 +26,7 @@ from typing import Callable
 
 from fabricprobe.engine.config import SEED_MAX, SweepConfig
 from fabricprobe.engine.jobs import job_file, run_fabricprobe
-from fabricprobe.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, EXIT_WRONG
+from fabricprobe.errors import EXIT_OK, EXIT_USAGE, EXIT_WRONG, INTERRUPTED_STATUSES
 from fabricprobe.mpienv.launcher import failure_message
 
 
@@ -47,7 +47,7 @@ class LaunchesOutcome:
     def exit_code(self) -> int:
         """Usage errors and interrupts first (they ended the series), then the worst launch's status."""
         codes = [x.returncode for x in self.launches]
-        for code in (EXIT_USAGE, EXIT_INTERRUPTED):
+        for code in (EXIT_USAGE, *INTERRUPTED_STATUSES):
             if code in codes:
                 return code
         return max(codes, default=EXIT_OK)
@@ -92,6 +92,6 @@ def run_launches(
         finally:
             os.unlink(path)
         done.append(Launched(index, seed, code, error))
-        if code in (EXIT_USAGE, EXIT_INTERRUPTED):
+        if code in (EXIT_USAGE, *INTERRUPTED_STATUSES):
             break
     return LaunchesOutcome(group, done)

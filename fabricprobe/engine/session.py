@@ -9,12 +9,11 @@ import contextlib
 import os
 import resource
 import secrets
-import signal
 import sys
-import threading
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from fabricprobe import interrupts
 from fabricprobe.console import error_line, set_rank, warn_line
 from fabricprobe.engine import bound_probe, faults
 from fabricprobe.engine.config import SweepConfig, differing_fields
@@ -25,7 +24,7 @@ from fabricprobe.engine.setup_watch import SetupWatch
 from fabricprobe.engine.sweep import execute
 from fabricprobe.engine.switching import LibrarySwitch
 from fabricprobe.engine.watchdog import Watchdog
-from fabricprobe.errors import EXIT_INTERRUPTED, StorageError, UsageError
+from fabricprobe.errors import INTERRUPTED_STATUSES, StorageError, UsageError
 from fabricprobe.memory import arena
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import first_collective, init_mpi
@@ -252,7 +251,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     if sync is not None:
         sync.update(_residual_at_end(MPI, comm))
     probe = {}
-    if outcome.exit_code != EXIT_INTERRUPTED and bound_probe.wanted(config, comm.size):
+    if outcome.exit_code not in INTERRUPTED_STATUSES and bound_probe.wanted(config, comm.size):
         watch = Watchdog(config.point_timeout, comm.rank)
         watch.arm("the bound probe (point-to-point latency and bandwidth)")
         try:
@@ -309,52 +308,21 @@ def _residual_at_end(MPI: Any, comm: Any) -> dict:
     return {"residual_at_end_s": found, "end_after_s": after, "drift_ppm_at_end": drifts} if comm.rank == 0 else {}
 
 
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
 def _interrupts_end_the_run(job: _Job):
-    """Ctrl-C, SIGTERM or SIGHUP: rank 0 marks the run "interrupted", and every rank exits 130 at once.
+    """Ctrl-C, SIGTERM or SIGHUP: rank 0 marks the run "interrupted", and every rank exits 128 + the
+    signal's number at once (fabricprobe.interrupts: a thread on the signal wake-up descriptor).
 
     Python runs signal handlers only between bytecodes of the main thread, which may be inside a
     compiled timed batch for seconds, and Open MPI's launcher follows the SIGTERM it forwards on Ctrl-C
-    with SIGKILL 0.2 s later (measured): a handler there never ran, and runs were left "running". So a
-    thread waits on the signal wake-up fd (written by the C-level handler the moment a signal arrives;
-    the timed loops and MPI calls release the GIL), appends the status record and ends the process.
+    with SIGKILL 0.2 s later (measured): a handler there never ran, and runs were left "running".
     Nothing is lost: every completed point is already in the journal."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)
-    stopping = threading.Event()
 
-    def watch() -> None:
-        os.read(read_end, 1)
-        if stopping.is_set():
-            return
+    def mark(signum: int) -> None:
         if job.writer is not None:
-            with contextlib.suppress(Exception):
-                reason = {"status_reason": "interrupted by a signal", "ended": provenance.utc_now()}
-                job.writer.update_run({"status": STATUS_INTERRUPTED, **reason})
-            error_line("interrupted")
-        os._exit(EXIT_INTERRUPTED)
+            reason = {"status_reason": f"interrupted by {interrupts.name(signum)}", "ended": provenance.utc_now()}
+            job.writer.update_run({"status": STATUS_INTERRUPTED, **reason})
 
-    previous = {sig: signal.signal(sig, lambda signum, frame: None) for sig in INTERRUPTS}
-    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    watcher = threading.Thread(target=watch, name="fabricprobe-interrupts", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        stopping.set()
-        os.write(write_end, b"\0")
-        watcher.join()
-        signal.set_wakeup_fd(previous_fd)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        os.close(read_end)
-        os.close(write_end)
+    return interrupts.on_interrupt(mark, say=error_line)
 
 
 def _early_buffers_applied(config: SweepConfig) -> None:

@@ -64,13 +64,51 @@ def launcher_failed_to_start(output: str) -> bool:
     return any(t in (output or "") for t in LAUNCHER_START_FAILURES)
 
 
-def run_launch(argv: list[str], **kwargs):
-    """subprocess.run of an mpiexec command line (text, output captured), launched again only when
-    mpiexec failed before any rank ran."""
+# How long an interrupted command waits for a launcher it asked to end (SIGTERM: Open MPI's prterun,
+# hydra and srun each end their ranks) before it kills it; well inside Slurm's default KillWait (30 s).
+LAUNCHER_GRACE_S = 10.0
+
+
+def end_launcher(proc, grace_s: float = LAUNCHER_GRACE_S) -> None:
+    """Ask a launcher this process started to end its ranks (SIGTERM), and kill it if it has not
+    ended after grace_s: on an interrupt the ranks then mark their runs interrupted and exit, where a
+    SIGKILL of the launcher (what subprocess.run does) left them running (mpienv.orphans ends what is
+    left)."""
     import subprocess
 
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _run_once(argv: list[str], timeout: float | None, kwargs: dict):
+    """subprocess.run(argv, capture_output=True, text=True), but an interrupt or a timeout asks the
+    launcher to end its ranks (end_launcher) instead of killing it."""
+    import subprocess
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        end_launcher(proc)
+        out, err = proc.communicate()  # what it printed before and while it ended (a probe group's lines)
+        raise subprocess.TimeoutExpired(argv, timeout, out, err) from None
+    except BaseException:
+        end_launcher(proc)
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def run_launch(argv: list[str], timeout: float | None = None, **kwargs):
+    """subprocess.run of an mpiexec command line (text, output captured), launched again only when
+    mpiexec failed before any rank ran."""
     for _ in range(LAUNCH_ATTEMPTS):
-        out = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+        out = _run_once(argv, timeout, kwargs)
         # under `script` (a terminal for the tests) mpiexec's stderr arrives in stdout
         if out.returncode == 0 or not launcher_failed_to_start((out.stderr or "") + (out.stdout or "")):
             return out
@@ -132,9 +170,7 @@ def _stream_once(argv: list[str], on_line, timeout: float | None, kwargs: dict):
     finally:
         if timer is not None:
             timer.cancel()
-        if proc.poll() is None:  # the caller was interrupted: the job goes too
-            proc.kill()
-            proc.wait()
+        end_launcher(proc)  # the caller was interrupted: the job goes too
     if expired.is_set():
         raise subprocess.TimeoutExpired(argv, timeout)
     return subprocess.CompletedProcess(argv, proc.returncode, "".join(out), "".join(err))

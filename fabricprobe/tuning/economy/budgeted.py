@@ -8,9 +8,11 @@ reads an exhaustive one."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import replace
 
+from fabricprobe import interrupts
 from fabricprobe.collectives.algorithm import LIBRARY
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.errors import EXIT_USAGE, UsageError
@@ -82,7 +84,28 @@ def measure_budgeted(
     progress=None,
 ) -> TuneSweep:
     """Measure round after round until tuning.economy has nothing worth measuring or the budget
-    (a fraction of the exhaustive measurement time) is spent; progress(text) after each round."""
+    (a fraction of the exhaustive measurement time) is spent; progress(text) after each round. An
+    interrupt marks the runs it added as a search cut short (tune_sweep.interrupted: `tune` says so;
+    every round's run stands as measured), then goes on."""
+    check_output_path(output)
+    before = {r.id for r in runs_of(output)}
+    try:
+        return _measure_budgeted(
+            n, output, collectives, comm_sizes, template, budget, min_gain, switch, mpiexec, mpiexec_args, only,
+            timeout, own, progress,
+        )  # fmt: skip
+    except KeyboardInterrupt as exc:
+        cut = TuneSweep(library_in_use(), switch or "", interrupted=interrupts.name(interrupts.signum_of(exc)))
+        with contextlib.suppress(Exception):  # the interrupt stands whatever this meets
+            cut.runs = [r.id for r in runs_of(output) if r.id not in before]
+            finish(output, cut)
+        raise
+
+
+def _measure_budgeted(
+    n, output, collectives, comm_sizes, template, budget, min_gain, switch, mpiexec, mpiexec_args, only, timeout, own,
+    progress,
+) -> TuneSweep:  # fmt: skip
     own = own or {}
     check_output_path(output)
     vendor = library_in_use()

@@ -16,6 +16,7 @@ sweeps are not repeated, and an incomplete one is measured again for its missing
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -65,6 +66,7 @@ class TuneSweep:
     ok_points: int = 0  # points of those runs measured and validated
     wrong: list[str] = field(default_factory=list)  # labels of points whose validation failed
     began: float = field(default_factory=time.monotonic)
+    interrupted: str = ""  # the signal that ended it before its end (a budgeted search cut short)
 
     @property
     def seconds(self) -> float:
@@ -88,6 +90,7 @@ class TuneSweep:
             "summary": self.summary,
             "fallbacks": [vars(f) for f in self.fallbacks],
             "refused": [vars(f) for f in self.refused],
+            **({"interrupted": self.interrupted} if self.interrupted else {}),
         }
 
 
@@ -285,6 +288,11 @@ def launch_job(base: list[str], output: str, spec: dict, launch_env: dict[str, s
         return Launch("*", ONE_LAUNCH, out.returncode, job_error(out.stderr + "\n" + out.stdout))
     except subprocess.TimeoutExpired:
         return Launch("*", ONE_LAUNCH, 124, f"no result within {timeout:g} s")
+    except KeyboardInterrupt:  # interrupted: no culprit to read; nothing of this job is left beside the results
+        if spec.get("state"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(spec["state"])
+        raise
     finally:
         os.unlink(path)
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 
 from fabricprobe.engine.config import SweepConfig
-from fabricprobe.errors import UsageError
+from fabricprobe.errors import LauncherError, UsageError
 from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.tuning.measure.launch import completed_launches, job_config, library_in_use, run_job
 from fabricprobe.tuning.measure.onelaunch import TuneSweep, finish, measure_one_launch, prior_runs, runs_of
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.library import Library, Variant
 from fabricprobe.tuning.plan.variants import variant_label, variants_for
-from fabricprobe.tuning.verify.fingerprint import probe
+from fabricprobe.tuning.verify.fingerprint import LAUNCHER_ENDED, probe
 
 SWITCHES = ("mpit", "launch")
 
@@ -69,6 +69,8 @@ def hierarchy_where_served(library: Library, base: list[str], n: int, progress=N
     if not component or not library.hierarchy_variants("allreduce"):
         return  # no hierarchy settings in this library
     found = probe(base, n, "allreduce", 0, "path", {})
+    if found.startswith(LAUNCHER_ENDED):  # killed, not an answer: tune-sweep fails with the launcher's status
+        raise LauncherError(f"asking which component serves the job: {found[len('error: ') :]}")
     try:
         path = json.loads(found)
     except ValueError:

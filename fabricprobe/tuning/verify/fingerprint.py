@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fabricprobe import interrupts
+from fabricprobe.errors import INTERRUPTED_STATUSES
 from fabricprobe.mpienv import orphans, slurm_env
 from fabricprobe.mpienv.launcher import failure_message, run_launch, signal_name
 from fabricprobe.specs import SPECS
@@ -139,6 +141,7 @@ GROUP_SECONDS_PER_ITEM = 15  # a group's time limit: probe()'s for one, and this
 # method_for, _under_failed_monitoring).
 MONITOR_ATTEMPTS = 3
 TIMED_OUT = "error: timed out"
+LAUNCHER_ENDED = "error: the launcher "  # a probe whose launcher was killed: a failed job, not a verdict
 
 
 def crashed(found: str) -> bool:
@@ -198,7 +201,9 @@ def _probe(argv: list[str], env: dict[str, str], timeout: float, method: str, fo
     if out.returncode < 0:  # the launcher itself was killed (its stderr is empty): say so, end its ranks
         ended = orphans.end()
         left = f"; {ended} processes it left were ended" if ended else ""
-        return f"error: the launcher {os.path.basename(argv[0])} was ended by {signal_name(-out.returncode)}{left}"
+        return f"{LAUNCHER_ENDED}{os.path.basename(argv[0])} was ended by {signal_name(-out.returncode)}{left}"
+    if out.returncode in INTERRUPTED_STATUSES:  # the job was interrupted, not the rule: so is tune
+        raise interrupts.Interrupted(out.returncode - 128)
     if out.returncode != 0:
         return "error: " + failure_message(out.stderr + "\n" + out.stdout)[:300]
     if folder is not None:
