@@ -86,8 +86,15 @@ def reframe(session: nox.Session) -> None:
 
 # A site's MPI and scheduler: Debian's packages (root installs them with apt-get when missing), and
 # mpi4py built from source against each library in a virtual environment of its own.
-DEBIAN = ("slurm-wlm", "munge", "openmpi-bin", "libopenmpi-dev", "libpmix-dev", "mpich", "libmpich-dev", "gcc")
-DEBIAN_FILES = ("/usr/bin/mpicc.openmpi", "/usr/bin/mpicc.mpich", "/usr/sbin/slurmctld", "/usr/sbin/munged")
+# lmod: the site files' modulefile is loaded by Debian's Lmod (tests/site/test_site_files_lab.py)
+DEBIAN = ("slurm-wlm", "munge", "openmpi-bin", "libopenmpi-dev", "libpmix-dev", "mpich", "libmpich-dev", "gcc", "lmod")
+DEBIAN_FILES = (
+    "/usr/bin/mpicc.openmpi",
+    "/usr/bin/mpicc.mpich",
+    "/usr/sbin/slurmctld",
+    "/usr/sbin/munged",
+    "/usr/share/lmod/lmod/init/bash",
+)
 SITE_MPICC = {"openmpi": "/usr/bin/mpicc.openmpi", "mpich": "/usr/bin/mpicc.mpich"}
 
 

@@ -24,6 +24,9 @@ BOTH_WHEELS = {
     "test_console.py": "the launcher: how each one forwards a rank's output to a terminal or a file",
     "test_bad_input_mpi.py": "the launcher: one line and exit 2 under each launcher (banners, non-root ranks)",
     "test_resume.py": "the launcher: a job killed under each launcher, then resumed",
+    "test_interrupts.py": "the launcher: SIGTERM, SIGHUP, Ctrl-C to a driver end each launcher's ranks",
+    # what tune writes for a site, through each library's reader
+    "test_site_files.py": "site files: hostile paths read by Open MPI's ompi_info, MPICH's MPI_Init, shells, Lmod",
     "test_gpu_kernels.py": "the library's answer to MPIX_Query_cuda_support",
     # validation of every collective and algorithm against the library in use
     "test_sweep_mpi.py": "validation: every library collective and test, each library's results",
@@ -87,4 +90,5 @@ ONE_WHEEL = {
 SITE = {
     "site/test_slurm_lab.py": "a site's MPIs under Slurm",
     "site/test_reframe_slurm.py": "the ReFrame check through Slurm",
+    "site/test_site_files_lab.py": "the site files read by Debian's MPIs, Lmod and Slurm's TaskProlog",
 }

@@ -294,6 +294,23 @@ def processes_mentioning(text: str) -> list[int]:
     return out
 
 
+def session_members(sid: int) -> list[int]:
+    """The live processes of session `sid` (a command started with start_new_session=True: its
+    launchers and ranks, which Open MPI puts in process groups of their own)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # state, ppid, pgrp, session
+            out.append(int(entry))
+    return out
+
+
 def kill_session(sid: int, timeout: float = 30.0) -> None:
     """SIGKILL every process of session `sid` (a launcher started with start_new_session=True) and wait
     until they are gone. Open MPI puts each rank in its own process group, so killpg(launcher) would
@@ -301,23 +318,9 @@ def kill_session(sid: int, timeout: float = 30.0) -> None:
     import signal
     import time
 
-    def members() -> list[int]:
-        out = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":  # state, ppid, pgrp, session
-                out.append(int(entry))
-        return out
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        alive = members()
+        alive = session_members(sid)
         if not alive:
             return
         for pid in alive:

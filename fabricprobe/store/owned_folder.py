@@ -15,8 +15,8 @@ Writing goes through the folders' descriptors, never their paths again (a link p
 check and the write is not followed): a temporary file created exclusively, its mode set exactly
 (0o644, or 0o755 for a script; folders 0o755, whatever the umask), synced, then renamed over the name.
 The ledger names a file before it is written and records its hash after, so a run killed in between
-leaves files the next run may replace. Files an earlier run wrote that this one does not declare are
-removed when the folder is opened (`stale`): the folder then holds one run's files."""
+leaves files the next run may replace. The files an earlier run wrote that this one did not write
+again are removed at its end (`finish`): the folder then holds one run's files."""
 
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ class OwnedFolder:
         self.names = set(names) | {LEDGER}
         self.writer = writer
         self.ledger: dict[str, str | None] = {}  # name -> SHA-256 of what was written (None: being written)
-        self.replaced: list[str] = []  # declared names the previous run wrote, found here: replaced
-        self.stale: list[str] = []  # names the previous run wrote that this one does not declare: removed
+        self.replaced: list[str] = []  # the previous run's files found here under declared names
+        self.stale: list[str] = []  # the previous run's files this one does not declare
+        self.written: set[str] = set()  # what this run wrote (finish removes the previous run's others)
         self._fds: dict[str, int] = {}  # "" (the root) and each subfolder -> its descriptor
 
     # ---- the check: nothing touched ----
@@ -145,8 +146,8 @@ class OwnedFolder:
     # ---- writing, through the folders' descriptors ----
 
     def open(self) -> OwnedFolder:
-        """Create the folder and its subfolders (mode 0o755), remove the stale files. A link or a file
-        put in a checked place since the check is refused here (UsageError), never followed."""
+        """Create the folder and its subfolders (mode 0o755). A link or a file put in a checked place
+        since the check is refused here (UsageError), never followed."""
         try:
             return self._open()
         except OSError as exc:
@@ -167,9 +168,15 @@ class OwnedFolder:
             self._fds[sub] = os.open(
                 sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._fds[""]
             )
-        for name in self.stale:
-            self.remove(name)
         return self
+
+    def finish(self) -> list[str]:
+        """Remove the previous run's files this one did not write again (an earlier `tune`'s verified
+        file beside this one's unverified one would still be loaded by a site); their names."""
+        gone = sorted(n for n in self.stale + self.replaced if n not in self.written and self.exists(n))
+        for name in gone:
+            self.remove(name)
+        return gone
 
     def close(self) -> None:
         for fd in self._fds.values():
@@ -205,6 +212,7 @@ class OwnedFolder:
     def write(self, name: str, data: str | bytes, mode: int = FILE_MODE) -> Path:
         """`data` as `name`, whole (a kill leaves the old file or the new), mode exactly `mode`."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
+        self.written.add(name)
         self._record(name, None)
         self._put(name, raw, mode)
         self._record(name, _digest(raw))
@@ -212,6 +220,7 @@ class OwnedFolder:
 
     def rename(self, old: str, new: str) -> Path:
         self._declared(new)
+        self.written.add(new)
         self._record(new, self.ledger.get(old))
         fd_old, base_old = self._where(old)
         fd_new, base_new = self._where(new)

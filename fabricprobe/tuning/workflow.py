@@ -170,12 +170,11 @@ def output_folder(output: str, emits: list[str], vendor: str, say: Reporter) -> 
     one line, exit 2, nothing written), then opened; the previous tune's files it replaces are said."""
     names = emitters.filenames(emits) | set(emit_site.PATHS) | {MANIFEST}
     folder = OwnedFolder(output, names, WRITER).claim(legacy=_written_by_earlier_versions)
-    emit_site.refuse_paths([folder.path(n) for n in sorted(names)], open_mpi=vendor == "Open MPI")
+    loadable = [n for n in sorted(names) if n not in {MANIFEST, *emit_site.PATHS} and not n.endswith(emitters.REJECTED)]
+    emit_site.refuse_paths([folder.path(n) for n in loadable], open_mpi=vendor == "Open MPI")
     folder.open()
-    if folder.replaced:
-        say.line(f"replacing the {len(folder.replaced)} files the previous {WRITER} wrote in {folder.root}")
-    if folder.stale:
-        say.line(f"removed the previous {WRITER}'s files this one does not write: {', '.join(folder.stale)}")
+    if folder.replaced or folder.stale:
+        say.line(f"replacing the files the previous {WRITER} wrote in {folder.root}")
     return folder
 
 
@@ -252,6 +251,9 @@ def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> i
         manifest["time_to_verified_files"] = phases.as_dict()
         say.line(phases.line())
     out.write(MANIFEST, json.dumps(manifest, indent=1, default=str) + "\n")
+    gone = out.finish()
+    if gone:
+        say.line(f"removed the previous {WRITER}'s files this one did not write again: {', '.join(gone)}")
     return status
 
 

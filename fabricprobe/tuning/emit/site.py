@@ -16,7 +16,6 @@ written (site_syntax: the readers' rules).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
 
 from fabricprobe.store.owned_folder import SCRIPT_MODE, OwnedFolder
 from fabricprobe.tuning.emit import site_syntax as syntax
@@ -56,7 +55,7 @@ def task_prolog(env: dict[str, str], proof: str) -> str:
     return f"#!/bin/sh\n# Slurm TaskProlog. {_comment('', proof).lstrip()}{lines}exit 0\n"
 
 
-def refuse_paths(paths: Iterable[Path], open_mpi: bool) -> None:
+def refuse_paths(paths: list[Path], open_mpi: bool) -> None:
     """Before the output folder's first byte: every path a loading file may name (each file `tune` may
     write, as the load lines give it: resolved), asked of every format's reader (syntax.refuse). A
     name of Open MPI's carries Open MPI's rules too."""
@@ -65,6 +64,13 @@ def refuse_paths(paths: Iterable[Path], open_mpi: bool) -> None:
     for path in paths:
         value = str(Path(path).resolve())
         syntax.refuse({name: value}, what=f"the output path {syntax.shown(value)}")
+    if open_mpi:  # the parameter file itself, as OMPI_MCA_mca_param_files names it: a list split at ','
+        value = str(Path(paths[0]).parent.resolve() / FOLDER / "openmpi-mca-params.conf")
+        if "," in value:
+            raise syntax.Unloadable(
+                f"the output path {syntax.shown(value)}: cannot be written for a site: Open MPI reads "
+                "mca_param_files as a list split at ','; give another path"
+            )
 
 
 def read_mca_params(text: str) -> dict[str, str]:
