@@ -22,10 +22,14 @@ input (one line on stderr, nothing written); 3 the watchdog aborted a hung point
 damaged (what could be read is shown, and one warning line names what it lost: run `fabricprobe
 repair`); 5 a launcher the command started (tune-sweep's jobs, `sweep --launches`) was killed or
 crashed (one line naming it; the ranks it left are ended, every point measured before is kept); 70 an
-internal error, a bug in fabricprobe (its traceback follows; 1 always means results); 130 interrupted
-(Ctrl-C, SIGTERM, SIGHUP: the run is marked `interrupted` and every rank exits 130 at once, even inside
-a long timed batch; Open MPI's `mpiexec` itself returns 1 after Ctrl-C whatever its ranks return,
-MPICH's returns 130). Under Open MPI's `mpiexec`, a rank's non-zero exit makes the launcher print its own
+internal error, a bug in fabricprobe (its traceback follows; 1 always means results); 128 + the
+signal's number when interrupted: 130 Ctrl-C (SIGINT), 143 SIGTERM (what `scancel` and a job's time
+limit send first), 129 SIGHUP, whether the signal reaches the process group or the command's own PID
+alone. One line says which; the run being measured is marked `interrupted` and every rank exits at once,
+even inside a long timed batch; a command that launched jobs (tune-sweep, tune --verify, sweep
+--launches) asks each launcher to end its ranks (SIGTERM, SIGKILL 10 s later), ends what a killed one
+left and removes its job files (docs/site.md, "Jobs ended by Slurm"). Open MPI's `mpiexec` itself
+returns 1 after Ctrl-C whatever its ranks return, MPICH's returns 130. Under Open MPI's `mpiexec`, a rank's non-zero exit makes the launcher print its own
 banner ("prterun detected that one or more processes exited with non-zero status") after fabricprobe's
 one line: the launcher's, not suppressible from a rank (`mpiexec --quiet` is not an option of 5.0).
 
@@ -34,7 +38,11 @@ option's range (Unicode digits such as ², nan, inf and 1e999 are refused in one
 file's values are type-checked against the same rules before anything runs. Every file a command
 writes follows one rule (`fabricprobe/store/outputs.py`): never through a symbolic link, never over
 anything but a regular file, never over a results file (an HDF5 file, or a name ending in .h5), written
-whole through a temporary file beside it; refused in one line, exit 2, before any work.
+whole through a temporary file beside it; refused in one line, exit 2, before any work. `tune -o DIR`,
+whose files go into a site's MPI configuration, follows a stricter one (`fabricprobe/store/owned_folder.py`):
+every path checked before the first byte, no link followed anywhere in DIR, no file replaced that `tune`
+did not write, no folder every user may write to, modes exact whatever the umask, every value quoted
+for its reader or refused (docs/site.md, "Installing the tuning files").
 """
 
 

@@ -79,6 +79,7 @@ FOREIGN_OPTIONS = {
     "--ntasks-per-node": "srun (Slurm)",
     "--mpi": "srun (Slurm)",
     "--cpu-bind": "srun (Slurm)",
+    "--task-prolog": "srun (Slurm)",
     "--wait": "sbatch (Slurm)",
     "--no-cache-dir": "pip",
     "--force-reinstall": "pip",

@@ -1,5 +1,5 @@
 """The files `tune` writes for a site, read by a site's own readers (issue 65), on the hostile output
-paths of tests/site_readers.py: Debian's Open MPI 4.1 (`ompi_info.openmpi` with the MCA parameter file,
+paths of tests/site_readers.py: Debian's Open MPI 4.1 (`/usr/bin/ompi_info` with the MCA parameter file,
 and with env.sh's environment) or MPICH 4.0 (MPI_Init with env.sh's environment: it aborts on a file it
 cannot open), Debian's Lmod loading the modulefile, and Slurm applying the TaskProlog to a task in the
 lab's cluster (`srun --task-prolog`, which slurmstepd reads as it reads slurm.conf's TaskProlog). Run
@@ -31,7 +31,7 @@ from fabricprobe.mpienv.library import library_of_this_python
 
 pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
 WRITTEN = [c for c in CASES if not refused(c, "Open MPI") or not refused(c, "MPICH")]
-DEBIAN_OMPI_INFO = "/usr/bin/ompi_info.openmpi"
+DEBIAN_OMPI_INFO = "/usr/bin/ompi_info"  # Debian's Open MPI (MPICH installs none)
 
 
 def _vendor() -> str:
