@@ -29,7 +29,8 @@ alone. One line says which; the run being measured is marked `interrupted` and e
 even inside a long timed batch; a command that launched jobs (tune-sweep, tune --verify, sweep
 --launches) asks each launcher to end its ranks (SIGTERM, SIGKILL 10 s later), ends what a killed one
 left and removes its job files (docs/site.md, "Jobs ended by Slurm"). Open MPI's `mpiexec` itself
-returns 1 after Ctrl-C whatever its ranks return, MPICH's returns 130. Under Open MPI's `mpiexec`, a rank's non-zero exit makes the launcher print its own
+returns 1 after Ctrl-C whatever its ranks return, MPICH's returns 130. Under Open MPI's `mpiexec`, a
+rank's non-zero exit makes the launcher print its own
 banner ("prterun detected that one or more processes exited with non-zero status") after fabricprobe's
 one line: the launcher's, not suppressible from a rank (`mpiexec --quiet` is not an option of 5.0).
 
