@@ -20,6 +20,9 @@ FIXTURES = {
     "Open MPI": ROOT / "tests" / "fixtures" / "tuning" / "openmpi-n8-allreduce-bcast.h5",
     "MPICH": ROOT / "tests" / "fixtures" / "tuning" / "mpich-n2.h5",
 }
+# MPICH 4.0 lacks some of 5.0.2's algorithms that the fixture's allreduce rules name (tune refuses them):
+# the collectives whose rules both load
+ONLY = {"Open MPI": [], "MPICH": ["--collectives", "allgather,alltoall,reduce_scatter"]}
 MARK = "PWNED"  # every payload creates this file (in its reader's working folder, inside the case) if it runs
 LMOD_INIT = Path("/usr/share/lmod/lmod/init/bash")
 # The environment variables `tune` names its files by, per library (the loading files hold only these).
@@ -115,7 +118,7 @@ def tune_into(parent: Path, name: str, vendor: str, *extra: str):
     """`fabricprobe tune FIXTURE --output=NAME` in `parent` (in this process), as a CompletedProcess."""
     from inprocess import run_in_process
 
-    return run_in_process(["tune", str(FIXTURES[vendor]), f"--output={name}", *extra], cwd=parent)
+    return run_in_process(["tune", str(FIXTURES[vendor]), f"--output={name}", *ONLY[vendor], *extra], cwd=parent)
 
 
 def expected_env(folder: Path, vendor: str) -> dict[str, str]:
@@ -233,7 +236,8 @@ def _mpich_starts(env: dict[str, str], launch: tuple[str, ...]) -> subprocess.Co
 
 def mpich(env: dict[str, str], launch: tuple[str, ...] = ()) -> dict[str, str]:
     """The tuning files MPICH reads with env (MPI_Init of a singleton): it aborts there on a file it
-    cannot open or parse ("Unable to open collective tuning file"), so a clean start with each path,
+    cannot open or parse (5.0: "Unable to open collective tuning file"; 4.0: a segmentation fault), so
+    a clean start with each path,
     and a failed one with that path changed by one character, show it opened exactly that file.
     Returns the variables it read so (MPI_T reads MPICH's string variables back empty). `launch`: a
     launcher prefix (mpiexec -n 1), none for a singleton."""
@@ -242,7 +246,8 @@ def mpich(env: dict[str, str], launch: tuple[str, ...] = ()) -> dict[str, str]:
     assert started.returncode == 0, started.stderr[-2000:]
     for name, value in files.items():
         changed = _mpich_starts({**files, name: value + "~"}, launch)
-        assert changed.returncode != 0 and "Unable to open" in changed.stderr, (name, changed.stderr[-500:])
+        # MPICH 5.0 says "Unable to open collective tuning file"; 4.0 dies of a segmentation fault
+        assert changed.returncode != 0, (name, changed.stderr[-500:])
     return files
 
 
