@@ -69,6 +69,7 @@ ONE_WHEEL = {
     "test_nccl_tests_format.py": "the nccl-tests export",
     "test_osu_format.py": "the OMB export",
     "test_patterns.py": "the oracle's exact results",
+    "test_owned_folder.py": "the folder tune writes for a site (no MPI)",
     "test_plan.py": "the sweep plan",
     "test_reliability.py": "the store and readers under damage",
     "test_report.py": "the report and exports",

@@ -62,6 +62,7 @@ class OwnedFolder:
         self.stale: list[str] = []  # the previous run's files this one does not declare
         self.written: set[str] = set()  # what this run wrote (finish removes the previous run's others)
         self._fds: dict[str, int] = {}  # "" (the root) and each subfolder -> its descriptor
+        self._opened = False
 
     # ---- the check: nothing touched ----
 
@@ -146,10 +147,20 @@ class OwnedFolder:
     # ---- writing, through the folders' descriptors ----
 
     def open(self) -> OwnedFolder:
-        """Create the folder and its subfolders (mode 0o755). A link or a file put in a checked place
-        since the check is refused here (UsageError), never followed."""
+        """Ready to write: the folder and its subfolders (mode 0o755) are made at the first change, so
+        that a refusal before it (a rule the library lacks) leaves nothing behind either."""
+        self._opened = True
+        return self
+
+    def _ready(self) -> None:
+        """Create and open the folders once. A link or a file put in a checked place since the check is
+        refused here (UsageError), never followed."""
+        if self._fds:
+            return
+        if not self._opened:
+            raise RuntimeError("the folder was not opened (claim, then open)")
         try:
-            return self._open()
+            self._open()
         except OSError as exc:
             self.close()
             raise UsageError(
@@ -173,7 +184,7 @@ class OwnedFolder:
     def finish(self) -> list[str]:
         """Remove the previous run's files this one did not write again (an earlier `tune`'s verified
         file beside this one's unverified one would still be loaded by a site); their names."""
-        gone = sorted(n for n in self.stale + self.replaced if n not in self.written and self.exists(n))
+        gone = sorted(n for n in self.stale + self.replaced if n not in self.written and os.path.lexists(self.path(n)))
         for name in gone:
             self.remove(name)
         return gone
@@ -240,6 +251,7 @@ class OwnedFolder:
 
     def _where(self, name: str) -> tuple[int, str]:
         self._declared(name)
+        self._ready()
         sub, _, base = name.rpartition("/")
         return self._fds[sub], base
 

@@ -64,7 +64,7 @@ def refuse_paths(paths: list[Path], open_mpi: bool) -> None:
     for path in paths:
         value = str(Path(path).resolve())
         syntax.refuse({name: value}, what=f"the output path {syntax.shown(value)}")
-    if open_mpi:  # the parameter file itself, as OMPI_MCA_mca_param_files names it: a list split at ','
+    if open_mpi and paths:  # the parameter file itself, as OMPI_MCA_mca_param_files names it: a list split at ','
         value = str(Path(paths[0]).parent.resolve() / FOLDER / "openmpi-mca-params.conf")
         if "," in value:
             raise syntax.Unloadable(
