@@ -47,21 +47,22 @@ PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]", re.M)
 class Command:
     name: str
     run: Callable[[Path, bool], str]  # the batch script's command lines (long: for a time-limit trial)
-    started: str  # a line the job's output shows once the command is measuring
+    started: str  # what the job's output shows once the command is measuring ("[": a progress line)
     window_s: float  # a scancel lands uniformly in this many seconds after `started`
     resume: Callable[[Path], str] | None = None
+    local: bool = False  # run here (ReFrame submits the check's job itself), not as a batch job
 
 
 def _sweep(w: Path, long: bool) -> str:
-    iters = "40000" if long else "8000"
+    iters = "50000" if long else "30000"
     return (
         f"{SRUN} {FP} sweep -o {w}/s.h5 --collectives allreduce,bcast,allgather --sizes 8,64K,1M "
-        f"--iters {iters} --ci-target 0 --max-time 120 --progress plain --quiet"
+        f"--iters {iters} --ci-target 0 --max-time 120 --no-bound-probe --progress plain --quiet"
     )
 
 
 def _tune_sweep(w: Path, long: bool) -> str:
-    iters = "6000" if long else "1500"
+    iters = "20000" if long else "3000"
     return (
         f"{FP} tune-sweep -n 4 -o {w}/t.h5 --collectives allreduce,bcast --sizes 8,1M --iters {iters} "
         f"--max-time 4 --algorithms none"
@@ -69,41 +70,42 @@ def _tune_sweep(w: Path, long: bool) -> str:
 
 
 def _tune_verify(w: Path, long: bool) -> str:
-    reps = "12" if long else "6"
+    reps = "20" if long else "6"
     return f"{FP} tune {w}/T.h5 -o {w}/tuning --verify --reps {reps}"
 
 
 def _doctor(w: Path, long: bool) -> str:
-    iters = "200000,2000" if long else "40000,400"
-    return f"{SRUN} {FP} doctor -o {w}/d.h5 --iterations {iters} --ring-reps 2000"
+    iters = "100000,6000" if long else "60000,600"
+    return f"{SRUN} {FP} doctor -o {w}/d.h5 --iterations {iters} --ring-reps 1000"
 
 
 def _train(w: Path, long: bool) -> str:
-    epochs = "400" if long else "80"
-    return f"{SRUN} {FP} train dp_sgd -o {w}/train.h5 --epochs {epochs} --progress plain"
+    epochs = "1200" if long else "300"
+    return f"{SRUN} {FP} train dp_sgd -o {w}/train.h5 --dataset mnist5k --epochs {epochs} --progress plain"
 
 
 def _reframe(w: Path, long: bool) -> str:
     from fabricprobe.reframe import CHECKS
 
-    iters = "60000" if long else "15000"
-    options = f"options=--iters {iters} --ci-target 0 --max-time 120 --no-bound-probe"
+    # a time-limit trial: the check's job limited to 1 minute, its sweep 1.5-4 minutes long
+    iters = str(random.Random(str(w)).randint(100000, 250000)) if long else "30000"
+    options = f"options=--iters {iters} --ci-target 0 --max-time 300 --no-bound-probe"
     return (
         f"PATH={w.parent}/bin:$PATH HOME={w} {Path(PY).parent}/reframe -C {w.parent}/settings.py -c {CHECKS} -r "
         f"--prefix {w}/rfm -S collectives=allreduce -S sizes=8,1M -S '{options}' -S num_tasks=4 "
-        "-S num_tasks_per_node=2"
+        f"-S num_tasks_per_node=2{' -S time_limit=1m' if long else ''}"
     )
 
 
 COMMANDS = {
     c.name: c
     for c in (
-        Command("sweep", _sweep, "[1/", 20, lambda w: f"{SRUN} {FP} sweep --resume {w}/s.h5 --progress none --quiet"),
-        Command("tune-sweep", _tune_sweep, "[1/", 25, lambda w: _tune_sweep(w, False) + " --resume"),
+        Command("sweep", _sweep, "", 30, lambda w: f"{SRUN} {FP} sweep --resume {w}/s.h5 --progress none --quiet"),
+        Command("tune-sweep", _tune_sweep, "[", 25, lambda w: _tune_sweep(w, False) + " --resume"),
         Command("tune-verify", _tune_verify, "verifying", 25),
-        Command("doctor", _doctor, "", 15),
-        Command("train", _train, "", 15),
-        Command("reframe", _reframe, "", 30),
+        Command("doctor", _doctor, "", 20),
+        Command("train", _train, "", 30),
+        Command("reframe", _reframe, "", 20, local=True),
     )
 }
 REFRAME_SETTINGS = """
@@ -167,6 +169,22 @@ def wait_until_done(lab: str, job: str, limit_s: float) -> str:
     return "STILL " + job_state(lab, job)
 
 
+def jobs(lab: str) -> list[str]:
+    out = subprocess.run([client(lab, "squeue"), "-h", "-o", "%i"], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def new_job(lab: str, before: set[str], proc: subprocess.Popen, limit_s: float = 300) -> str:
+    """The job a local command (ReFrame) submitted: the first id squeue shows that it did not before."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        fresh = [j for j in jobs(lab) if j not in before]
+        if fresh:
+            return fresh[0]
+        time.sleep(0.2)
+    raise SystemExit(f"no job appeared (the command exited {proc.poll()})")
+
+
 def job_processes(job: str) -> list[str]:
     """Every live process whose environment holds SLURM_JOB_ID=job (the batch script, srun, the
     launchers' daemons, the ranks), as "pid cmdline"."""
@@ -192,8 +210,8 @@ def results_file(w: Path) -> Path | None:
     for name in ("s.h5", "t.h5", "T.h5"):
         if (w / name).exists() or (w / f"{name}.journal").exists():
             return w / name
-    found = sorted((w / "rfm").rglob("sweep.h5")) if (w / "rfm").exists() else []
-    return found[0] if found else None
+    found = sorted((w / "rfm").rglob("sweep.h5*")) if (w / "rfm").exists() else []  # the journal alone, if killed
+    return found[0].parent / "sweep.h5" if found else None
 
 
 def check_results(trial: Trial, w: Path) -> None:
@@ -257,24 +275,40 @@ def one_trial(lab: str, root: Path, command: Command, kind: str, index: int, rng
         shutil.copyfile(root / "T0.h5", w / "T.h5")
     long = kind == "timelimit"
     body = command.run(w, long)
-    if long:
-        trial.delay_s = round(rng.uniform(0, 50), 1)
-        body = f"sleep {trial.delay_s}\n{body}"
-    trial.job = submit(lab, w, body, "1" if long else None)
+    proc = None
+    if command.local:  # ReFrame here, its check's job in Slurm: that job is the one ended
+        before = set(jobs(lab))
+        proc = subprocess.Popen(
+            ["bash", "-c", body], cwd=w, stdout=open(w / "reframe.out", "w"), stderr=subprocess.STDOUT
+        )
+        trial.job = new_job(lab, before, proc)
+    else:
+        if long:
+            trial.delay_s = round(rng.uniform(0, 50), 1)
+            body = f"sleep {trial.delay_s}\n{body}"
+        trial.job = submit(lab, w, body, "1" if long else None)
     if kind == "scancel":
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and job_state(lab, trial.job) in ("PENDING", "CONFIGURING", "RUNNING"):
             text = (w / "job.out").read_text(errors="replace") if (w / "job.out").exists() else ""
-            if job_state(lab, trial.job) == "RUNNING" and command.started in text:
+            shown = PROGRESS.search(text) if command.started == "[" else command.started in text
+            if job_state(lab, trial.job) == "RUNNING" and shown:
                 break
             time.sleep(0.2)
         trial.delay_s = round(rng.uniform(0.5, command.window_s), 1)
         time.sleep(trial.delay_s)
-        subprocess.run([client(lab, "scancel"), trial.job], capture_output=True)
+        if job_state(lab, trial.job) not in ("PENDING", "CONFIGURING", "RUNNING"):
+            trial.note += "ended before the scancel; "
+        subprocess.run([client(lab, "scancel"), trial.job], capture_output=True, check=True)
     trial.state = wait_until_done(lab, trial.job, 900)
     trial.ended_at = job_field(lab, trial.job, "EndTime")
     time.sleep(KILL_WAIT_S + 1)
     trial.left = job_processes(trial.job)
+    if proc is not None:
+        code = proc.wait(timeout=600)
+        said = (w / "reframe.out").read_text(errors="replace")
+        verdict = "FAILED" if "[  FAILED  ]" in said or "FAILURE INFO" in said else "PASSED?"
+        trial.note += f"reframe exit {code}, {verdict}; "
     check_results(trial, w)
     check_folder(trial, w)
     resume(lab, trial, w, command)
