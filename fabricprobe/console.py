@@ -31,15 +31,22 @@ def is_root() -> bool:
     return (env_rank() if _rank is None else _rank) == 0
 
 
+def as_text(text: str) -> str:
+    """Text as it may reach a terminal: every control character that is not a line's own (an escape
+    sequence in a path or a file's value would set the terminal's title or clear it) written as Python
+    writes it in a string, \\x1b."""
+    return "".join(c if c in "\n\t" or not (ord(c) < 32 or 127 <= ord(c) < 160) else repr(c)[1:-1] for c in text)
+
+
 def error_line(message: str) -> None:
     if is_root():
-        text = " ".join(str(message).split())  # one line, whatever the message holds
+        text = " ".join(as_text(str(message)).split())  # one line, whatever the message holds
         _say(f"fabricprobe: error: {text}")
 
 
 def warn_line(message: str) -> None:
     if is_root():
-        _say(f"fabricprobe: warning: {message}")
+        _say(f"fabricprobe: warning: {as_text(str(message))}")
 
 
 def _say(line: str) -> None:

@@ -3,7 +3,9 @@ when a job is cancelled or runs out of time (SIGTERM: `scancel`, Slurm's time li
 after KillWait) or when its terminal goes (SIGHUP). Each is treated alike, whether it reaches the whole
 process group or the command's own PID alone: the command ends what it started, marks what it was
 measuring as interrupted, says one line, and exits 128 + the signal's number (130, 143, 129: what a
-shell reports for a process the signal ended). docs/cli.md, "Exit statuses".
+shell reports for a process the signal ended). docs/cli.md, "Exit statuses". A SIGINT the command
+inherited as ignored (a shell without job control starts `cmd &` so) is handled too: an interrupt sent
+to its PID is meant for it.
 
 Two kinds of process:
 - a driver (tune-sweep, tune --verify, sweep --launches: not a rank) waits on the launchers it started

@@ -249,3 +249,18 @@ def test_the_window_size_and_its_old_spelling(spelling, capsys):
     warned = capsys.readouterr().err
     assert ("--window is now --window-size" in warned) == (spelling == "--window")
     assert build_parser().parse_args(["sweep"]).window == 64  # OMB's default, whichever spelling exists
+
+
+def test_an_error_line_shows_control_characters_as_text(capsys):
+    """A path or a file's text in an error reached the terminal raw: an escape sequence set its title
+    or cleared it (issue 65's hostile paths, issue 67's strings)."""
+    from fabricprobe.console import error_line, warn_line
+
+    error_line("cannot write /x/a\x1b]0;pwn\x07b\x9b2J: refused")
+    warn_line("a \x1b[31mred\x1b[0m value")
+    err = capsys.readouterr().err
+    assert err == (
+        "fabricprobe: error: cannot write /x/a\\x1b]0;pwn\\x07b\\x9b2J: refused\n"
+        "fabricprobe: warning: a \\x1b[31mred\\x1b[0m value\n"
+    )
+    assert "\x1b" not in err and "\x07" not in err

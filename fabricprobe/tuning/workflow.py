@@ -169,10 +169,10 @@ def output_folder(output: str, emits: list[str], vendor: str, say: Reporter) -> 
     file it did not write, a folder anyone may write to, a path a site file's reader cannot carry:
     one line, exit 2, nothing written), then opened; the previous tune's files it replaces are said."""
     names = emitters.filenames(emits) | set(emit_site.PATHS) | {MANIFEST}
-    folder = OwnedFolder(output, names, WRITER).claim(legacy=_written_by_earlier_versions)
+    folder = OwnedFolder(output, names, WRITER)
     loadable = [n for n in sorted(names) if n not in {MANIFEST, *emit_site.PATHS} and not n.endswith(emitters.REJECTED)]
     emit_site.refuse_paths([folder.path(n) for n in loadable], open_mpi=vendor == "Open MPI")
-    folder.open()
+    folder.claim(legacy=_written_by_earlier_versions).open()
     if folder.replaced or folder.stale:
         say.line(f"replacing the files the previous {WRITER} wrote in {folder.root}")
     return folder

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import shlex
 
+from fabricprobe.console import as_text
 from fabricprobe.errors import UsageError
 
 MCA_PREFIX = "OMPI_MCA_"
@@ -106,8 +107,9 @@ def refuse(env: dict[str, str], what: str = "") -> None:
 
 
 def shown(value: str, limit: int = 120) -> str:
-    """A value as it may be printed in a one-line message: control characters escaped, long ones cut."""
-    text = repr(value)[1:-1] if control_characters(value) else value
+    """A value as it may be printed in a one-line message: control characters escaped (console.as_text;
+    a newline too), long ones cut."""
+    text = as_text(value).replace("\n", "\\n").replace("\t", "\\t")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
