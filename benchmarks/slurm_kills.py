@@ -10,7 +10,9 @@ completing the run. docs/site.md, "Jobs ended by Slurm", has the table and the c
     fabricprobe lab down --name fpk
 
 Run it with the Python of an environment whose mpi4py loads the site's MPI (`nox -s site` leaves one at
-.nox/site-openmpi-4-1); the work folder must be outside /tmp (each lab node has a /tmp of its own).
+.nox/site-openmpi-4-1); the work folder must be outside /tmp (each lab node has a /tmp of its own). To
+measure one commit while the checkout changes: `git worktree add /var/tmp/fpk-tree HEAD` and run
+/var/tmp/fpk-tree/benchmarks/slurm_kills.py with PYTHONPATH=/var/tmp/fpk-tree (the jobs inherit it).
 Slurm keeps time limits in minutes and checks them about every 30 s: a time-limit trial takes 1-1.5
 minutes, its instant drawn by a random sleep before the command starts.
 """
@@ -54,7 +56,7 @@ class Command:
 
 
 def _sweep(w: Path, long: bool) -> str:
-    iters = "50000" if long else "30000"
+    iters = "50000" if long else "10000"
     return (
         f"{SRUN} {FP} sweep -o {w}/s.h5 --collectives allreduce,bcast,allgather --sizes 8,64K,1M "
         f"--iters {iters} --ci-target 0 --max-time 120 --no-bound-probe --progress plain --quiet"
@@ -80,7 +82,7 @@ def _doctor(w: Path, long: bool) -> str:
 
 
 def _train(w: Path, long: bool) -> str:
-    epochs = "1200" if long else "300"
+    epochs = "800" if long else "150"
     return f"{SRUN} {FP} train dp_sgd -o {w}/train.h5 --dataset mnist5k --epochs {epochs} --progress plain"
 
 
@@ -100,11 +102,11 @@ def _reframe(w: Path, long: bool) -> str:
 COMMANDS = {
     c.name: c
     for c in (
-        Command("sweep", _sweep, "", 30, lambda w: f"{SRUN} {FP} sweep --resume {w}/s.h5 --progress none --quiet"),
+        Command("sweep", _sweep, "", 15, lambda w: f"{SRUN} {FP} sweep --resume {w}/s.h5 --progress none --quiet"),
         Command("tune-sweep", _tune_sweep, "[", 25, lambda w: _tune_sweep(w, False) + " --resume"),
         Command("tune-verify", _tune_verify, "verifying", 25),
         Command("doctor", _doctor, "", 20),
-        Command("train", _train, "", 30),
+        Command("train", _train, "", 20),
         Command("reframe", _reframe, "", 20, local=True),
     )
 }
@@ -284,7 +286,7 @@ def one_trial(lab: str, root: Path, command: Command, kind: str, index: int, rng
         trial.job = new_job(lab, before, proc)
     else:
         if long:
-            trial.delay_s = round(rng.uniform(0, 50), 1)
+            trial.delay_s = round(rng.uniform(0, 30), 1)
             body = f"sleep {trial.delay_s}\n{body}"
         trial.job = submit(lab, w, body, "1" if long else None)
     if kind == "scancel":
