@@ -42,7 +42,7 @@ PY = sys.executable
 FP = f"{PY} -m fabricprobe"
 SRUN = "srun"  # the PMI plugin: the lab's MpiDefault, set by `lab up` for the library it finds
 KILL_WAIT_S = 5  # the lab's slurm.conf
-PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]", re.M)
+PROGRESS = re.compile(r"^\s*\[\s*(\d+)/(\d+)\]", re.M)  # "[ 4/10] ...", "  [12/30] ..."
 
 
 @dataclass
@@ -217,9 +217,7 @@ def results_file(w: Path) -> Path | None:
 
 
 def check_results(trial: Trial, w: Path) -> None:
-    out = (w / "job.out").read_text(errors="replace") if (w / "job.out").exists() else ""
-    printed = [int(k) for k, _ in PROGRESS.findall(out)]
-    trial.printed = max(printed, default=0) if trial.command != "tune-verify" else 0
+    trial.printed = printed(w) if trial.command in ("sweep", "tune-sweep") else 0
     path = results_file(w)
     if path is None:
         return
@@ -353,15 +351,34 @@ def table(trials: list[Trial]) -> str:
     return "\n".join(rows)
 
 
+def printed(w: Path) -> int:
+    """The points a trial's job printed as measured (its output before any --resume)."""
+    out = (w / "job.out").read_text(errors="replace") if (w / "job.out").exists() else ""
+    total, last = 0, 0
+    for k, _ in PROGRESS.findall(out):  # each sweep of a job counts from 1 (tune-sweep: one per collective)
+        if int(k) <= last:
+            total += last
+        last = int(k)
+    return total + last
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("work", type=Path)
-    parser.add_argument("--lab", required=True)
+    parser.add_argument("--lab", default="")
+    parser.add_argument("--table", action="store_true", help="the table again from WORK/trials.json")
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--kinds", default="scancel,timelimit")
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=65)
     args = parser.parse_args()
+    if args.table:
+        trials = [Trial(**t) for t in json.loads((args.work / "trials.json").read_text())]
+        for t in trials:
+            if t.command in ("sweep", "tune-sweep"):
+                t.printed = printed(args.work / f"{t.command}-{t.kind}-{t.index}")
+        print(table(trials))
+        return 0
     commands = args.commands.split(",")
     args.work.mkdir(parents=True, exist_ok=True)
     prepare(args.lab, args.work, commands)
