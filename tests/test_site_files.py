@@ -260,3 +260,27 @@ def test_a_planted_unquoted_writer_is_caught_by_its_reader(
         else:
             got = prolog(load / "slurm-task-prolog.sh")
         assert {k: got.get(k) for k in expected} == expected
+
+
+def test_the_printed_load_lines_paste_as_one_command_at_80_columns(tmp_path, vendor):
+    """rich wrapped `export` onto one line and `OMPI_MCA_...=…` onto the next at 80 columns: pasted, the
+    first ran alone and the second failed. Each printed command is one line, and bash given those lines
+    sets exactly what env.sh sets (the case's path holds quotes and a blank)."""
+    import shlex
+    import subprocess
+
+    from mpirun import fabricprobe_argv, run_on_screen
+    from site_readers import FIXTURES, ONLY
+
+    folder = tmp_path / "a 'quoted' folder with a long name to pass the eighty columns of the terminal"
+    argv = [*fabricprobe_argv(), "tune", str(FIXTURES[vendor]), "-o", str(folder), *ONLY[vendor]]
+    screen = run_on_screen(shlex.join(argv), 80)
+    assert screen.returncode == 0, screen.text[-2000:]
+    exports = [line for line in screen.text.splitlines() if line.startswith("export ")]
+    assert exports, screen.text[-2000:]
+    pasted = subprocess.run(
+        ["bash", "-c", "\n".join(exports) + "\nexec env -0"], capture_output=True, check=True
+    ).stdout
+    got = dict(item.split("=", 1) for item in pasted.decode().split("\0") if "=" in item)
+    expected = expected_env(folder, vendor)
+    assert {k: got.get(k) for k in expected} == expected

@@ -319,7 +319,7 @@ def _report(result, output: str, console) -> int:
 class ConsoleReporter:
     """How `fabricprobe tune` shows what the tuning workflow decides."""
 
-    STYLES = {"": None, "warning": "yellow", "error": "bold red"}
+    STYLES = {"": None, "warning": "yellow", "error": "bold red", "command": None}
 
     def __init__(self) -> None:
         from fabricprobe.console import make_console
@@ -327,7 +327,9 @@ class ConsoleReporter:
         self.console = make_console()
 
     def line(self, text: str, style: str = "") -> None:
-        self.console.print(text, markup=False, highlight=False, style=self.STYLES[style])
+        # a command to paste is never broken into lines (the terminal may fold it; a copy is one line)
+        wrap = {"soft_wrap": True} if style == "command" else {}
+        self.console.print(text, markup=False, highlight=False, style=self.STYLES[style], **wrap)
 
     def rules(self, table, source: str) -> None:
         from rich.table import Table

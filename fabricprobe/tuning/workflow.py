@@ -49,7 +49,7 @@ from fabricprobe.tuning.verify.probes import Fingerprints
 class Reporter(Protocol):
     """Where the workflow says what it decided (the CLI prints; tests may collect)."""
 
-    def line(self, text: str, style: str = "") -> None: ...  # style: "", "warning" or "error"
+    def line(self, text: str, style: str = "") -> None: ...  # style: "", "warning", "error", "command"
     def rules(self, table: Table, source: str) -> None: ...
     def selection(self, selection: Selection, source: str) -> None: ...
     def verification(self, checks: list[Check]) -> None: ...
@@ -241,10 +241,10 @@ def _offer(emitted: emitters.Emitted, proof: str, say: Reporter) -> None:
     if emitted.load_lines:
         say.line(f"# {proof}", "" if proof == ALL_VERIFIED else "warning")
         for text in emitted.load_lines:
-            say.line(text)
+            say.line(text, "command")
     if emitters.SELECTION in emitted.files:
         path = emitted.files[emitters.SELECTION].resolve()
-        say.line(f"# fabricprobe.tuned: {shell_export('FABRICPROBE_SELECTION', str(path))}\n")
+        say.line(f"# fabricprobe.tuned: {shell_export('FABRICPROBE_SELECTION', str(path))}\n", "command")
 
 
 def prune(table: Table, checks: list[Check], statuses: tuple[str, ...] = (MISMATCH, ERROR)) -> list[str]:
