@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from typing import Any
 
@@ -291,9 +290,10 @@ def run_run(args: argparse.Namespace) -> int:
     if not 1 <= n <= lab.slots:
         raise UsageError(f"invalid -n {n}: the lab has {lab.slots} slots ({lab.hosts} hosts × {lab.ranks_per_host})")
     from fabricprobe.lab import state
+    from fabricprobe.mpienv.launcher import run_attached
 
     argv = launch.run_argv(lab, n, fp_args, state.scheduler(lab.name))
-    return subprocess.run(argv).returncode
+    return run_attached(argv)
 
 
 def run_down(args: argparse.Namespace) -> int:

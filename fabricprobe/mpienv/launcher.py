@@ -86,6 +86,19 @@ def end_launcher(proc, grace_s: float = LAUNCHER_GRACE_S) -> None:
         proc.wait()
 
 
+def run_attached(argv: list[str]) -> int:
+    """A launcher run with this terminal's streams (`lab run`), its status; interrupted, the launcher
+    is asked to end its ranks first (end_launcher), not killed."""
+    import subprocess
+
+    proc = subprocess.Popen(argv)
+    try:
+        return proc.wait()
+    except BaseException:
+        end_launcher(proc)
+        raise
+
+
 def _run_once(argv: list[str], timeout: float | None, kwargs: dict):
     """subprocess.run(argv, capture_output=True, text=True), but an interrupt or a timeout asks the
     launcher to end its ranks (end_launcher) instead of killing it."""
