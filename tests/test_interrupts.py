@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 import pytest
 from mpirun import Launched, fabricprobe_argv, kill_session, need_ranks, run_local, session_members
@@ -45,6 +46,11 @@ def _interrupted(proc: Launched, sig: int) -> str:
     try:
         return proc.communicate(timeout=120)[1]
     finally:
+        # what it started is ended before it returns; a process the kernel has not reaped yet under
+        # load gets a few seconds, as Slurm gives a job KillWait (30 s by default) after its SIGTERM
+        deadline = time.monotonic() + 10
+        while session_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
         left = session_members(proc.pid)
         kill_session(proc.pid)
         assert not left, [open(f"/proc/{p}/cmdline").read().replace("\0", " ")[:200] for p in left]
