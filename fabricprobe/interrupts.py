@@ -48,9 +48,16 @@ class Interrupted(KeyboardInterrupt):
     """Raised in a driver's main thread by the first interrupt; a KeyboardInterrupt, so every handler
     of Ctrl-C (ending a launcher's orphans: mpienv.orphans) handles SIGTERM and SIGHUP too."""
 
-    def __init__(self, signum: int = signal.SIGINT) -> None:
+    def __init__(self, signum: int = signal.SIGINT, reason: str = "") -> None:
         super().__init__(name(signum))
         self.signum = int(signum)
+        self.reason = reason  # said instead of "by SIG…" where the interrupt was seen, not received
+
+
+def said(exc: BaseException) -> str:
+    """The one line an interrupted command ends with (without "fabricprobe: error: ")."""
+    reason = getattr(exc, "reason", "")
+    return f"interrupted: {reason}" if reason else f"interrupted by {name(signum_of(exc))}"
 
 
 def signum_of(exc: BaseException) -> int:

@@ -124,3 +124,27 @@ def test_the_exit_status_is_128_plus_the_signal_in_a_driver_and_a_rank():
         assert interrupts.signum_of(interrupts.Interrupted(sig)) == sig
     assert interrupts.signum_of(KeyboardInterrupt()) == signal.SIGINT
     assert sys.modules["fabricprobe.interrupts"].INTERRUPTS == (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def test_an_allocation_that_ends_under_a_launch_interrupts_the_command_not_the_verdict(tmp_path):
+    """At a job's time limit srun refuses the next step ("Job/step already completing or completed")
+    before Slurm's SIGTERM reaches the command: tune --verify took that for the rule's failure, renamed
+    the files REJECTED and exited 1 (the lab, benchmarks/slurm_kills.py). The job is ending, so is the
+    command: one line naming srun's, exit 143, nothing measured taken for a verdict."""
+    found = need_ranks(2)
+    srun = tmp_path / "srun"
+    srun.write_text(
+        f'#!/bin/sh\ncase "$*" in *--version*) exec {found.argv(2)[0]} "$@";; esac\n'
+        'echo "srun: error: Unable to create step for job 7: Job/step already completing or completed" >&2\n'
+        "exit 1\n"
+    )
+    srun.chmod(0o755)
+    path = tmp_path / "a.h5"
+    args = ["tune-sweep", "-n", "2", "-o", str(path), "--collectives", "allreduce", "--mpiexec", str(srun), *SLOW]
+    out = run_local(args, timeout=300)
+    lines = [line for line in out.stderr.splitlines() if line.startswith("fabricprobe: error:")]
+    assert out.returncode == 143, out.stderr[-2000:]
+    assert lines == [
+        "fabricprobe: error: interrupted: the job's allocation has ended (srun: error: Unable to create step for job "
+        "7: Job/step already completing or completed)"
+    ], out.stderr[-2000:]

@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(NON_ROOT_EXIT_DELAY_S)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP in a driver (fabricprobe.interrupts)
-        error_line(f"interrupted by {interrupts.name(interrupts.signum_of(exc))}")
+        error_line(interrupts.said(exc))
         return interrupts.status(interrupts.signum_of(exc))
     except LauncherError as exc:
         error_line(str(exc))

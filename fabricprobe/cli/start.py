@@ -23,7 +23,7 @@ def main() -> int:
     except KeyboardInterrupt as exc:  # while numpy, numba, h5py and rich load: a line, not their traceback
         from fabricprobe import interrupts
 
-        sys.stderr.write(f"fabricprobe: error: interrupted by {interrupts.name(interrupts.signum_of(exc))}\n")
+        sys.stderr.write(f"fabricprobe: error: {interrupts.said(exc)}\n")
         return interrupts.status(interrupts.signum_of(exc))
     return run()
 

@@ -69,6 +69,29 @@ def launcher_failed_to_start(output: str) -> bool:
 LAUNCHER_GRACE_S = 10.0
 
 
+# srun's words when the allocation it would start a step in is ending or gone (its time limit, or a
+# scancel whose SIGTERM has not reached this process yet). Seen in the lab at a time limit: tune
+# --verify's next probe failed so and tune, taking it for the rule's failure, renamed the files REJECTED
+# and exited 1 before Slurm's SIGTERM arrived. The job is being ended: so is the command.
+ALLOCATION_ENDED = ("Job/step already completing or completed", "Invalid job id specified")
+
+
+def allocation_ended(output: str) -> str | None:
+    """srun's line saying the allocation has ended, if the launch's output holds one."""
+    for line in (output or "").splitlines():
+        if "srun: error:" in line and any(words in line for words in ALLOCATION_ENDED):
+            return line.strip()
+    return None
+
+
+def _stop_if_the_allocation_ended(out) -> None:
+    said = allocation_ended((out.stderr or "") + "\n" + (out.stdout or ""))
+    if said:
+        from fabricprobe import interrupts
+
+        raise interrupts.Interrupted(signal.SIGTERM, f"the job's allocation has ended ({said})")
+
+
 def end_launcher(proc, grace_s: float = LAUNCHER_GRACE_S) -> None:
     """Ask a launcher this process started to end its ranks (SIGTERM), and kill it if it has not
     ended after grace_s: on an interrupt the ranks then mark their runs interrupted and exit, where a
@@ -122,6 +145,7 @@ def run_launch(argv: list[str], timeout: float | None = None, **kwargs):
     mpiexec failed before any rank ran."""
     for _ in range(LAUNCH_ATTEMPTS):
         out = _run_once(argv, timeout, kwargs)
+        _stop_if_the_allocation_ended(out)
         # under `script` (a terminal for the tests) mpiexec's stderr arrives in stdout
         if out.returncode == 0 or not launcher_failed_to_start((out.stderr or "") + (out.stdout or "")):
             return out
@@ -134,6 +158,7 @@ def stream_launch(argv: list[str], on_line, timeout: float | None = None, **kwar
     `timeout` seconds, the launcher's session killed."""
     for _ in range(LAUNCH_ATTEMPTS):
         done = _stream_once(argv, on_line, timeout, kwargs)
+        _stop_if_the_allocation_ended(done)
         if done.returncode == 0 or not launcher_failed_to_start(done.stderr + done.stdout):
             return done
     return _with_cause(done, kwargs.get("env"))
