@@ -364,7 +364,7 @@ def printed(w: Path) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("work", type=Path)
+    parser.add_argument("work", type=Path, nargs="+", help="the work folder (with --table: several)")
     parser.add_argument("--lab", default="")
     parser.add_argument("--table", action="store_true", help="the table again from WORK/trials.json")
     parser.add_argument("--commands", default=",".join(COMMANDS))
@@ -373,12 +373,16 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=65)
     args = parser.parse_args()
     if args.table:
-        trials = [Trial(**t) for t in json.loads((args.work / "trials.json").read_text())]
-        for t in trials:
-            if t.command in ("sweep", "tune-sweep"):
-                t.printed = printed(args.work / f"{t.command}-{t.kind}-{t.index}")
+        trials = []
+        for work in args.work:
+            for t in json.loads((work / "trials.json").read_text()):
+                trial = Trial(**t)
+                if trial.command in ("sweep", "tune-sweep"):
+                    trial.printed = printed(work / f"{trial.command}-{trial.kind}-{trial.index}")
+                trials.append(trial)
         print(table(trials))
         return 0
+    args.work = args.work[0]
     commands = args.commands.split(",")
     args.work.mkdir(parents=True, exist_ok=True)
     prepare(args.lab, args.work, commands)
