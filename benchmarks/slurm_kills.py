@@ -212,8 +212,9 @@ def results_file(w: Path) -> Path | None:
     for name in ("s.h5", "t.h5", "T.h5"):
         if (w / name).exists() or (w / f"{name}.journal").exists():
             return w / name
-    found = sorted((w / "rfm").rglob("sweep.h5*")) if (w / "rfm").exists() else []  # the journal alone, if killed
-    return found[0].parent / "sweep.h5" if found else None
+    rfm = w / "rfm"
+    found = [p for p in rfm.rglob("sweep.h5*") if p.name in ("sweep.h5", "sweep.h5.journal")] if rfm.exists() else []
+    return found[0].parent / "sweep.h5" if found else None  # the journal alone, if killed before a fold
 
 
 def check_results(trial: Trial, w: Path) -> None:
