@@ -102,7 +102,7 @@ def _reframe(w: Path, long: bool) -> str:
 COMMANDS = {
     c.name: c
     for c in (
-        Command("sweep", _sweep, "", 15, lambda w: f"{SRUN} {FP} sweep --resume {w}/s.h5 --progress none --quiet"),
+        Command("sweep", _sweep, "[", 12, lambda w: f"{SRUN} {FP} sweep --resume {w}/s.h5 --progress none --quiet"),
         Command("tune-sweep", _tune_sweep, "[", 25, lambda w: _tune_sweep(w, False) + " --resume"),
         Command("tune-verify", _tune_verify, "verifying", 25),
         Command("doctor", _doctor, "", 20),
@@ -261,10 +261,16 @@ def resume(lab: str, trial: Trial, w: Path, command: Command) -> None:
     if st != "COMPLETED":
         trial.resumed = "nothing to resume" if "nothing to resume" in out else f"failed: {st} {out[-300:]}"
         return
-    runs = load_runs(str(results_file(w)))
-    keys = [p["key"] for r in runs for p in r.points]
+    trial.resumed = resume_verdict(results_file(w))
+
+
+def resume_verdict(path: Path) -> str:
+    """After --resume: "complete" when its last run is complete and no point was measured twice (the
+    harness floor, `empty`, is every sweep's own: each collective's run of a tune-sweep has one)."""
+    runs = load_runs(str(path))
+    keys = [p["key"] for r in runs for p in r.points if p["collective"] != "empty"]
     whole = runs and runs[-1].status == "complete" and len(keys) == len(set(keys))
-    trial.resumed = "complete" if whole else f"not whole: {[r.status for r in runs]}"
+    return "complete" if whole else f"not whole: {[r.status for r in runs]}"
 
 
 def one_trial(lab: str, root: Path, command: Command, kind: str, index: int, rng: random.Random) -> Trial:
@@ -379,7 +385,10 @@ def main() -> int:
             for t in json.loads((work / "trials.json").read_text()):
                 trial = Trial(**t)
                 if trial.command in ("sweep", "tune-sweep"):
-                    trial.printed = printed(work / f"{trial.command}-{trial.kind}-{trial.index}")
+                    w = work / f"{trial.command}-{trial.kind}-{trial.index}"
+                    trial.printed = printed(w)
+                    if trial.resumed == "complete" or trial.resumed.startswith("not whole"):
+                        trial.resumed = resume_verdict(results_file(w))
                 trials.append(trial)
         print(table(trials))
         return 0
