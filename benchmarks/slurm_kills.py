@@ -59,7 +59,7 @@ def _sweep(w: Path, long: bool) -> str:
     iters = "50000" if long else "10000"
     return (
         f"{SRUN} {FP} sweep -o {w}/s.h5 --collectives allreduce,bcast,allgather --sizes 8,64K,1M "
-        f"--iters {iters} --ci-target 0 --max-time 120 --no-bound-probe --progress plain --quiet"
+        f"--iters {iters} --ci-target 0 --max-time 120 --point-timeout 900 --no-bound-probe --progress plain --quiet"
     )
 
 
