@@ -51,7 +51,7 @@ class Command:
     run: Callable[[Path, bool], str]  # the batch script's command lines (long: for a time-limit trial)
     started: str  # what the job's output shows once the command is measuring ("[": a progress line)
     window_s: float  # a scancel lands uniformly in this many seconds after `started`
-    resume: Callable[[Path], str] | None = None
+    resume: Callable[[Path, bool], str] | None = None  # the command that finishes it (with its own options)
     local: bool = False  # run here (ReFrame submits the check's job itself), not as a batch job
 
 
@@ -67,7 +67,7 @@ def _tune_sweep(w: Path, long: bool) -> str:
     iters = "20000" if long else "3000"
     return (
         f"{FP} tune-sweep -n 4 -o {w}/t.h5 --collectives allreduce,bcast --sizes 8,1M --iters {iters} "
-        f"--max-time 4 --algorithms none"
+        f"--max-time 4 --point-timeout 900 --algorithms none"
     )
 
 
@@ -102,8 +102,8 @@ def _reframe(w: Path, long: bool) -> str:
 COMMANDS = {
     c.name: c
     for c in (
-        Command("sweep", _sweep, "[", 12, lambda w: f"{SRUN} {FP} sweep --resume {w}/s.h5 --progress none --quiet"),
-        Command("tune-sweep", _tune_sweep, "[", 25, lambda w: _tune_sweep(w, False) + " --resume"),
+        Command("sweep", _sweep, "[", 12, lambda w, _: f"{SRUN} {FP} sweep --resume {w}/s.h5 --progress none --quiet"),
+        Command("tune-sweep", _tune_sweep, "[", 25, lambda w, long: _tune_sweep(w, long) + " --resume"),
         Command("tune-verify", _tune_verify, "verifying", 25),
         Command("doctor", _doctor, "", 20),
         Command("train", _train, "", 20),
@@ -256,7 +256,7 @@ def resume(lab: str, trial: Trial, w: Path, command: Command) -> None:
     if command.resume is None or results_file(w) is None:
         return
     (w / "resume").mkdir()
-    st = wait_until_done(lab, submit(lab, w / "resume", command.resume(w), None), 1800)
+    st = wait_until_done(lab, submit(lab, w / "resume", command.resume(w, trial.kind == "timelimit"), None), 1800)
     out = (w / "resume" / "job.out").read_text(errors="replace")
     if st != "COMPLETED":
         trial.resumed = "nothing to resume" if "nothing to resume" in out else f"failed: {st} {out[-300:]}"
