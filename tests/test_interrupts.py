@@ -18,9 +18,10 @@ from mpirun import Launched, fabricprobe_argv, kill_session, need_ranks, run_loc
 from fabricprobe.store import load_runs
 
 pytestmark = pytest.mark.mpi
-# points long enough that the signal lands inside the job: tune-sweep's 3,000 calls a batch at 1 MiB,
-# a sweep's fixed batch of 20,000
-SLOW = ["--sizes", "8,1M", "--iters", "3000", "--max-time", "2", "--algorithms", "none"]
+# points long enough that the signal lands inside the job: after tune-sweep's 3rd point (8 B) come 7 at
+# 1 MiB of up to 1 s each (the --resume measures them); after a sweep's 2 floor points its batch of
+# 20,000 calls at 1 MiB (seconds, never resumed)
+SLOW = ["--sizes", "8,1M", "--iters", "3000", "--max-time", "1", "--algorithms", "none"]
 SLOW_SWEEP = ["--sizes", "8,1M", "--iters", "20000", "--ci-target", "0", "--max-time", "30"]
 
 
@@ -39,9 +40,9 @@ def _points(proc: Launched, points: int) -> int:
     return reported
 
 
-def _interrupted(proc: Launched, sig: int) -> str:
-    """Send sig to the command's own PID alone once it has measured 3 points; what it said after."""
-    assert _points(proc, 3) == 3, "".join(proc.seen)[-2000:]
+def _interrupted(proc: Launched, sig: int, points: int = 3) -> str:
+    """Send sig to the command's own PID alone once it has measured `points` points; what it said after."""
+    assert _points(proc, points) == points, "".join(proc.seen)[-2000:]
     os.kill(proc.pid, sig)
     try:
         return proc.communicate(timeout=120)[1]
@@ -89,7 +90,7 @@ def test_sigterm_to_sweep_launches_ends_its_launch_and_marks_the_run(tmp_path):
     path = tmp_path / "l.h5"
     args = ["sweep", "-o", str(path), "--collectives", "allreduce", *SLOW_SWEEP, "--launches", "3", "-n", "2"]
     proc = Launched(fabricprobe_argv() + args + ["--mpiexec", found.argv(2)[0]])
-    rest = _interrupted(proc, signal.SIGTERM)
+    rest = _interrupted(proc, signal.SIGTERM, points=2)  # the floor's two: the third is 20,000 calls
     assert proc.returncode == 143, (proc.returncode, rest[-2000:])
     assert load_runs(str(path))[-1].status == "interrupted"
     assert _leftovers(tmp_path) == []
