@@ -187,16 +187,18 @@ def new_job(lab: str, before: set[str], proc: subprocess.Popen, limit_s: float =
     raise SystemExit(f"no job appeared (the command exited {proc.poll()})")
 
 
-def job_processes(job: str) -> list[str]:
-    """Every live process whose environment holds SLURM_JOB_ID=job (the batch script, srun, the
-    launchers' daemons, the ranks), as "pid cmdline"."""
+def job_processes(lab: str, job: str) -> list[str]:
+    """Every live process whose environment holds SLURM_JOB_ID=job of this lab's cluster (the batch
+    script, srun, the launchers' daemons, the ranks), as "pid cmdline". Two labs at once number their
+    jobs alike: the job id alone counted the other lab's job as left."""
     found = []
-    needle = f"SLURM_JOB_ID={job}\0".encode()
+    needles = (f"\0SLURM_JOB_ID={job}\0".encode(), f"\0SLURM_CLUSTER_NAME={lab}\0".encode())
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle not in f.read() + b"\0":
-                    continue
+                environ = b"\0" + f.read() + b"\0"
+            if not all(needle in environ for needle in needles):
+                continue
             with open(f"/proc/{entry}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] == "Z":
                     continue
@@ -310,7 +312,7 @@ def one_trial(lab: str, root: Path, command: Command, kind: str, index: int, rng
     trial.state = wait_until_done(lab, trial.job, 900)
     trial.ended_at = job_field(lab, trial.job, "EndTime")
     time.sleep(KILL_WAIT_S + 1)
-    trial.left = job_processes(trial.job)
+    trial.left = job_processes(lab, trial.job)
     if proc is not None:
         code = proc.wait(timeout=600)
         said = (w / "reframe.out").read_text(errors="replace")
