@@ -408,7 +408,8 @@ def main() -> int:
                 t = one_trial(args.lab, args.work, COMMANDS[name], kind, i, rng)
                 trials.append(t)
                 print(json.dumps(vars(t)), flush=True)
-    (args.work / "trials.json").write_text(json.dumps([vars(t) for t in trials], indent=1))
+                # after each trial: a battery stopped early keeps what it measured
+                (args.work / "trials.json").write_text(json.dumps([vars(t) for t in trials], indent=1))
     print(table(trials))
     return 0
 
