@@ -6,15 +6,16 @@ point, no point lost (every point the job printed as measured is in the file), a
 completing the run. docs/site.md, "Jobs ended by Slurm", has the table and the commands.
 
     fabricprobe lab up --name fpk --subnet 10.216.40.0/24 --hosts 2 --ranks-per-host 2 --scheduler slurm
-    python benchmarks/slurm_kills.py /var/tmp/fp-kills --lab fpk --reps 10      # about 90 minutes
+    python benchmarks/slurm_kills.py /var/tmp/fp-kills --lab fpk --reps 10      # several hours
     fabricprobe lab down --name fpk
 
 Run it with the Python of an environment whose mpi4py loads the site's MPI (`nox -s site` leaves one at
 .nox/site-openmpi-4-1); the work folder must be outside /tmp (each lab node has a /tmp of its own). To
 measure one commit while the checkout changes: `git worktree add /var/tmp/fpk-tree HEAD` and run
 /var/tmp/fpk-tree/benchmarks/slurm_kills.py with PYTHONPATH=/var/tmp/fpk-tree (the jobs inherit it).
-Slurm keeps time limits in minutes and checks them about every 30 s: a time-limit trial takes 1-1.5
-minutes, its instant drawn by a random sleep before the command starts.
+Slurm keeps time limits in minutes and checks them about every 30 s: a time-limit trial's kill comes
+1-2 minutes in, its instant drawn by a random sleep before the command starts; with the --resume a
+trial took 2-10 minutes (three labs at once on 2 cores, docs/site.md).
 """
 
 from __future__ import annotations

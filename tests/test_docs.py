@@ -100,6 +100,10 @@ FOREIGN_OPTIONS = {
     "--summarize": "benchmarks/tuned_training_study.py",
     "--durations": "pytest",
     "--dist": "pytest-xdist",
+    "--lab": "benchmarks/slurm_kills.py",
+    "--kinds": "benchmarks/slurm_kills.py",
+    "--commands": "benchmarks/slurm_kills.py",
+    "--table": "benchmarks/slurm_kills.py",
 }
 
 
