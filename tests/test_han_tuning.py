@@ -252,6 +252,12 @@ def test_tune_sweep_then_tune_verify_on_two_hosts(tmp_path):
     )
     assert tune.returncode in (0, 1), tune.stderr[-3000:]
     doc = json.loads((files / "tuning.json").read_text())
+    if "verification" not in doc:
+        # No algorithm beat the default beyond the noise at any size (CI at 4076267): no file to load,
+        # nothing to verify. Anything else without a verification is a failure.
+        winners = [r["winner"] for rules in doc["rules"]["rules"].get("allreduce", {}).values() for r in rules]
+        assert not doc["load_env"] and all(w == DEFAULT for w in winners), (winners, tune.stderr[-3000:])
+        pytest.skip("the tune-sweep chose no rule for the library (measured noise): nothing to verify")
     checks = [c for c in doc["verification"]["checks"] if c["comm_size"] == 4]
     assert checks and all(c["status"] in ("verified", "indistinguishable") for c in checks), checks
     if any(r["winner"].startswith("flat") for r in doc["rules"]["rules"]["allreduce"]["4"]):
