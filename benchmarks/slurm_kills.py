@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fabricprobe.lab import state  # noqa: E402
 from fabricprobe.store.reader import load_runs  # noqa: E402
+from fabricprobe.store.schema import EMPTY  # noqa: E402
 
 PY = sys.executable
 FP = f"{PY} -m fabricprobe"
@@ -271,9 +272,9 @@ def resume(lab: str, trial: Trial, w: Path, command: Command) -> None:
 
 def resume_verdict(path: Path) -> str:
     """After --resume: "complete" when its last run is complete and no point was measured twice (the
-    harness floor, `empty`, is every sweep's own: each collective's run of a tune-sweep has one)."""
+    harness floor, EMPTY, is every sweep's own: each collective's run of a tune-sweep has one)."""
     runs = load_runs(str(path))
-    keys = [p["key"] for r in runs for p in r.points if p["collective"] != "empty"]
+    keys = [p["key"] for r in runs for p in r.points if p["collective"] != EMPTY]
     whole = runs and runs[-1].status == "complete" and len(keys) == len(set(keys))
     return "complete" if whole else f"not whole: {[r.status for r in runs]}"
 

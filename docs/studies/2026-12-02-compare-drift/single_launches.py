@@ -1,6 +1,7 @@
-"""Two launches of one sweep compared, every pair of 8 launches: how many rows each rule calls different.
-Rules: today's (CIs apart and beyond both sides' noise); drift from control rows at the same size (the
-tests no tuning file touches: latency, bw, copy_local) added to the noise; a global floor F."""
+"""Two launches of one sweep compared, every pair of the file's launches (8: 28 pairs): how many rows
+each rule calls different. Rules: today's (CIs apart and beyond both sides' noise); drift from control
+rows at the same size (the tests no tuning file touches: latency, bw, copy_local) added to the noise;
+a global floor F."""
 
 import itertools
 import math
@@ -8,6 +9,7 @@ import sys
 
 from fabricprobe.report.compare import compare, parse_side
 from fabricprobe.stats import point_noise
+from fabricprobe.store import count_runs
 
 CONTROLS = {"latency", "bw", "copy_local"}
 
@@ -35,7 +37,8 @@ def called(r, drift, floor):
 for path in sys.argv[1:]:
     tally = {"today": [0, 0], "controls": [0, 0], "floor 10%": [0, 0], "floor 20%": [0, 0], "ctrl+5%": [0, 0]}
     worst = []
-    for i, j in itertools.combinations(range(1, 9), 2):
+    pairs = list(itertools.combinations(range(1, count_runs(path) + 1), 2))
+    for i, j in pairs:
         rs = rows(path, i, j)
         drift = drift_by_size(rs)
         subject = [r for r in rs if r.key["collective"] not in CONTROLS and math.isfinite(r.speedup)]
@@ -57,7 +60,7 @@ for path in sys.argv[1:]:
     worst.sort()
     qs = [math.exp(worst[int(f * (len(worst) - 1))]) for f in (0.5, 0.9, 0.95, 1.0)]
     print(
-        f"{path}: 28 pairs, {tally['today'][1]} subject rows (allreduce, bcast); |ratio| quantiles "
+        f"{path}: {len(pairs)} pairs, {tally['today'][1]} subject rows (allreduce, bcast); |ratio| quantiles "
         f"50% {qs[0]:.3f} 90% {qs[1]:.3f} 95% {qs[2]:.3f} max {qs[3]:.3f}"
     )
     for name, (hit, n) in tally.items():
