@@ -151,7 +151,6 @@ def test_python_dash_m(tmp_path):
             (["train", "easgd", "--mode", "fcfs", "--device", "cupy"], "async EASGD"),
             (["tune", "r.h5", "--min-gain", "-1"], "invalid --min-gain"),
             (["tune", "r.h5", "--min-gain", "nan"], "invalid --min-gain"),
-            (["tune", "r.h5", "--proven-only"], "give --verify too"),
             (["model", "r.h5", "--scale", "2x2,,4x4"], "an item is empty"),
             (["train", "dp_sgd", "--hidden", "64,,32"], "an item is empty"),
             (["tune-sweep", "-n", "2", "--budget", "0"], "invalid --budget"),

@@ -236,8 +236,9 @@ def test_a_tuned_rule_han_keeps_from_being_read_is_not_consulted_never_verified(
     _lab_openmpi()
     from test_tuning_mpi import _emit, _ring_above_64k
 
+    from fabricprobe.tuning.measure.shown import decisive
     from fabricprobe.tuning.plan.libraries import for_vendor
-    from fabricprobe.tuning.verify.checks import NOT_CONSULTED, VERIFIED, unproven, verify
+    from fabricprobe.tuning.verify.checks import NOT_CONSULTED, VERIFIED, verify
 
     _up(2, 2)
     table = _ring_above_64k("Open MPI", 4)
@@ -245,7 +246,8 @@ def test_a_tuned_rule_han_keeps_from_being_read_is_not_consulted_never_verified(
     assert checks and {c.status for c in checks} == {NOT_CONSULTED}, [c.as_dict() for c in checks]
     assert "han (inter-node: libnbc, node-local: tuned) serves allreduce on 4 ranks of 2 nodes" in checks[0].detail
     assert not any(c.status == VERIFIED for c in checks)
-    assert any("not consulted" in line for line in unproven(table, checks))
+    left = decisive(table, checks, [])  # never in a decisive file, whatever a before/after says
+    assert left and all("not consulted" in g.line() for g in left) and not table.tuned()
 
 
 def test_tune_writes_no_tuned_rule_where_han_served_the_default():

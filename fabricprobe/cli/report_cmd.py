@@ -28,7 +28,9 @@ def add_parser(sub: Any) -> None:
         "stdout: one document per line); reframe-references: the last run's medians as the references\n"
         "of fabricprobe's ReFrame checks (docs/reframe.md). Fields: docs/schema.md.",
     )
-    p.add_argument("file", metavar="FILE", help="results file written by fabricprobe sweep")
+    p.add_argument(
+        "file", metavar="FILE", help="results file written by fabricprobe sweep, or the tuning.json tune wrote"
+    )
     p.add_argument("--run", metavar="ID", help="only this run (id, or -1 for the last)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.add_argument("--collectives", metavar="LIST", help="only these collectives (comma-separated)")
@@ -72,18 +74,32 @@ def _doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tuning(args: argparse.Namespace) -> int:
+    """tune's tuning.json: its tables (the only form it has here; the file itself is the JSON)."""
+    from fabricprobe.console import make_console
+    from fabricprobe.report.tuning import load_manifest, render_tuning
+
+    if args.format != "table" or args.summary or args.collectives or args.output or args.run:
+        raise UsageError(f"{args.file} is tune's tuning.json: only its tables are shown (fabricprobe report FILE)")
+    render_tuning(load_manifest(args.file), make_console())
+    return 0
+
+
 TOLERANCE = 0.1  # reframe-references' least upper threshold
 
 
 def run(args: argparse.Namespace) -> int:
     from fabricprobe.doctor.record import is_doctor_file
     from fabricprobe.report import export
+    from fabricprobe.report.tuning import is_tuning_manifest
     from fabricprobe.store import load_runs, select_run
 
     if args.tolerance is not None and args.format != "reframe-references":  # it was ignored in silence
         raise UsageError("--tolerance is the thresholds of --format reframe-references")
     if is_doctor_file(args.file):
         return _doctor(args)
+    if is_tuning_manifest(args.file):
+        return _tuning(args)
     if args.output and args.format not in ("table", "nccl-tests"):  # nccl-tests: each of its files, below
         from fabricprobe.store.outputs import check_file_output
 

@@ -166,12 +166,6 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="before/after repetitions with --verify (6 or more give a 95%% interval of the speedup)",
     )
-    t.add_argument(
-        "--proven-only",
-        action="store_true",
-        help="with --verify: give every rule that was not verified (the default's fingerprint, or none) back to "
-        "the default, so the files keep proven rules only",
-    )
     t.add_argument("--mpiexec", metavar="PATH", help="launcher for --verify")
     t.add_argument(
         "--mpiexec-args", default="", metavar="ARGS", type=launcher_args_type(), help="extra launcher arguments, quoted"
@@ -317,133 +311,73 @@ def _report(result, output: str, console) -> int:
 
 
 class ConsoleReporter:
-    """How `fabricprobe tune` shows what the tuning workflow decides."""
+    """How `fabricprobe tune` shows what the tuning workflow decides: one screen (a line per phase, the
+    verdict, the load lines); every table goes to tuning.json, shown by `fabricprobe report
+    tuning.json` (docs/tuning.md)."""
 
-    STYLES = {"": None, "warning": "yellow", "error": "bold red", "command": None}
+    STYLES = {"": None, "warning": "yellow", "error": "bold red", "command": None, "verdict": "bold"}
 
     def __init__(self) -> None:
         from fabricprobe.console import make_console
 
         self.console = make_console()
+        self._status = None  # a terminal's transient progress line
+
+    def _done(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def progress(self, text: str) -> None:
+        if not self.console.is_terminal:  # a log keeps every step
+            self.line(text)
+        elif self._status is None:
+            self._status = self.console.status(text, spinner="line")
+            self._status.start()
+        else:
+            self._status.update(text)
 
     def line(self, text: str, style: str = "") -> None:
+        self._done()
         # a command to paste is never broken into lines (the terminal may fold it; a copy is one line)
         wrap = {"soft_wrap": True} if style == "command" else {}
         self.console.print(text, markup=False, highlight=False, style=self.STYLES[style], **wrap)
 
     def rules(self, table, source: str) -> None:
-        from rich.table import Table
+        from fabricprobe.tuning.plan.library import DEFAULT
 
-        from fabricprobe.report.units import usec
-
-        t = Table(
-            title=f"[bold]tuning rules[/] from {source} ({table.vendor}, {table.dtype})",
-            title_justify="left",
-            show_edge=False,
+        ranges = [r for sections in table.rules.values() for rs in sections.values() for r in rs]
+        chosen = sum(1 for r in ranges if r.winner != DEFAULT)
+        self.line(
+            f"{source} ({table.vendor}, {table.dtype}): {chosen} of {len(ranges)} message-size ranges have an "
+            "algorithm faster than the library's default beyond the noise"
         )
-        for col in ("collective", "comm size", "message sizes", "default µs", "winner", "speedup", "noise ±"):
-            t.add_column(col, justify="left" if col in ("collective", "winner") else "right")
-        for coll, sections in table.rules.items():
-            for n, ranges in sorted(sections.items()):
-                for r in ranges:
-                    noise = max(d.noise for d in r.decisions)
-                    t.add_row(
-                        coll,
-                        str(n),
-                        r.span,
-                        usec(r.decisions[0].default_s),
-                        r.winner if r.winner == "default" else f"[bold green]{r.winner}[/]",
-                        f"{r.speedup:.2f}×",
-                        f"{noise:.1%}",
-                    )
-        self.console.print(t)
 
     def selection(self, selection, source: str) -> None:
-        from rich.table import Table
-
-        from fabricprobe.tuning.choose.selection import as_rows
-
-        t = Table(
-            title=f"[bold]fabricprobe's selection[/] (fabricprobe.tuned) from {source}: its own algorithm where it "
-            "beats the library's best",
-            title_justify="left",
-            show_edge=False,
-        )
-        for col in ("collective", "comm size", "nodes", "density", "message sizes", "runs", "speedup", "noise ±"):
-            t.add_column(col, justify="left" if col in ("collective", "nodes", "runs") else "right")
-        for row in as_rows(selection):
-            own = row["winner"] != row["reference"]
-            t.add_row(
-                row["collective"],
-                str(row["comm_size"]),
-                row["layout"],
-                f"{row['density']:g}" if row["density"] else "",
-                row["span"],
-                f"[bold green]{row['winner']}[/]" if own else row["winner"],
-                f"{row['speedup']:.2f}×",
-                f"{row['noise']:.1%}",
-            )
-        self.console.print(t)
+        own = selection.own_winners()
+        if own:
+            self.line(f"fabricprobe's own algorithm beats the library's best in {len(own)} ranges (fabricprobe.tuned)")
 
     def verification(self, checks) -> None:
-        from rich.table import Table
+        from fabricprobe.tuning.verify.checks import ERROR, MISMATCH, summary
 
-        t = Table(
-            title="[bold]verification[/] (fingerprints with the files vs. the rule's algorithm forced)",
-            title_justify="left",
-            show_edge=False,
-        )
-        for col in ("collective", "comm size", "size", "expected", "status", "detail"):
-            t.add_column(col)
+        counts = ", ".join(f"{k} {v}" for k, v in summary(checks).items())
+        self.line(f"verification: {len(checks)} fingerprints: {counts}")
         for c in checks:
-            colour = {"verified": "green", "MISMATCH": "bold red", "error": "red"}.get(c.status, "yellow")
-            t.add_row(
-                c.collective,
-                str(c.comm_size),
-                format_size(c.size),
-                c.expected + (f" ({c.level})" if c.level else ""),
-                f"[{colour}]{c.status}[/]",
-                c.detail[:100],
-            )
-        self.console.print(t)
+            if c.status in (MISMATCH, ERROR):
+                self.line(
+                    f"  {c.status}: {c.collective} on {c.comm_size} ranks at {format_size(c.size)}: expected "
+                    f"{c.expected}; {c.detail}",
+                    "error",
+                )
 
     def before_after(self, rows: list[dict]) -> None:
         if not rows:  # no rule left to compare with the default
             return
-        from rich.table import Table
-
-        from fabricprobe.report.units import usec
-
-        t = Table(
-            title="[bold]before / after[/] (default and tuned alternately; speedup = default time / tuned time)",
-            title_justify="left",
-            show_edge=False,
-        )
-        for col in ("collective", "comm size", "size", "reps", "default µs", "tuned µs", "speedup", "95% CI", "range"):
-            t.add_column(col, justify="right")
-        t.add_column("verdict")
+        verdicts: dict[str, int] = {}
         for r in rows:
-            colour = "green" if r["verdict"].startswith("faster") else "red" if r["slower"] else "yellow"
-            t.add_row(
-                r["collective"],
-                str(r["comm_size"]),
-                format_size(r["size"]),
-                str(r["reps"]) if r["reps"] == r["planned"] else f"{r['reps']}/{r['planned']}",
-                usec(r["baseline_s"]),
-                usec(r["tuned_s"]),
-                f"{r['speedup']:.2f}×",
-                "—" if r["ci_low"] is None else f"{r['ci_low']:.2f}–{r['ci_high']:.2f}",
-                f"{min(r['ratios']):.2f}–{max(r['ratios']):.2f}",
-                f"[{colour}]{r['verdict']}[/]",
-            )
-        self.console.print(t)
-        if any(r["reps"] < r["planned"] for r in rows):
-            self.console.print(
-                "k/N reps: stopped after k of N repetitions, when no ratio the others could give would change "
-                "the verdict (docs/tuning.md)"
-            )
-        if any(r["planned"] < 6 for r in rows):
-            self.console.print("fewer than 6 repetitions: no 95% interval, a verdict only where every one agrees")
+            verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+        self.line(f"before/after: {len(rows)} sizes: " + ", ".join(f"{v} {k}" for k, v in verdicts.items()))
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -451,8 +385,6 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if not 0 <= args.min_gain < 1:  # NaN fails too
         raise UsageError(f"--min-gain must be a fraction in [0, 1) (got {args.min_gain:g})")
-    if args.proven_only and not args.verify:
-        raise UsageError("--proven-only keeps the rules --verify proves: give --verify too")
     if args.reps < 1:
         raise UsageError(f"--reps must be at least 1 (got {args.reps})")
     opts = TuneOptions(
@@ -466,7 +398,6 @@ def run_tune(args: argparse.Namespace) -> int:
         min_gain=args.min_gain,
         verify=args.verify,
         reps=args.reps,
-        proven_only=args.proven_only,
         mpiexec=args.mpiexec,
         mpiexec_args=args.mpiexec_args,
     )

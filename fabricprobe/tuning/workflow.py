@@ -18,7 +18,7 @@ from fabricprobe.sizes import format_size
 from fabricprobe.store import count_runs, load_runs
 from fabricprobe.store.owned_folder import OwnedFolder
 from fabricprobe.tuning.choose.rules import Table, choose
-from fabricprobe.tuning.choose.selection import Selection, choose_selection, describe_layout
+from fabricprobe.tuning.choose.selection import Selection, as_rows, choose_selection, describe_layout
 from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import registry as emitters
 from fabricprobe.tuning.emit import selection as emit_selection
@@ -26,8 +26,9 @@ from fabricprobe.tuning.emit import site as emit_site
 from fabricprobe.tuning.emit.folder import MANIFEST, WRITER, output_folder, promote, replace_files, withdraw
 from fabricprobe.tuning.emit.folder import reject as reject_file
 from fabricprobe.tuning.emit.site_syntax import shell_export
-from fabricprobe.tuning.measure.before_after import before_after, pairing, speedups, tuned_collectives
+from fabricprobe.tuning.measure.before_after import MIN_REPS, before_after, pairing, speedups, tuned_collectives
 from fabricprobe.tuning.measure.launch import library_in_use
+from fabricprobe.tuning.measure.shown import decisive, kept_rules
 from fabricprobe.tuning.plan.hierarchy import is_hierarchy
 from fabricprobe.tuning.plan.libraries import for_vendor
 from fabricprobe.tuning.plan.library import DEFAULT, Library, names
@@ -36,11 +37,9 @@ from fabricprobe.tuning.plan.switch import describe_variables
 from fabricprobe.tuning.verify.checks import (
     ERROR,
     MISMATCH,
-    NO_PROOF,
     Check,
     passed,
     summary,
-    unproven,
     verify,
 )
 from fabricprobe.tuning.verify.probes import Fingerprints
@@ -49,7 +48,8 @@ from fabricprobe.tuning.verify.probes import Fingerprints
 class Reporter(Protocol):
     """Where the workflow says what it decided (the CLI prints; tests may collect)."""
 
-    def line(self, text: str, style: str = "") -> None: ...  # style: "", "warning", "error", "command"
+    def line(self, text: str, style: str = "") -> None: ...  # style: "", "warning", "error", "command", "verdict"
+    def progress(self, text: str) -> None: ...  # what is being done now (a terminal shows it until the next)
     def rules(self, table: Table, source: str) -> None: ...
     def selection(self, selection: Selection, source: str) -> None: ...
     def verification(self, checks: list[Check]) -> None: ...
@@ -65,8 +65,7 @@ class TuneOptions:
     dtype: str = "float32"
     min_gain: float = 0.05
     verify: bool = False
-    reps: int = 6  # before/after repetitions: 6 is the fewest whose [min, max] ratio is a 95% interval
-    proven_only: bool = False  # --verify gives every rule without positive evidence back to the default
+    reps: int = 6  # before/after repetitions: MIN_REPS, the fewest whose [min, max] ratio is a 95% interval
     mpiexec: str | None = None
     mpiexec_args: str = ""
 
@@ -207,50 +206,84 @@ def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> i
                 f"{f' at density {s.density:g}' if s.density else ''} {r.span}: {r.winner}, "
                 f"{r.speedup:.2f}× {s.reference}'s best"
                 for s, r in own.own_winners()
-            ]
+            ],
+            "rows": as_rows(own),
         }
     emitted.files.update(emit_site.write(emitted.load_env, proof, out))  # out/load/: env.sh, MCA params, ...
-    _offer(emitted, proof, say)
     manifest.update(
         rules=table.as_dict(),
         files={k: str(v) for k, v in emitted.files.items()},
         load_env=emitted.load_env,
         proof=proof,
+        kept=kept_rules(table, manifest.get("before_after")),
     )
-    if opts.verify and emitted.load_env:
+    if "verification" in manifest:
         manifest["time_to_verified_files"] = phases.as_dict()
         say.line(phases.line())
     out.write(MANIFEST, json.dumps(manifest, indent=1, default=str) + "\n")
     gone = out.finish()
     if gone:
         say.line(f"removed the previous {WRITER}'s files this one did not write again: {', '.join(gone)}")
+    _offer(emitted, proof, manifest, out, say)
     return status
 
 
 # What the printed load lines say of the files' proof, and tuning.json's "proof".
 NOT_VERIFIED = "unverified: written without --verify, nothing shows the library applies them"
-ALL_VERIFIED = "verified: every rule the files keep was seen to run with them"
-PARTLY = "partly verified: the rules listed in tuning.json (verification.kept_without_proof) have no positive evidence"
+ALL_VERIFIED = "verified: every rule the files keep was seen to run with them and shown faster than the default"
+NONE_SHOWN = "nothing shown: no rule was both seen to run and shown faster, so no file for the library"
 REJECTED = "rejected: the library did not apply them as measured (renamed *.REJECTED: do not use)"
+SHOWN_ON_SCREEN = 6  # rules kept, and rules left to the default, listed on the screen; all in tuning.json
 
 
-def _offer(emitted: emitters.Emitted, proof: str, say: Reporter) -> None:
-    """Say what was written and how to load it, the library's load lines under their proof."""
-    for kind, path in emitted.files.items():
-        say.line(f"wrote {kind}: {path}")
+def _verdict(proof: str, kept: list[str], emitted: emitters.Emitted) -> str:
+    """The first line of what `tune` offers: what to load, and how sure it is."""
+    if proof == REJECTED:
+        return "load nothing: the library did not apply the files as measured (renamed *.REJECTED)"
+    if proof == NONE_SHOWN:
+        return "nothing to load for the library: no rule was both seen to run and shown faster than its default"
+    if not emitted.load_lines:
+        return "nothing to load for the library: no algorithm beats its default beyond the noise"
+    if proof == ALL_VERIFIED:
+        return f"load the files below: {_rules(len(kept))}, each seen to run and shown faster than the default"
+    return f"{_rules(len(kept))}, unverified: `tune --verify` proves them and keeps only those shown faster"
+
+
+def _rules(n: int) -> str:
+    return f"{n} rule{'' if n == 1 else 's'}"
+
+
+def _listed(lines: list[str], what: str) -> list[str]:
+    """At most SHOWN_ON_SCREEN of `lines`, indented, and how many more tuning.json holds."""
+    out = [f"  {what}{line}" for line in lines[:SHOWN_ON_SCREEN]]
+    if len(lines) > SHOWN_ON_SCREEN:
+        out.append(f"  … and {len(lines) - SHOWN_ON_SCREEN} more (fabricprobe report tuning.json)")
+    return out
+
+
+def _offer(emitted: emitters.Emitted, proof: str, manifest: dict, out: OwnedFolder, say: Reporter) -> None:
+    """The verdict first (what to load, the rules and their speedups, what was left to the default
+    and why), then where everything is, then the load lines under their proof."""
+    say.line(_verdict(proof, manifest["kept"], emitted), "verdict")
+    if emitted.load_lines:
+        for text in _listed(manifest["kept"], ""):
+            say.line(text)
+    for text in _listed([g["short"] for g in manifest.get("left_to_default", [])], "left to the default: "):
+        say.line(text, "warning")
+    names = ", ".join(out.name_of(p) for p in emitted.files.values())
+    say.line(f"wrote in {out.path('.')}: {names}, tuning.json; every table: fabricprobe report {out.path(MANIFEST)}")
     if emitted.load_lines:
         say.line(f"# {proof}", "" if proof == ALL_VERIFIED else "warning")
         for text in emitted.load_lines:
             say.line(text, "command")
     if emitters.SELECTION in emitted.files:
         path = emitted.files[emitters.SELECTION].resolve()
-        say.line(f"# fabricprobe.tuned: {shell_export('FABRICPROBE_SELECTION', str(path))}\n", "command")
+        say.line(f"# fabricprobe.tuned: {shell_export('FABRICPROBE_SELECTION', str(path))}", "command")
 
 
 def prune(table: Table, checks: list[Check], statuses: tuple[str, ...] = (MISMATCH, ERROR)) -> list[str]:
     """Give the default back the ranges whose rule the library did not apply (the file would not do
-    what was measured there), or with --proven-only every range a check of `statuses` covers; returns
-    what was dropped."""
+    what was measured there): every range a check of `statuses` covers; returns what was dropped."""
     dropped = []
     for c in checks:
         if c.status not in statuses:
@@ -260,21 +293,6 @@ def prune(table: Table, checks: list[Check], statuses: tuple[str, ...] = (MISMAT
                 dropped.append(f"{c.collective} on {c.comm_size} ranks {r.span}: {r.winner}")
                 r.winner = DEFAULT
     return dropped
-
-
-def _proven_only(table, library, checks, emitted, fingerprints, say, reemit, out):
-    """--proven-only: every rule some check of which is not VERIFIED (indistinguishable from the default,
-    no fingerprint for the collective, not consulted) goes back to the default, and the smaller files are
-    written and verified again: what is left was each seen to run as the rule says."""
-    why = [c.as_dict() for c in checks if c.status in NO_PROOF and c.expected != DEFAULT]
-    gone = prune(table, checks, NO_PROOF)
-    if not gone:
-        return checks, emitted, [], []
-    say.line("without proof, given back to the default (--proven-only): " + "; ".join(gone), "warning")
-    if not table.tuned():
-        say.line("no rule is left with proof: nothing to write for the library", "warning")
-    checks, again = _verify_again(table, library, emitted, fingerprints, say, reemit, out)
-    return checks, again, gone, why
 
 
 def _verify_again(table, library, emitted, fingerprints, say, reemit, out) -> tuple[list[Check], emitters.Emitted]:
@@ -293,7 +311,7 @@ def _verified(table, library, env, fingerprints: Fingerprints, say: Reporter, wh
         library,
         env,
         fingerprints.launcher,
-        progress=lambda text: say.line(f"{what}{text}"),
+        progress=lambda text: say.progress(f"{what}{text}"),
         scratch=fingerprints.scratch,
         fingerprints=fingerprints,
     )
@@ -345,7 +363,8 @@ def _pairing(library: Library, load_env: dict[str, str]) -> tuple[dict[str, str]
 
 
 def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, phases, out):
-    """The files proven (rules the library does not apply given back, once), then re-measured."""
+    """The files proven (rules the library does not apply given back, once), re-measured, and made
+    decisive: only what was seen to run and shown faster stays (_decide)."""
     checks = _verified(table, library, emitted.load_env, fingerprints, say, "verifying ")
     dropped: list[str] = []
     why_dropped = [c.as_dict() for c in checks if c.status in (MISMATCH, ERROR)]  # the first round's failures
@@ -357,20 +376,14 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
         say.line("not applied as measured, given back to the default: " + "; ".join(dropped), "warning")
         if table.tuned():
             checks, emitted = _verify_again(table, library, emitted, fingerprints, say, reemit, out)
-    if opts.proven_only and passed(checks):
-        checks, emitted, gone, why = _proven_only(table, library, checks, emitted, fingerprints, say, reemit, out)
-        dropped += gone
-        why_dropped += why  # the checks that gave no proof
     say.verification(checks)
     ok = passed(checks)
-    kept = unproven(table, checks) if ok else []
     manifest["verification"] = {
         "passed": ok,
         "summary": summary(checks),
         "checks": [c.as_dict() for c in checks],
         "dropped_rules": dropped,
         "dropped_because": why_dropped,
-        "kept_without_proof": kept,
     }
     if ok and emitted.files.get("intel-adjust") is not None and emitted.files["intel-adjust"].exists():
         _verify_adjust(table, library, emitted.files, manifest, fingerprints, say, out)
@@ -380,8 +393,15 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
             "error",
         )
         return EXIT_WRONG, withdraw(out, emitted), REJECTED
-    for line in kept:
-        say.line(f"kept without proof: {line}", "warning")
+    rows = _before_after(opts, table, library, emitted, manifest, say, phases)
+    if rows is None:
+        return EXIT_WRONG, withdraw(out, emitted), REJECTED
+    return _decide(table, library, checks, rows, emitted, manifest, say, reemit, fingerprints, out, opts.file)
+
+
+def _before_after(opts, table, library, emitted, manifest, say, phases) -> list[dict] | None:
+    """The default and the files re-measured alternately (stored in the tune-sweep's file); the rows
+    (before_after.speedups), or None when the library failed with the files."""
     full = launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
     runs_before = count_runs(opts.file)
 
@@ -397,6 +417,12 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
         f"before/after: {', '.join(tuned_collectives(table))} re-measured with the library's default and with "
         f"the files alternately, up to {opts.reps} repetitions ({how})"
     )
+    if opts.reps < MIN_REPS:
+        say.line(
+            f"--reps {opts.reps}: fewer than {MIN_REPS} repetitions give no 95% interval, so no rule can be shown "
+            "faster and every rule will be left to the default",
+            "warning",
+        )
     began = time.monotonic()
     remeasured = before_after(
         full, opts.file, table, emitted.load_env, opts.reps, still_open=still_open, files_off=files_off
@@ -416,29 +442,39 @@ def _prove(opts, table, library, emitted, manifest, say, reemit, fingerprints, p
                 + ". The files are renamed *.REJECTED.",
                 "error",
             )
-            return EXIT_WRONG, withdraw(out, emitted), REJECTED
+            return None
     rows = speedups(load_runs(opts.file, since=runs_before), table, opts.reps)
     manifest["before_after"] = rows
     say.before_after(rows)
-    slower = [r for r in rows if r["slower"] and r["rule"] != DEFAULT]
     manifest["regressions"] = [r for r in rows if r["slower"]]
     _slower_where_default_kept([r for r in rows if r["slower"] and r["rule"] == DEFAULT], say)
-    if slower:
-        # The rule was chosen on the sweep's medians; a re-measurement that disagrees means one of
-        # them caught a slow phase of the machine. Say so rather than offer the rule silently.
-        say.line(
-            "slower with the files than without at: "
-            + "; ".join(
-                f"{r['collective']} on {r['comm_size']} ranks at {format_size(r['size'])} ({r['verdict']})"
-                for r in slower
-            )
-            + ". Re-run tune-sweep with more --iters before trusting those rules.",
-            "warning",
-        )
-    say.line(f"verification: {summary(checks)}; before/after stored in {opts.file}")
-    fresh = reemit(table, emitters.PARTLY_VERIFIED if kept else emitters.VERIFIED)
+    return rows
+
+
+def _decide(table, library, checks, rows, emitted, manifest, say, reemit, fingerprints, out, source):
+    """Decisive files: every size of a rule not verified or not shown faster goes back to the default
+    (measure.shown.decisive); the smaller files are written and verified again until every rule left
+    is verified (each round only removes rules). Returns (status, the files, their proof)."""
+    left = decisive(table, checks, rows)
+    while left and table.tuned():
+        checks, emitted = _verify_again(table, library, emitted, fingerprints, say, reemit, out)
+        if not passed(checks):
+            say.line("the smaller files were not applied as intended: renamed *.REJECTED", "error")
+            manifest["verification"].update(passed=False, checks=[c.as_dict() for c in checks])
+            return EXIT_WRONG, withdraw(out, emitted), REJECTED
+        more = decisive(table, checks, rows)
+        if not more:
+            manifest["verification"].update(summary=summary(checks), checks=[c.as_dict() for c in checks])
+            break
+        left += more
+    manifest["left_to_default"] = [g.as_dict() for g in left]
+    say.line(f"before/after stored in {source}")
+    if not table.tuned():
+        replace_files(out, emitted, emitters.Emitted())
+        return EXIT_OK, emitters.Emitted(), NONE_SHOWN
+    fresh = reemit(table, emitters.VERIFIED)
     promote(out, emitted, fresh)
-    return EXIT_OK, fresh, PARTLY if kept else ALL_VERIFIED
+    return EXIT_OK, fresh, ALL_VERIFIED
 
 
 def _verify_adjust(

@@ -21,6 +21,7 @@ from fabricprobe.tuning.plan.switch import METHOD, refusal
 BEFORE_AFTER = SweepConfig(iterations_small=100, iterations_large=100, max_time=0.5)
 BASELINE, TUNED = "baseline", "tuned"  # the two sides' labels (choose.rules.RESERVED keeps them from rules)
 PAIRED = "paired"  # the variant name of a paired launch
+MIN_REPS = 6  # the fewest repetitions whose [min, max] ratio is a distribution-free 95% interval of the median
 
 
 def tuned_collectives(table) -> list[str]:

@@ -8,7 +8,6 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from fabricprobe.sizes import format_size
 from fabricprobe.tuning.choose.rules import Table
 from fabricprobe.tuning.emit.mpich import needs_builtin_op
 from fabricprobe.tuning.plan.hierarchy import is_hierarchy
@@ -296,23 +295,3 @@ def summary(checks: list[Check]) -> dict[str, int]:
 def passed(checks: list[Check]) -> bool:
     """A file is offered as good only when nothing mismatched or failed."""
     return not any(c.status in (MISMATCH, ERROR) for c in checks)
-
-
-def unproven(table: Table, checks: list[Check]) -> list[str]:
-    """The rules the file keeps (a winner other than the default) that lack positive evidence: some
-    checked size of their range was not VERIFIED (the default leaves the same fingerprint, or none
-    exists), or no size was checked. One line per rule, with the reason."""
-    out = []
-    for coll, sections in table.rules.items():
-        for n, ranges in sorted(sections.items()):
-            for r in ranges:
-                if r.winner == DEFAULT:
-                    continue
-                mine = [c for c in checks if c.collective == coll and c.comm_size == n and r.covers(c.size)]
-                reasons = sorted(
-                    {f"{c.status} at {format_size(c.size)} ({c.detail})" for c in mine if c.status != VERIFIED}
-                )
-                if reasons or not mine:
-                    why = "; ".join(reasons) or "no size of the range was checked"
-                    out.append(f"{coll} on {n} ranks {r.span}: {r.winner}: {why}")
-    return out

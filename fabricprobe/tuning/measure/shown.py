@@ -1,0 +1,137 @@
+"""What a site's file keeps after `tune --verify`: a rule stays at a message size only where the
+library was seen to apply it (every check of its range verified: the rule's fingerprint, told apart
+from the default's) and the before/after showed it faster there (the 95% interval of the speedup
+above 1). Every other size goes back to the library's default, with its reason, so the file a site
+loads changes only what was shown to win (docs/tuning.md, Decisive files)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from fabricprobe.sizes import format_size
+from fabricprobe.tuning.choose.rules import Range, Table, extend
+from fabricprobe.tuning.measure.before_after import MIN_REPS
+from fabricprobe.tuning.plan.library import DEFAULT
+from fabricprobe.tuning.verify.checks import VERIFIED, Check
+
+FASTER = "faster"  # before_after.verdict_of's verdict when the 95% interval lies above 1
+
+
+@dataclass
+class LeftToDefault:
+    """A rule's sizes given back to the default: the rule as chosen, the sizes, and why."""
+
+    collective: str
+    comm_size: int
+    span: str  # the range as the tune-sweep chose it
+    winner: str
+    sizes: list[int]  # the measured sizes given back (all of the range's, or some)
+    reasons: list[str]
+
+    def line(self) -> str:
+        return f"{self.collective} on {self.comm_size} ranks {self.span} {self.winner}: {'; '.join(self.reasons)}"
+
+    def short(self) -> str:
+        """The line with its first reason only (the screen's; tuning.json has them all)."""
+        more = f" (+{len(self.reasons) - 1} in tuning.json)" if len(self.reasons) > 1 else ""
+        return f"{self.collective} on {self.comm_size} ranks {self.span} {self.winner}: {self.reasons[0]}{more}"
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"line": self.line(), "short": self.short()}
+
+
+def _row_reason(row: dict | None, size: int) -> str | None:
+    """Why the before/after did not show the rule faster at `size`, or None when it did."""
+    if row is None:
+        return f"not re-measured at {format_size(size)}"
+    if row["verdict"] == FASTER:
+        return None
+    at = f"{row['verdict']} at {format_size(size)} ({row['speedup']:.2f}×"
+    if row["ci_low"] is not None:
+        return f"{at}, 95% CI {row['ci_low']:.2f}–{row['ci_high']:.2f})"
+    if row["reps"] < row["planned"]:  # decided early: no ratio the repetitions left could give changes it
+        return f"{at}, settled after {row['reps']} of {row['planned']} repetitions)"
+    return f"{at}; {row['reps']} repetitions give no 95% interval: {MIN_REPS} do)"
+
+
+def _check_reasons(checks: list[Check], collective: str, comm_size: int, r: Range) -> dict[int, str] | None:
+    """{size: why the library was not seen to apply the rule there} for the range's checked sizes that
+    were not verified; None when no size of the range was checked."""
+    mine = [c for c in checks if c.collective == collective and c.comm_size == comm_size and r.covers(c.size)]
+    if not mine:
+        return None
+    return {c.size: f"{c.status} at {format_size(c.size)}" for c in mine if c.status != VERIFIED}
+
+
+def decisive(table: Table, checks: list[Check], rows: list[dict]) -> list[LeftToDefault]:
+    """Give back to the default, in `table`, every size of a rule not proven applied (`checks`) or not
+    shown faster (`rows`: before_after.speedups); the ranges are rebuilt from the sizes kept. Returns
+    what was given back, one entry per rule."""
+    by_key = {(r["collective"], r["comm_size"], r["size"]): r for r in rows}
+    left: list[LeftToDefault] = []
+    for coll, sections in table.rules.items():
+        for n, ranges in sections.items():
+            kept, gone = _split_section(coll, n, ranges, checks, by_key)
+            left += gone
+            if gone:
+                sections[n] = kept
+    return left
+
+
+def _split_section(coll, n, ranges: list[Range], checks, by_key) -> tuple[list[Range], list[LeftToDefault]]:
+    """One communicator size's ranges with the sizes not shown given to the default, and what went. A
+    size goes where its own check was not verified or its before/after row not faster; the rebuilt
+    ranges' ends are verified again by the caller (a range's inner sizes are proven by its ends)."""
+    gone: list[LeftToDefault] = []
+    decisions = []
+    for r in ranges:
+        if r.winner == DEFAULT:
+            decisions += r.decisions
+            continue
+        unapplied = _check_reasons(checks, coll, n, r)
+        why: dict[int, str] = {}
+        for d in r.decisions:
+            reason = "no size of its range was checked" if unapplied is None else unapplied.get(d.size)
+            reason = reason or _row_reason(by_key.get((coll, n, d.size)), d.size)
+            if reason:
+                why[d.size] = reason
+        if not r.decisions:  # a range with nothing measured in it cannot have been shown faster
+            gone.append(LeftToDefault(coll, n, r.span, r.winner, [], ["nothing measured in the range"]))
+        elif why:
+            reasons = list(dict.fromkeys(why.values()))  # once each, in size order
+            gone.append(LeftToDefault(coll, n, r.span, r.winner, sorted(why), reasons))
+        for d in r.decisions:
+            decisions.append(d if d.size not in why else replace(d, winner=DEFAULT, winner_s=d.default_s))
+    if not gone:
+        return ranges, []
+    rebuilt: list[Range] = []
+    for d in sorted(decisions, key=lambda d: d.size):
+        extend(rebuilt, d)
+    return rebuilt or [Range(lo=0, hi=None, winner=DEFAULT)], gone
+
+
+def kept_rules(table: Table, rows: list[dict] | None) -> list[str]:
+    """One line per rule the files keep, with its speedup: the before/after's where it ran (`rows`),
+    else the tune-sweep's (the least over the range's sizes)."""
+    by_key = {(r["collective"], r["comm_size"], r["size"]): r for r in rows or []}
+    out = []
+    for coll, sections in table.rules.items():
+        for n, ranges in sorted(sections.items()):
+            for r in ranges:
+                if r.winner == DEFAULT:
+                    continue
+                shown = [by_key[k] for d in r.decisions if (k := (coll, n, d.size)) in by_key]
+                out.append(f"{coll} on {n} ranks {r.span} {r.winner}: {_speedup(r, shown)}")
+    return out
+
+
+def _speedup(r: Range, shown: list[dict]) -> str:
+    if not shown:
+        return f"{r.speedup:.2f}× in the tune-sweep (the least over its sizes)"
+    if len(shown) == 1 and shown[0]["ci_low"] is not None:
+        row = shown[0]
+        return f"{row['speedup']:.2f}× (95% CI {row['ci_low']:.2f}–{row['ci_high']:.2f})"
+    speedups = sorted(row["speedup"] for row in shown)
+    lows = [row["ci_low"] for row in shown if row["ci_low"] is not None]
+    interval = f"; 95% CIs from {min(lows):.2f}" if lows else ""
+    return f"{speedups[0]:.2f}–{speedups[-1]:.2f}× at {len(shown)} sizes{interval}"
