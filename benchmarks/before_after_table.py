@@ -18,8 +18,8 @@ from fabricprobe.sizes import format_size
 def main() -> int:
     manifest = json.load(open(sys.argv[1]))
     checks = manifest.get("verification", {}).get("summary", {})
-    kept = manifest.get("verification", {}).get("kept_without_proof", [])
-    print(f"verification: {checks}; kept without proof: {len(kept)}; proof: {manifest.get('proof', '')}")
+    left = manifest.get("left_to_default", [])
+    print(f"verification: {checks}; left to the default: {len(left)}; proof: {manifest.get('proof', '')}")
     print()
     print("| collective | comm size | size | default µs | tuned µs | speedup | 95% CI | range (reps) | verdict |")
     print("|---|---|---|---|---|---|---|---|---|")

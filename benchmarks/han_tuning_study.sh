@@ -23,7 +23,7 @@ start=$(date +%s)
 python -m fabricprobe tune-sweep -n "$n" --mpiexec "$wrapper" -o "$out/t.h5" --collectives "$colls" \
   --comm-sizes "$n" --algorithms none $sizes >"$out/sweep.log" 2>&1
 mid=$(date +%s)
-# TUNE_ARGS: more options for tune, e.g. TUNE_ARGS=--proven-only (the files keep proven rules only)
+# TUNE_ARGS: more options for tune, e.g. TUNE_ARGS="--reps 12" (more before/after repetitions)
 python -m fabricprobe tune "$out/t.h5" -o "$out/tuning" --verify ${TUNE_ARGS:-} --mpiexec "$wrapper" >"$out/tune.log" 2>&1 || true
 end=$(date +%s)
 python - "$out" "$hosts" "$per" "$((mid - start))" "$((end - mid))" <<'EOF'

@@ -184,12 +184,19 @@ def test_readme_path_c_tunes_and_a_job_runs_with_the_files_loaded_as_written(clu
     assert manifest["verification"]["passed"], manifest["verification"]
     verified = [c for c in manifest["verification"]["checks"] if c["status"] == "verified"]
     assert verified, manifest["verification"]
+    checks = manifest["verification"]["checks"]
+    if not manifest["load_env"]:
+        # Decisive files (issue 66): two repetitions give no 95% interval, so no rule was shown faster
+        # and no file is offered. The same rules written without --verify (the files the checks above
+        # were taken with, named unverified) are what the loading ways below must carry to the jobs.
+        assert manifest["proof"].startswith("nothing shown") and manifest["left_to_default"], manifest
+        _run([arg for arg in tune if arg != "--verify"] + ["--min-gain", "0"], work)
+        written = sorted(p.name for p in tuned.iterdir())
     if library.vendor == "Open MPI":  # algorithm ids as 4.1's own ompi_info lists them
         (conf,) = [n for n in written if n.startswith("ompi_rules") and n.endswith(".conf")]
         assert "Open MPI v4.1" in (tuned / conf).read_text().splitlines()[0]
     # the rule to run: a tuned algorithm told apart from the default where there is one (Open MPI 4.1
     # here), else one that leaves the default's fingerprint (MPICH 4.0 on 2 ranks), else a default rule
-    checks = manifest["verification"]["checks"]
     tuned_rules = [c for c in checks if c["expected"] != "default" and c["status"] in ("verified", "indistinguishable")]
     rule = sorted(tuned_rules, key=lambda c: c["status"] != "verified")[0] if tuned_rules else verified[0]
     ways = loading_ways(library.vendor, tuned)
