@@ -86,7 +86,7 @@ def _split_section(coll, n, ranges: list[Range], checks, by_key) -> tuple[list[R
     decisions = []
     for r in ranges:
         if r.winner == DEFAULT:
-            decisions += r.decisions
+            decisions += [replace(d, winner=DEFAULT) for d in r.decisions]
             continue
         unapplied = _check_reasons(checks, coll, n, r)
         why: dict[int, str] = {}
@@ -101,7 +101,8 @@ def _split_section(coll, n, ranges: list[Range], checks, by_key) -> tuple[list[R
             reasons = list(dict.fromkeys(why.values()))  # once each, in size order
             gone.append(LeftToDefault(coll, n, r.span, r.winner, sorted(why), reasons))
         for d in r.decisions:
-            decisions.append(d if d.size not in why else replace(d, winner=DEFAULT, winner_s=d.default_s))
+            kept = d.size not in why  # a decision joins its range's winner (the range is what the file says)
+            decisions.append(replace(d, winner=r.winner) if kept else replace(d, winner=DEFAULT, winner_s=d.default_s))
     if not gone:
         return ranges, []
     rebuilt: list[Range] = []
