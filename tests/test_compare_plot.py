@@ -86,7 +86,7 @@ def test_faster_run_is_named_with_its_ratio(files):
 def test_difference_inside_the_noise_is_not_called(files):
     comp = compare(parse_side(files["a"]), parse_side(files["same"]))
     assert not any(r.significant for r in comp.rows)
-    assert verdicts(comp)["allreduce"].startswith("no difference beyond the noise")
+    assert verdicts(comp)["allreduce"].startswith("no difference beyond the drift floor")
 
 
 def test_mismatched_sizes_are_reported_and_common_sizes_compared(files):

@@ -148,19 +148,55 @@ def test_a_few_launches_give_their_range_and_a_point_missing_from_one_is_left_ou
 
 def test_compare_holds_a_difference_against_the_between_launch_interval(tmp_path):
     """Each launch of B is 10% faster than the launch of A beside it, with ±0.5% within a launch: one
-    launch against one says "beyond the noise"; the groups, whose launches spread ±30%, do not."""
+    launch against one is inside the drift floor (1.45×), though its intervals are apart; the groups,
+    whose launches spread ±30%, hold it against that spread (Welch's t on the log launch medians) and
+    do not call it either; 2.5× stands out against both."""
+    from fabricprobe.report.compare import DRIFT_FLOOR, LAUNCH_GROUPS, SINGLE_LAUNCHES
+
     a_meds = [1.0e-6, 1.3e-6, 0.8e-6, 1.1e-6, 0.9e-6]
     _group(tmp_path / "a.h5", [{8: m} for m in a_meds], name="A")
     _group(tmp_path / "b.h5", [{8: 0.9 * m} for m in a_meds], name="B")
     one = compare(parse_side(f"{tmp_path}/a.h5:1", True), parse_side(f"{tmp_path}/b.h5:1", True))
-    assert one.rows[0].significant and one.rows[0].speedup == pytest.approx(1 / 0.9)
+    assert one.rule == SINGLE_LAUNCHES and one.rows[0].speedup == pytest.approx(1 / 0.9)
+    assert not one.rows[0].significant and f"{DRIFT_FLOOR:.2f}×" in one.rule_line()
+    _group(tmp_path / "d.h5", [{8: m / (DRIFT_FLOOR * 1.01)} for m in a_meds], name="D")
+    beyond = compare(parse_side(f"{tmp_path}/a.h5:1", True), parse_side(f"{tmp_path}/d.h5:1", True))
+    assert beyond.rows[0].significant  # just past the floor, intervals apart
     both = compare(parse_side(f"{tmp_path}/a.h5:1"), parse_side(f"{tmp_path}/b.h5:1"))
-    assert "5 launches" in both.a.label and not both.rows[0].significant
+    assert "5 launches" in both.a.label and both.rule == LAUNCH_GROUPS and not both.rows[0].significant
     assert both.rows[0].a["median_s"] == pytest.approx(1.0e-6)
     # a difference larger than the launches' spread stands out against it too
     _group(tmp_path / "c.h5", [{8: 0.4 * m} for m in a_meds], name="C")
     far = compare(parse_side(f"{tmp_path}/a.h5"), parse_side(f"{tmp_path}/c.h5"))
     assert far.rows[0].significant and far.rows[0].speedup == pytest.approx(2.5)
+
+
+def _runs(path, medians: list[float]) -> None:
+    """One run per value, no launch group: sweeps run one by one (e.g. interleaved with another's)."""
+    w = ResultsWriter(str(path))
+    for m in medians:
+        w.start_run({"nranks": 2, "mpi_vendor": "Open MPI", "topology": "1 × 2 ranks"})
+        w.append_point(make_point(0, 8, m, noise=0.005), None)
+        w.update_run({"status": "complete"})
+    w.close()
+
+
+def test_every_run_of_a_file_is_one_side_of_launches(tmp_path):
+    """FILE:* takes every run as a launch: 8 runs a side, B 30% slower in each with a ±10% drift
+    between runs, is found (Welch's t on the log run medians); B as A is not; a single run of each
+    is held against the drift floor and does not find 30%."""
+    from fabricprobe.report.compare import LAUNCH_GROUPS, SINGLE_LAUNCHES
+
+    drift = [1.0, 1.1, 0.9, 1.05, 0.95, 1.08, 0.92, 1.0]
+    _runs(tmp_path / "a.h5", [1e-6 * d for d in drift])
+    _runs(tmp_path / "b.h5", [1.3e-6 * d for d in reversed(drift)])
+    _runs(tmp_path / "same.h5", [1e-6 * d for d in reversed(drift)])
+    found = compare(parse_side(f"{tmp_path}/a.h5:*"), parse_side(f"{tmp_path}/b.h5:*"))
+    assert found.rule == LAUNCH_GROUPS and "8 runs as launches" in found.a.label and found.rows[0].significant
+    same = compare(parse_side(f"{tmp_path}/a.h5:*"), parse_side(f"{tmp_path}/same.h5:*"))
+    assert not same.rows[0].significant
+    single = compare(parse_side(f"{tmp_path}/a.h5:1"), parse_side(f"{tmp_path}/b.h5:1"))
+    assert single.rule == SINGLE_LAUNCHES and not single.rows[0].significant
 
 
 LAUNCHER = launcher()

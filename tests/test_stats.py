@@ -251,3 +251,15 @@ def test_each_before_after_row_names_the_files_rule_there():
 
     rows = speedups([run("baseline", 1.0), run("tuned", 1.1)], table)
     assert [(r["size"], r["rule"], r["slower"]) for r in rows] == [(8, "default", True), (1024, "ring", True)]
+
+
+def test_welch_calls_a_difference_only_beyond_both_spreads():
+    from fabricprobe.stats import welch_differ
+
+    # t = 3 / sqrt(1/3 + 1/3) = 3.67 on 4 degrees of freedom (critical 2.776): different
+    assert welch_differ([1, 2, 3], [4, 5, 6])
+    assert not welch_differ([1, 2, 3], [2, 3, 4])  # t = 1.22
+    assert not welch_differ([1, 2, 3, 9], [4, 5, 6, 7])  # a wide side holds the gap
+    assert welch_differ([1, 1], [2, 2]) and not welch_differ([1, 1], [1, 1])  # no spread at all
+    with pytest.raises(ValueError):
+        welch_differ([1], [2, 3])

@@ -19,16 +19,20 @@ def add_parser(sub: Any) -> None:
         formatter_class=HelpFormatter,
         help="compare two runs point by point",
         description="Match the points of two runs (files, runs in one file, or algorithms in one run)\n"
-        "and show both medians, B's speedup over A, and whether the difference exceeds both runs'\n"
-        "noise (their medians' 95% confidence intervals), with a verdict per collective.\n\n"
+        "and show both medians, B's speedup over A, and whether they differ beyond the drift\n"
+        "between launches (docs/reports.md): two algorithms of one launch, beyond both 95%\n"
+        "intervals; launch groups (sweep --launches K, or FILE:* for every run of a file),\n"
+        "Welch's t on the launch medians; a single launch on a side, beyond the drift floor\n"
+        "two launches of one sweep show.\n\n"
         "  fabricprobe compare ethernet.h5 omnipath.h5\n"
         "  fabricprobe compare r.h5:1 r.h5:2\n"
+        "  fabricprobe compare 'a.h5:*' 'b.h5:*'              # every run of each file, as launches\n"
         "  fabricprobe compare r.h5@library r.h5@ring          # library vs hand-written\n"
         "  fabricprobe compare t.h5@library:baseline t.h5@library:tuned\n\n"
         "A run made by sweep --launches K stands for its group: each point's median over the\n"
-        "launches, held against the between-launch 95% interval (--one-launch: the run alone).",
+        "launches, held against the spread between them (--one-launch: the run alone).",
     )
-    p.add_argument("a", metavar="A", help="FILE[:RUN][@ALGORITHM] (RUN: id or -1 for the last)")
+    p.add_argument("a", metavar="A", help="FILE[:RUN][@ALGORITHM] (RUN: id, -1 for the last, * for every run)")
     p.add_argument("b", metavar="B", help="FILE[:RUN][@ALGORITHM]")
     p.add_argument("--collectives", metavar="LIST", help="only these collectives")
     p.add_argument(
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             "a_launches": max(len(comp.a.group), 1),  # several: each row's median over the launches
             "b_launches": max(len(comp.b.group), 1),
             "mismatches": comp.mismatches,
+            "difference_rule": comp.rule_line(),
             "verdicts": lines,
             "only_a": len(comp.only_a),
             "only_b": len(comp.only_b),
@@ -100,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for text in comp.mismatches:
         console.print(f"[yellow]mismatch:[/] {text}")
+    console.print(f"different: {comp.rule_line()}", markup=False, highlight=False)
     groups: dict[tuple, list] = {}
     for r in comp.rows:
         groups.setdefault(tuple((k, v) for k, v in r.key.items() if k != "bytes"), []).append(r)
@@ -109,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         heading = title(f"[bold]{k['collective']}[/]", k, timers, run_window(comp.a.run.config))
         t = Table(title=heading, title_justify="left", show_edge=False, pad_edge=False)
         columns = ("size", "A median µs", "B median µs", "B's speedup (A / B)", "A busbw", "B busbw")
-        for col in (*columns, "A % bound", "B % bound", "beyond noise"):
+        for col in (*columns, "A % bound", "B % bound", "different"):
             t.add_column(col, justify="right")
         for r in rows:
             colour = "" if not r.significant else ("green" if r.speedup > 1 else "red")

@@ -1,5 +1,14 @@
 """Compare two sets of points — two files, two runs, two algorithms, before and after tuning — size
-by size, saying where the difference exceeds both sides' noise."""
+by size, calling a difference only beyond the spread between launches (docs/reports.md, "What compare
+calls different"): two launches of one sweep differ by 1.10× at the median row and up to 1.4× here,
+while one launch's interval is a few percent wide.
+
+- Both sides from one launch (two algorithms of one run): measured interleaved in it, so the two 95%
+  intervals apart and the ratio beyond both sides' noise.
+- Both sides launch groups (`sweep --launches K`): Welch's t-test on the log launch medians at 95%,
+  the spread between launches measured on each side.
+- Otherwise (a single launch on a side): the intervals apart and the ratio beyond DRIFT_FLOOR, the
+  drift measured between two launches of one sweep."""
 
 from __future__ import annotations
 
@@ -7,12 +16,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from fabricprobe.errors import UsageError
 from fabricprobe.inputs import is_digits
 from fabricprobe.report.buffers import difference
 from fabricprobe.report.labels import speedup
 from fabricprobe.report.launches import aggregated_points, group_of
-from fabricprobe.stats import point_noise
+from fabricprobe.stats import point_noise, welch_differ
 from fabricprobe.store import Run, load_runs, select_run
 from fabricprobe.store.schema import EMPTY, identity
 
@@ -38,12 +49,21 @@ class Side:
         ]
 
 
+EVERY_RUN = "*"  # FILE:* — every run of the file as the launches of one side
+
+
 def parse_side(text: str, one_launch: bool = False) -> Side:
-    """FILE[:RUN][@ALGORITHM] — RUN an id or -1 (last); ALGORITHM e.g. library, ring, library:tuned. A run
-    of a launch group with several launches in the file stands for its group unless `one_launch`."""
+    """FILE[:RUN][@ALGORITHM] — RUN an id, -1 (last) or * (every run of the file, each a launch: the
+    side is their group); ALGORITHM e.g. library, ring, library:tuned. A run of a launch group with
+    several launches in the file stands for its group unless `one_launch`."""
     path, _, algorithm = text.partition("@")
     run_id = None
     head, sep, tail = path.rpartition(":")
+    if sep and tail == EVERY_RUN:  # every run of the file, each a launch: sweeps run by hand, interleaved
+        runs = [r for r in load_runs(head) if r.points]
+        if not runs:
+            raise UsageError(f"{head} holds no runs")
+        return Side(f"{text} ({len(runs)} runs as launches)", runs[0], algorithm or None, runs if len(runs) > 1 else [])
     if sep and (is_digits(tail) or (tail.startswith("-") and is_digits(tail[1:]))):
         path, run_id = head, tail
     runs = load_runs(path)
@@ -54,11 +74,19 @@ def parse_side(text: str, one_launch: bool = False) -> Side:
     return Side(text, run, algorithm or None)
 
 
+# What a row is held against (Comparison.rule), and the text that says so on screen.
+ONE_LAUNCH, LAUNCH_GROUPS, SINGLE_LAUNCHES = "one launch", "launch groups", "single launches"
+# The ratio two launches of one sweep stay within at 95% of rows (docs/reports.md, measured with
+# benchmarks/compare_drift.py: 1.7% and 4.6% of rows beyond it, quiet and loaded)
+DRIFT_FLOOR = 1.45
+
+
 @dataclass
 class Row:
     key: dict[str, Any]
     a: dict[str, Any]
     b: dict[str, Any]
+    rule: str = SINGLE_LAUNCHES
 
     @property
     def speedup(self) -> float:
@@ -67,12 +95,16 @@ class Row:
 
     @property
     def significant(self) -> bool:
-        """The confidence intervals of the two medians do not overlap, and the ratio is further from 1
-        than both sides' relative noise (half-width of their 95% CIs)."""
+        """Whether the row differs beyond what its rule allows (the module's docstring)."""
         a, b = self.a, self.b
+        if self.rule == LAUNCH_GROUPS:
+            return welch_differ(np.log(a["launch_medians_s"]), np.log(b["launch_medians_s"]))
         apart = b["ci_high_s"] < a["ci_low_s"] or a["ci_high_s"] < b["ci_low_s"]
         noise = max(point_noise(a), point_noise(b))
-        return apart and abs(1 / self.speedup - 1) > noise
+        beyond = abs(1 / self.speedup - 1) > noise
+        if self.rule == ONE_LAUNCH:
+            return apart and beyond
+        return apart and beyond and abs(math.log(self.speedup)) > math.log(DRIFT_FLOOR)
 
 
 @dataclass
@@ -83,6 +115,30 @@ class Comparison:
     only_a: list[dict[str, Any]] = field(default_factory=list)
     only_b: list[dict[str, Any]] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
+    rule: str = SINGLE_LAUNCHES
+
+    def rule_line(self) -> str:
+        """What a row was held against, for the screen."""
+        if self.rule == ONE_LAUNCH:
+            return "both sides from one launch: a difference beyond both sides' 95% intervals and noise"
+        if self.rule == LAUNCH_GROUPS:
+            return (
+                f"launch groups ({len(self.a.group)} and {len(self.b.group)} launches): a difference of the "
+                "launch medians at 95% (Welch's t on their logs)"
+            )
+        return (
+            f"a single launch on a side: a difference beyond {DRIFT_FLOOR:.2f}×, the drift between two "
+            "launches of one sweep (docs/reports.md); sweep --launches 8 on each side resolves less"
+        )
+
+
+def rule_of(a: Side, b: Side) -> str:
+    """How the sides' rows are held (the module's docstring)."""
+    if a.run.path == b.run.path and a.run.id == b.run.id and not a.group and not b.group:
+        return ONE_LAUNCH
+    if len(a.group) >= 2 and len(b.group) >= 2:
+        return LAUNCH_GROUPS
+    return SINGLE_LAUNCHES
 
 
 def compare(a: Side, b: Side, collectives: list[str] | None = None) -> Comparison:
@@ -99,9 +155,9 @@ def compare(a: Side, b: Side, collectives: list[str] | None = None) -> Compariso
                 f"{side.label} has no measured points{' of these collectives' if collectives else ''}"
                 f" (algorithms in run {side.run.id}: {', '.join(names) or 'none'})"
             )
-    out = Comparison(a, b)
+    out = Comparison(a, b, rule=rule_of(a, b))
     for k in sorted(set(pa) & set(pb), key=lambda k: tuple(str(x) for x in k[:-1]) + (k[-1],)):
-        out.rows.append(Row(k._asdict(), pa[k], pb[k]))
+        out.rows.append(Row(k._asdict(), pa[k], pb[k], out.rule))
     out.only_a = [pa[k] for k in sorted(set(pa) - set(pb), key=str)]
     out.only_b = [pb[k] for k in sorted(set(pb) - set(pa), key=str)]
     ranks_a = sorted({p["nranks"] for p in pa.values()})
@@ -136,15 +192,21 @@ def verdicts(comp: Comparison) -> dict[str, str]:
         faster_a = len(sig) - faster_b
         if not sig:
             text = (
-                f"no difference beyond the noise at any of {len(rows)} sizes (B's speedup over A {gm:.2f}× on average)"
+                f"no difference beyond the {_held(comp.rule)} at any of {len(rows)} sizes (B's speedup over A "
+                f"{gm:.2f}× on average)"
             )
         else:
             fast, slow = (comp.b.label, comp.a.label) if gm > 1 else (comp.a.label, comp.b.label)
             times = gm if gm > 1 else 1 / gm
             text = (
                 f"{fast} is faster: {times:.2f}× the speed of {slow} (geometric mean over sizes); beyond the "
-                f"noise at {len(sig)} of {len(rows)} sizes ({faster_b} favour {comp.b.label}, "
+                f"{_held(comp.rule)} at {len(sig)} of {len(rows)} sizes ({faster_b} favour {comp.b.label}, "
                 f"{faster_a} favour {comp.a.label})"
             )
         out[coll] = text
     return out
+
+
+def _held(rule: str) -> str:
+    """What a verdict says a difference was beyond."""
+    return "noise" if rule == ONE_LAUNCH else "spread between launches" if rule == LAUNCH_GROUPS else "drift floor"

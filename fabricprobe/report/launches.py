@@ -131,6 +131,7 @@ def aggregated_points(group: list[Run]) -> list[dict[str, Any]]:
                 "algbw_gbps": s.point["algbw_gbps"] * scale,
                 "busbw_gbps": s.point["busbw_gbps"] * scale,
                 "launches": len(s.medians),
+                "launch_medians_s": list(s.medians),
             }
         )
     return out
