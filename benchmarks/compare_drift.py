@@ -1,7 +1,7 @@
 """How often `compare` calls a difference where there is none, and finds one that is planted, on the
 launches of one sweep (`sweep --launches N`): docs/reports.md, "What compare calls different".
 
-    python benchmarks/compare_drift.py FILE [--subject allreduce,bcast] [--k 4,8]
+    python benchmarks/compare_drift.py FILE [--subject allreduce,bcast] [--per-side 4,8]
 
 Single launches: each launch against the next (N − 1 comparisons). Launch groups of K: consecutive
 blocks of K launches against the next K (two sweeps run one after the other), and the odd against the
@@ -65,7 +65,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("file")
     parser.add_argument("--subject", default="allreduce,bcast")
-    parser.add_argument("--k", default="4,8")
+    parser.add_argument("--per-side", default="4,8", help="launches a side of the launch groups")
     args = parser.parse_args()
     subject = tuple(args.subject.split(","))
     runs = load_runs(args.file)
@@ -76,7 +76,7 @@ def main() -> int:
     print("|---|--:|--:|--:|---|")
     singles = [([launches[i]], [launches[i + 1]]) for i in range(n - 1)]
     print(f"| single launches (each against the next) | {tally(singles, subject)} |")
-    for k in (int(x) for x in args.k.split(",")):
+    for k in (int(x) for x in args.per_side.split(",")):
         blocks = [(launches[s : s + k], launches[s + k : s + 2 * k]) for s in range(0, n - 2 * k + 1)]
         alternate = [(launches[s : s + 2 * k : 2], launches[s + 1 : s + 2 * k : 2]) for s in range(0, n - 2 * k + 1)]
         if blocks:

@@ -70,6 +70,7 @@ FOREIGN_OPTIONS = {
     "--uts": "unshare",
     "--check": "ruff format",
     "--omb": "benchmarks/omb_imb_side_by_side.py",
+    "--per-side": "benchmarks/compare_drift.py",
     "--imb": "benchmarks/omb_imb_side_by_side.py",
     "--aa": "benchmarks/omb_imb_side_by_side.py",
     "--probe": "benchmarks/omb_imb_side_by_side.py",
