@@ -132,3 +132,27 @@ def test_a_rule_no_check_covers_is_not_kept():
     assert [(g.collective, g.sizes, g.reasons) for g in left] == [
         ("bcast", [8, 1 << 20], ["no size of its range was checked"])
     ]
+
+
+def test_without_verify_a_rule_needs_the_stated_floor(tmp_path):
+    """Without --verify nothing re-measures the rules, so a winner must be 1.25× faster in the
+    tune-sweep (UNVERIFIED_MIN_GAIN); with --verify candidates start at 1.05× (MIN_GAIN)."""
+    from fabricprobe.store import ResultsWriter, load_runs
+    from fabricprobe.tuning.choose.rules import MIN_GAIN, UNVERIFIED_MIN_GAIN, choose
+    from fabricprobe.tuning.workflow import TuneOptions
+
+    w = ResultsWriter(str(tmp_path / "t.h5"))
+    w.start_run({"mpi_vendor": "Open MPI", "mpi_library_version": "5.0", "nranks": 2})
+    for i, (alg, size, t) in enumerate(
+        [("library", 8, 1.0), ("library:ring", 8, 1 / 1.2), ("library", 1024, 1.0), ("library:ring", 1024, 1 / 1.3)]
+    ):
+        point = dict(index=i, key=str(i), collective="allreduce", algorithm=alg, dtype="float32", op="sum")
+        point.update(mode="barrier", nranks=2, bytes=size, median_s=t, ci_low_s=t * 0.99, ci_high_s=t * 1.01)
+        w.append_point(dict(point, status="ok"), None)
+    w.close()
+    runs = load_runs(str(tmp_path / "t.h5"))
+    assert TuneOptions("f").gain == UNVERIFIED_MIN_GAIN and TuneOptions("f", verify=True).gain == MIN_GAIN
+    assert TuneOptions("f", min_gain=0.01).gain == 0.01  # a gain asked for is the gain used
+    winners = lambda gain: [(r.lo, r.winner) for r in choose(runs, min_gain=gain).rules["allreduce"][2]]  # noqa: E731
+    assert winners(UNVERIFIED_MIN_GAIN) == [(0, "default"), (1024, "ring")]
+    assert winners(MIN_GAIN) == [(0, "ring")]

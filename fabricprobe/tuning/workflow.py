@@ -17,7 +17,7 @@ from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.sizes import format_size
 from fabricprobe.store import count_runs, load_runs
 from fabricprobe.store.owned_folder import OwnedFolder
-from fabricprobe.tuning.choose.rules import Table, choose
+from fabricprobe.tuning.choose.rules import MIN_GAIN, UNVERIFIED_MIN_GAIN, Table, choose
 from fabricprobe.tuning.choose.selection import Selection, as_rows, choose_selection, describe_layout
 from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import registry as emitters
@@ -63,7 +63,16 @@ class TuneOptions:
     emit: list[str] | None = None  # None: the measured library's formats and fabricprobe's table
     collectives: list[str] | None = None
     dtype: str = "float32"
-    min_gain: float = 0.05
+    min_gain: float | None = None  # None: MIN_GAIN with --verify, UNVERIFIED_MIN_GAIN without
+
+    @property
+    def gain(self) -> float:
+        """The least gain a rule needs: --verify tries candidates from MIN_GAIN and keeps only those the
+        before/after shows faster; without it the rules are written as chosen, so the floor is higher."""
+        if self.min_gain is not None:
+            return self.min_gain
+        return MIN_GAIN if self.verify else UNVERIFIED_MIN_GAIN
+
     verify: bool = False
     reps: int = 6  # before/after repetitions: MIN_REPS, the fewest whose [min, max] ratio is a 95% interval
     mpiexec: str | None = None
@@ -140,7 +149,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
             "ended: the rules rest on what it had measured; run tune-sweep --budget again for a whole search",
             "warning",
         )
-    table = choose(runs, opts.dtype, opts.min_gain, collectives=opts.collectives)
+    table = choose(runs, opts.dtype, opts.gain, collectives=opts.collectives)
     if not any(p["algorithm"] != "library" for run in runs for p in run.points if p["collective"] in TUNE_COLLECTIVES):
         raise UsageError(
             f"{opts.file} has no forced-algorithm measurements (library:NAME) and none of fabricprobe's own "
@@ -162,6 +171,12 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
 
 def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> int:
     say.rules(table, opts.file)
+    if opts.min_gain is None and not opts.verify:
+        say.line(
+            f"without --verify a rule is written only where it was {1 / (1 - opts.gain):.2f}× faster than the "
+            f"default in the tune-sweep; --verify tries every one from {1 / (1 - MIN_GAIN):.2f}× and keeps those "
+            "the before/after shows faster (docs/tuning.md, Decisive files)"
+        )
     for coll, sections in table.served_elsewhere.items():
         for n, path in sorted(sections.items()):
             hers = [r for r in table.rules.get(coll, {}).get(n, []) if is_hierarchy(r.winner)]
@@ -184,7 +199,7 @@ def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> i
     emitted = emitters.write_library_files(table, emits, library, runs, out)  # named *.unverified until proven
     for note in emitted.notes:
         say.line(note)
-    manifest: dict[str, Any] = {"source": str(Path(opts.file).resolve())}
+    manifest: dict[str, Any] = {"source": str(Path(opts.file).resolve()), "min_gain": opts.gain}
     status, proof = EXIT_OK, NOT_VERIFIED
     if opts.verify and emitted.load_env:
         reemit = lambda t, marker=emitters.UNVERIFIED: emitters.write_library_files(  # noqa: E731
@@ -196,7 +211,7 @@ def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> i
     if emitters.SELECTION in emits:
         # After verification: where the library's rule was given back to its default, fabricprobe's
         # own algorithm must beat that default, not the rule the library did not apply.
-        own = choose_selection(runs, table, opts.dtype, opts.min_gain, opts.collectives)
+        own = choose_selection(runs, table, opts.dtype, opts.gain, opts.collectives)
         say.selection(own, opts.file)
         path = out.write(emitters.SELECTION_FILE, emit_selection.selection_json(own))
         emitted.files[emitters.SELECTION] = path
