@@ -156,3 +156,16 @@ def test_without_verify_a_rule_needs_the_stated_floor(tmp_path):
     winners = lambda gain: [(r.lo, r.winner) for r in choose(runs, min_gain=gain).rules["allreduce"][2]]  # noqa: E731
     assert winners(UNVERIFIED_MIN_GAIN) == [(0, "default"), (1024, "ring")]
     assert winners(MIN_GAIN) == [(0, "ring")]
+
+
+def test_an_interval_just_above_one_never_reads_one():
+    from fabricprobe.report.units import ratio
+
+    assert (ratio(1.001), ratio(0.9961), ratio(1.2), ratio(4.351)) == ("1.001", "0.996", "1.20", "4.35")
+    row = _row("allreduce", 8, [1.001, 1.002, 1.003, 1.004, 1.005, 1.2])
+    assert row["verdict"] == "faster"
+    from fabricprobe.tuning.measure.shown import kept_rules
+
+    table = _table()
+    line = kept_rules(table, [dict(row, size=s) for s in (65536, 262144, 1 << 20)])[0]
+    assert "95% CIs from 1.001" in line, line

@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from fabricprobe.errors import UsageError
 from fabricprobe.report.fit import Column, fitted_table, left_out_line
-from fabricprobe.report.units import usec
+from fabricprobe.report.units import ratio, usec
 from fabricprobe.sizes import format_size
 
 MANIFEST_KEYS = ("rules", "files", "proof")  # what makes a JSON file tune's manifest
@@ -125,8 +125,8 @@ def _before_after(rows: list[dict]) -> list[Column]:
             escape(r["collective"]),
             str(r["comm_size"]),
             format_size(r["size"]),
-            f"{r['speedup']:.2f}×",
-            "—" if r["ci_low"] is None else f"{r['ci_low']:.2f}–{r['ci_high']:.2f}",
+            f"{ratio(r['speedup'])}×",
+            "—" if r["ci_low"] is None else f"{ratio(r['ci_low'])}–{ratio(r['ci_high'])}",
             f"[{colour}]{escape(r['verdict'])}[/]",
             str(r["reps"]) if r["reps"] == r["planned"] else f"{r['reps']}/{r['planned']}",
             usec(r["baseline_s"]),

@@ -26,3 +26,9 @@ def percent(fraction: float) -> str:
     if fraction is None or not math.isfinite(fraction):
         return "-"
     return f"±{fraction * 100:.1f}%"
+
+
+def ratio(value: float) -> str:
+    """A speedup or an interval's end: 2 decimals, 3 within 0.005 of 1, so that an interval just above
+    1 (a rule shown faster) never reads 1.00."""
+    return f"{value:.3f}" if abs(value - 1) < 0.005 else f"{value:.2f}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from fabricprobe.report.units import ratio
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning.choose.rules import Range, Table, extend
 from fabricprobe.tuning.measure.before_after import MIN_REPS
@@ -46,9 +47,9 @@ def _row_reason(row: dict | None, size: int) -> str | None:
         return f"not re-measured at {format_size(size)}"
     if row["verdict"] == FASTER:
         return None
-    at = f"{row['verdict']} at {format_size(size)} ({row['speedup']:.2f}×"
+    at = f"{row['verdict']} at {format_size(size)} ({ratio(row['speedup'])}×"
     if row["ci_low"] is not None:
-        return f"{at}, 95% CI {row['ci_low']:.2f}–{row['ci_high']:.2f})"
+        return f"{at}, 95% CI {ratio(row['ci_low'])}–{ratio(row['ci_high'])})"
     if row["reps"] < row["planned"]:  # decided early: no ratio the repetitions left could give changes it
         return f"{at}, settled after {row['reps']} of {row['planned']} repetitions)"
     return f"{at}; {row['reps']} repetitions give no 95% interval: {MIN_REPS} do)"
@@ -131,8 +132,8 @@ def _speedup(r: Range, shown: list[dict]) -> str:
         return f"{r.speedup:.2f}× in the tune-sweep (the least over its sizes)"
     if len(shown) == 1 and shown[0]["ci_low"] is not None:
         row = shown[0]
-        return f"{row['speedup']:.2f}× (95% CI {row['ci_low']:.2f}–{row['ci_high']:.2f})"
+        return f"{ratio(row['speedup'])}× (95% CI {ratio(row['ci_low'])}–{ratio(row['ci_high'])})"
     speedups = sorted(row["speedup"] for row in shown)
     lows = [row["ci_low"] for row in shown if row["ci_low"] is not None]
-    interval = f"; 95% CIs from {min(lows):.2f}" if lows else ""
-    return f"{speedups[0]:.2f}–{speedups[-1]:.2f}× at {len(shown)} sizes{interval}"
+    interval = f"; 95% CIs from {ratio(min(lows))}" if lows else ""
+    return f"{ratio(speedups[0])}–{ratio(speedups[-1])}× at {len(shown)} sizes{interval}"
