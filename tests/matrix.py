@@ -41,6 +41,7 @@ BOTH_WHEELS = {
 # file -> why one wheel (Open MPI) is enough: what it checks is fabricprobe's own code
 ONE_WHEEL = {
     "test_matrix.py": "this split",
+    "test_decisive.py": "which rules a decisive file keeps: planted checks and before/after rows, no library",
     "test_allocations.py": "fabricprobe's buffers (tracemalloc sees numpy's, not the library's)",
     "test_architecture.py": "imports and the engine's extension points",
     "test_arena.py": "the early-buffer arena (no MPI)",

@@ -259,7 +259,8 @@ def test_tune_sweep_then_tune_verify_on_two_hosts(tmp_path):
         assert not doc["load_env"] and all(w == DEFAULT for w in winners), (winners, tune.stderr[-3000:])
         pytest.skip("the tune-sweep chose no rule for the library (measured noise): nothing to verify")
     checks = [c for c in doc["verification"]["checks"] if c["comm_size"] == 4]
-    assert checks and all(c["status"] in ("verified", "indistinguishable") for c in checks), checks
+    said = [(c["size"], c["expected"], c["status"], c["detail"][:120]) for c in checks], tune.stdout[-3000:]
+    assert checks and all(c["status"] in ("verified", "indistinguishable") for c in checks), said
     if any(r["winner"].startswith("flat") for r in doc["rules"]["rules"]["allreduce"]["4"]):
         assert any(f.startswith("ompi_han_rules") for f in (p.name for p in files.iterdir()))
         assert any(c["level"] == "global" and c["status"] == "verified" for c in checks), checks
