@@ -79,3 +79,8 @@ def format_size(nbytes: int) -> str:
             value = nbytes / scale
             return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
     return f"{nbytes} B"
+
+
+def format_span(lo: int, hi: int | None) -> str:
+    """[64 KiB, 1 MiB) or [4 MiB, ∞): how every report and message names a message-size range."""
+    return f"[{format_size(lo)}, {'∞' if hi is None else format_size(hi)})"

@@ -15,13 +15,14 @@ from rich.markup import escape
 from fabricprobe.errors import UsageError
 from fabricprobe.report.fit import Column, fitted_table, left_out_line
 from fabricprobe.report.units import ratio, usec
-from fabricprobe.sizes import format_size
+from fabricprobe.sizes import format_size, format_span
 
 MANIFEST_KEYS = ("rules", "files", "proof")  # what makes a JSON file tune's manifest
 
 
 def is_tuning_manifest(path: str) -> bool:
-    """Whether `path` is a JSON file that reads as `tune`'s tuning.json (a results file is HDF5)."""
+    """Whether `path` starts as a JSON object does, so is meant as `tune`'s tuning.json (a results file
+    is HDF5); load_manifest checks that it is one."""
     try:
         with open(path, "rb") as f:
             if f.read(1) != b"{":
@@ -41,15 +42,16 @@ def load_manifest(path: str) -> dict[str, Any]:
     return manifest
 
 
-def _span(lo: int, hi: int | None) -> str:
-    return f"[{format_size(lo)}, {'∞' if hi is None else format_size(hi)})"
-
-
 def _table(console: Console, title: str, columns: list[Column]) -> None:
     table, left_out = fitted_table(columns, console.width, title=f"[bold]{title}[/]", title_justify="left")
     console.print(table)
     if left_out:
         console.print(left_out_line(left_out, console.width), highlight=False)
+
+
+def _add_row(columns: list[Column], cells: list[str]) -> None:
+    for column, cell in zip(columns, cells):
+        column.cells.append(cell)
 
 
 def _rules(manifest: dict) -> list[Column]:
@@ -70,14 +72,13 @@ def _rules(manifest: dict) -> list[Column]:
                 cells = [
                     escape(coll),
                     str(n),
-                    _span(r["lo"], r["hi"]),
+                    format_span(r["lo"], r["hi"]),
                     escape(r["winner"]) if r["winner"] == "default" else f"[bold green]{escape(r['winner'])}[/]",
                     f"{speedup:.2f}×",
                     usec(decisions[0]["default_s"]) if decisions else "",
                     f"{max((d['noise'] for d in decisions), default=0):.1%}",
                 ]
-                for col, cell in zip(cols, cells):
-                    col.cells.append(cell)
+                _add_row(cols, cells)
     return cols
 
 
@@ -101,8 +102,7 @@ def _checks(checks: list[dict]) -> list[Column]:
             f"[{colour}]{escape(c['status'])}[/]",
             escape(c.get("detail") or ""),
         ]
-        for col, cell in zip(cols, cells):
-            col.cells.append(cell)
+        _add_row(cols, cells)
     return cols
 
 
@@ -133,8 +133,7 @@ def _before_after(rows: list[dict]) -> list[Column]:
             usec(r["tuned_s"]),
             f"{min(r['ratios']):.2f}–{max(r['ratios']):.2f}",
         ]
-        for col, cell in zip(cols, cells):
-            col.cells.append(cell)
+        _add_row(cols, cells)
     return cols
 
 
@@ -161,8 +160,7 @@ def _selection(rows: list[dict]) -> list[Column]:
             f"{row['density']:g}" if row["density"] else "",
             f"{row['noise']:.1%}",
         ]
-        for col, cell in zip(cols, cells):
-            col.cells.append(cell)
+        _add_row(cols, cells)
     return cols
 
 

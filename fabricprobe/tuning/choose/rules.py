@@ -9,7 +9,7 @@ from typing import Any
 
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.coll_path import MPICH_HIERARCHY
-from fabricprobe.sizes import format_size
+from fabricprobe.sizes import format_span
 from fabricprobe.stats import point_noise
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
@@ -55,7 +55,7 @@ class Range:
     @property
     def span(self) -> str:
         """[64 KiB, 1 MiB) or [4 MiB, ∞): how every report and message names the range."""
-        return f"[{format_size(self.lo)}, {'∞' if self.hi is None else format_size(self.hi)})"
+        return format_span(self.lo, self.hi)
 
 
 @dataclass
