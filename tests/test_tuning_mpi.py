@@ -19,6 +19,7 @@ from fabricprobe.tuning.choose.rules import Decision, Range, Table
 from fabricprobe.tuning.emit import mpich as emit_mpich
 from fabricprobe.tuning.emit import openmpi as emit_openmpi
 from fabricprobe.tuning.emit import registry as emitters
+from fabricprobe.tuning.plan import mpich_tree
 from fabricprobe.tuning.verify.checks import INDISTINGUISHABLE, MISMATCH, VERIFIED, verify
 from fabricprobe.tuning.verify.fingerprint import method_for, probe
 
@@ -124,7 +125,7 @@ def test_open_mpi_rules_build_the_tree_the_forced_algorithm_measured(tmp_path):
 
 def test_mpich_aborts_without_catch_all_or_with_a_partial_tree(tmp_path):
     found = _needs("MPICH")
-    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    trees = mpich_tree.default_trees(mpich_tree.loaded_libmpi())
     assert not _mpich_probe(found, trees["mpir"], tmp_path).startswith("error")  # the default itself loads
     no_catch_all = json.loads(json.dumps(trees["mpir"]))
     no_catch_all["collective=allreduce"]["comm_type=intra"] = {
@@ -139,7 +140,7 @@ def test_mpich_guards_an_algorithm_that_needs_a_built_in_op(tmp_path):
     """A JSON leaf has no fallback: reduce_scatter_allgather reached with a user-defined op (the
     trace's) aborts MPICH, so the emitter guards it and the user op takes the original subtree."""
     found = _needs("MPICH")
-    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    trees = mpich_tree.default_trees(mpich_tree.loaded_libmpi())
     original = trees["mpir"]["collective=allreduce"]["comm_type=intra"]
     leaf = {"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather": {}}
     bare = json.loads(json.dumps(trees["mpir"]))
@@ -157,7 +158,7 @@ def test_mpich_parameterised_leaf_needs_its_parameters(tmp_path):
     """k_reduce_scatter_allgather as a bare leaf gets k = 0 and aborts on a built-in op; with the
     parameters the emitter writes, it runs."""
     found = _needs("MPICH")
-    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    trees = mpich_tree.default_trees(mpich_tree.loaded_libmpi())
     from fabricprobe.tuning.plan.mpich import MPICH
 
     cvars = MPICH().cvars
@@ -240,7 +241,7 @@ def _emit(vendor: str, table: Table, tmp_path) -> dict[str, str]:
 def mpich_files(table: Table, folder) -> dict:
     """MPICH's trees for `table` written into `folder` (level -> path), as tune writes them."""
     out = emitters.folder_for(folder, ["mpich"])
-    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    trees = mpich_tree.default_trees(mpich_tree.loaded_libmpi())
     return {k: out.write(name, text) for k, (name, text) in emit_mpich.files(table, trees).items()}
 
 
@@ -887,3 +888,84 @@ def test_tune_fits_one_screen_and_its_load_lines_paste(tmp_path):
         assert report.returncode == 0 and any("before / after" in r for r in report.rows) == (name == "proved")
         assert not any(re.search(r"\d…|…\d", row) for row in report.rows), "\n".join(report.rows)
     assert manifest["load_env"] or "nothing to load for the library" in screen
+
+
+# ---- The library's own choice: no rule for what it runs anyway ----
+
+# Sizes at which Open MPI's fixed decision switches algorithm on 4 ranks (and one on each side), for
+# the collectives fabricprobe tunes (plan/openmpi_fixed_tree.py)
+_FIXED_SIZES = {
+    "allreduce": (8, 4096, 65536, 1 << 20),
+    "bcast": (64, 4096, 262144),
+    "reduce": (8, 65536, 1 << 20),
+    "allgather": (64, 65536, 1 << 20),
+    "alltoall": (64, 16384, 1 << 20),
+    "reduce_scatter": (64, 65536, 1 << 20),
+}
+
+
+def test_open_mpis_default_runs_the_algorithm_its_fixed_decision_model_names(tmp_path):
+    """Through the library itself: at each size, the default's message pattern (pml monitoring, the
+    algorithm forced through MPI_T on a new communicator, all in one job) equals that of the algorithm
+    plan/openmpi_fixed.py says the fixed decision picks. The check can fail: at most sizes some other
+    algorithm's pattern differs from the default's, and a model off by one id is caught at most sizes."""
+    found = _needs("Open MPI")
+    from fabricprobe.tuning.plan.library import names
+    from fabricprobe.tuning.plan.openmpi import OpenMPI
+    from fabricprobe.tuning.plan.openmpi_fixed import fixed_algorithm
+    from fabricprobe.tuning.verify.fingerprint import probe_group
+
+    lib, n = OpenMPI(), 4
+    items, cases = [], []
+    for coll, sizes in _FIXED_SIZES.items():
+        api = names(coll).openmpi
+        ids = [i for i, name in lib.enumerators[api] if i and name != "two_proc"]
+        for size in sizes:
+            items.append((coll, size, "monitor"))
+            for i in ids:
+                items.append((coll, size, "monitor", ((f"coll_tuned_{api}_algorithm", str(i)),)))
+            cases.append((coll, api, size, ids))
+    got = probe_group(_base(found), n, items, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}, timeout=300)
+    assert len(got) == len(items), f"{len(items) - len(got)} probes printed nothing"
+    told_apart = off_by_one_caught = 0
+    for coll, api, size, ids in cases:
+        default = got[(coll, size, "monitor")]
+        by_id = {i: got[(coll, size, "monitor", ((f"coll_tuned_{api}_algorithm", str(i)),))] for i in ids}
+        chosen = fixed_algorithm(api, n, size)
+        assert by_id[chosen] == default, f"{coll} at {size} B: the default is not algorithm {chosen}"
+        told_apart += any(f != default for f in by_id.values())
+        wrong = chosen % max(ids) + 1
+        off_by_one_caught += by_id[wrong] != default
+    assert told_apart >= len(cases) - 2, f"only {told_apart} of {len(cases)} sizes tell any algorithm apart"
+    assert off_by_one_caught >= len(cases) // 2, f"a model off by one id caught at {off_by_one_caught} sizes"
+
+
+def test_mpichs_default_runs_the_algorithm_its_tree_walk_names():
+    """Through MPICH itself: reduce_scatter_block's default (its reduction steps per rank, the trace)
+    equals the MPIR algorithm plan/mpich_tree.py reads off MPICH's compiled-in tree, on either side of
+    the tree's size switch and on a power of two and not; another algorithm's trace differs (the
+    check can fail). bcast, allreduce and reduce are MPICH's POSIX path's on one node: no MPIR choice."""
+    found = _needs("MPICH")
+    from fabricprobe.tuning.plan.mpich import MPICH
+
+    lib = MPICH()
+    assert lib.default_choice("allreduce", 2, 64, "float32", "") is None
+    told_apart = 0
+    for n, size in ((2, 64), (4, 65536), (3, 1 << 20), (4, 1 << 20)):
+        chosen = lib.default_choice("reduce_scatter", n, size, "float32", "")
+        assert chosen in ("recursive_halving", "pairwise")
+        default = probe(_base(found), n, "reduce_scatter", size, "trace", {})
+        traces = {
+            alg: probe(
+                _base(found),
+                n,
+                "reduce_scatter",
+                size,
+                "trace",
+                {"MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM": alg},
+            )
+            for alg in ("recursive_halving", "pairwise")
+        }
+        assert traces[chosen] == default, f"{n} ranks, {size} B: the default is not {chosen}"
+        told_apart += traces["recursive_halving"] != traces["pairwise"]
+    assert told_apart >= 2

@@ -17,6 +17,8 @@ from fabricprobe.mpienv.launcher import launcher
 from fabricprobe.sizes import format_size
 from fabricprobe.store import count_runs, load_runs
 from fabricprobe.store.owned_folder import OwnedFolder
+from fabricprobe.tuning.choose.left import LeftToDefault
+from fabricprobe.tuning.choose.library_choice import leave_library_choice
 from fabricprobe.tuning.choose.rules import MIN_GAIN, UNVERIFIED_MIN_GAIN, Table, choose
 from fabricprobe.tuning.choose.selection import Selection, as_rows, choose_selection, describe_layout
 from fabricprobe.tuning.emit import intel as emit_intel
@@ -191,6 +193,7 @@ def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> i
                 "docs/tuning.md, On several nodes)",
                 "warning",
             )
+    anyway = _leave_library_choice(table, library, say)
     if not table.tuned():
         say.line(
             "no algorithm beats the library's default beyond the measured noise: nothing to write for the library",
@@ -199,7 +202,11 @@ def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> i
     emitted = emitters.write_library_files(table, emits, library, runs, out)  # named *.unverified until proven
     for note in emitted.notes:
         say.line(note)
-    manifest: dict[str, Any] = {"source": str(Path(opts.file).resolve()), "min_gain": opts.gain}
+    manifest: dict[str, Any] = {
+        "source": str(Path(opts.file).resolve()),
+        "min_gain": opts.gain,
+        "left_to_default": [g.as_dict() for g in anyway],
+    }
     status, proof = EXIT_OK, NOT_VERIFIED
     if opts.verify and emitted.load_env:
         reemit = lambda t, marker=emitters.UNVERIFIED: emitters.write_library_files(  # noqa: E731
@@ -241,6 +248,23 @@ def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> i
         say.line(f"removed the previous {WRITER}'s files this one did not write again: {', '.join(gone)}")
     _offer(emitted, proof, manifest, out, say)
     return status
+
+
+def _leave_library_choice(table: Table, library: Library | None, say: Reporter) -> list[LeftToDefault]:
+    """No rule for the algorithm the library's own decision runs there anyway (choose/library_choice.py),
+    where this library's decision is known."""
+    if library is None or not library.default_decider:
+        return []
+    version, dtype = table.library_version, table.dtype
+    left = leave_library_choice(
+        table, lambda c, n, s: library.default_choice(c, n, s, dtype, version), library.default_decider
+    )
+    if left:
+        say.line(
+            f"{_rules(len(left))} named what {library.default_decider} runs there anyway: left to the default "
+            "(they would change nothing)"
+        )
+    return left
 
 
 # What the printed load lines say of the files' proof, and tuning.json's "proof".
@@ -482,7 +506,7 @@ def _decide(table, library, checks, rows, emitted, manifest, say, reemit, finger
             manifest["verification"].update(summary=summary(checks), checks=[c.as_dict() for c in checks])
             break
         left += more
-    manifest["left_to_default"] = [g.as_dict() for g in left]
+    manifest["left_to_default"] += [g.as_dict() for g in left]
     say.line(f"before/after stored in {source}")
     if not table.tuned():
         replace_files(out, emitted, emitters.Emitted())

@@ -33,9 +33,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -173,52 +170,6 @@ def guarded(collective: str, algorithm: str, leaf: dict, fallback: dict) -> dict
             ok, rest = _GUARDS[restriction]
             node = {ok: node, rest: copy.deepcopy(fallback)}
     return node
-
-
-def loaded_libmpi() -> Path:
-    """The libmpi mpi4py loads here (found by loading it, without initialising MPI)."""
-    code = (
-        "import mpi4py; mpi4py.rc.initialize = False\nfrom mpi4py import MPI\n"
-        "from fabricprobe.mpienv.library import loaded_libmpi_paths\nprint(loaded_libmpi_paths()[0])"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    if out.returncode != 0 or not out.stdout.strip():
-        raise UsageError("could not find the libmpi that mpi4py loads")
-    return Path(out.stdout.strip())
-
-
-def default_trees(libmpi: Path) -> dict[str, dict]:
-    """MPICH's compiled-in selection trees: {"mpir": ..., "posix": ...}."""
-    data = libmpi.read_bytes()
-    trees = {}
-    for match in re.finditer(rb'\{\s*"collective=', data):
-        depth, i = 0, match.start()
-        while i < len(data):
-            c = data[i]
-            if c == 0x7B:
-                depth += 1
-            elif c == 0x7D:
-                depth -= 1
-                if depth == 0:
-                    break
-            elif c == 0:
-                break
-            i += 1
-        try:
-            tree = json.loads(data[match.start() : i + 1])
-        except ValueError:
-            continue
-        text = json.dumps(tree)
-        if "algorithm=MPIR_" in text and "MPIDI_POSIX" not in text and "composition=" not in text:
-            trees.setdefault("mpir", tree)
-        elif "MPIDI_POSIX_mpi_" in text:
-            trees.setdefault("posix", tree)
-        elif "composition=MPIDI_" in text:
-            trees.setdefault("ch4", tree)
-    if "mpir" not in trees:
-        raise UsageError(f"{libmpi} holds no MPICH selection tree (is this MPICH 4 or later?)")
-    trees["_symbols"] = data  # type: ignore[assignment]  # for checking algorithm names exist
-    return trees
 
 
 def _chain(collective: str, ranges: list[Range], leaf) -> dict[str, Any]:

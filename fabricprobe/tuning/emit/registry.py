@@ -15,6 +15,7 @@ from fabricprobe.tuning.emit import intel as emit_intel
 from fabricprobe.tuning.emit import mpich as emit_mpich
 from fabricprobe.tuning.emit import openmpi as emit_openmpi
 from fabricprobe.tuning.emit import openmpi_han as emit_han
+from fabricprobe.tuning.plan import mpich_tree
 from fabricprobe.tuning.plan.library import DEFAULT, Library
 
 
@@ -82,7 +83,7 @@ def _openmpi_json(table: Table, library: Library, runs: list[Any], out: OwnedFol
 
 
 def _mpich(table: Table, library: Library, runs: list[Any], out: OwnedFolder, marker: str) -> Emitted:
-    trees = emit_mpich.default_trees(emit_mpich.loaded_libmpi())
+    trees = mpich_tree.default_trees(mpich_tree.loaded_libmpi())
     trees["_cvars"] = getattr(library, "cvars", {})  # the values the forced measurements ran with
     written = {
         kind: out.write(marked(filename, marker), text)

@@ -6,39 +6,17 @@ loads changes only what was shown to win (docs/tuning.md, Decisive files)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 
 from fabricprobe.report.units import ratio
 from fabricprobe.sizes import format_size
+from fabricprobe.tuning.choose.left import LeftToDefault
 from fabricprobe.tuning.choose.rules import Range, Table, extend
 from fabricprobe.tuning.measure.before_after import MIN_REPS
 from fabricprobe.tuning.plan.library import DEFAULT
 from fabricprobe.tuning.verify.checks import VERIFIED, Check
 
 FASTER = "faster"  # before_after.verdict_of's verdict when the 95% interval lies above 1
-
-
-@dataclass
-class LeftToDefault:
-    """A rule's sizes given back to the default: the rule as chosen, the sizes, and why."""
-
-    collective: str
-    comm_size: int
-    span: str  # the range as the tune-sweep chose it
-    winner: str
-    sizes: list[int]  # the measured sizes given back (all of the range's, or some)
-    reasons: list[str]
-
-    def line(self) -> str:
-        return f"{self.collective} on {self.comm_size} ranks {self.span} {self.winner}: {'; '.join(self.reasons)}"
-
-    def short(self) -> str:
-        """The line with its first reason only (the screen's; tuning.json has them all)."""
-        more = f" (+{len(self.reasons) - 1} in tuning.json)" if len(self.reasons) > 1 else ""
-        return f"{self.collective} on {self.comm_size} ranks {self.span} {self.winner}: {self.reasons[0]}{more}"
-
-    def as_dict(self) -> dict:
-        return asdict(self) | {"line": self.line(), "short": self.short()}
 
 
 def _row_reason(row: dict | None, size: int) -> str | None:

@@ -120,6 +120,14 @@ class Library:
         communicator (then a launch of its own would say the same, and none is made)."""
         return False
 
+    default_decider = ""  # what the library's own choice of algorithm is called: "Open MPI's fixed decision"
+
+    def default_choice(self, collective: str, nranks: int, nbytes: int, dtype: str, version: str) -> str | None:
+        """The algorithm (a variant's name) the library's default runs for a call of `nbytes` on `nranks`
+        ranks of one node, where its own decision is known for this `version`; None where it is not. A
+        rule naming it changes nothing (choose/library_choice.py)."""
+        return None
+
     def default_value(self, variable: str) -> str | None:
         """The name of the value `variable` has when nothing sets it, where known: read at start to check
         that names map to the values the library uses (MPICH's follow its description's order)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.coll_path import MPICH_HIERARCHY
 from fabricprobe.mpienv.mpich_names import inline_values
-from fabricprobe.tuning.plan import mpich_composition
+from fabricprobe.tuning.plan import mpich_composition, mpich_tree
 from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, tool
 
 
@@ -34,6 +36,22 @@ class MPICH(Library):
         if not self.choices:
             raise UsageError("mpivars lists no MPIR_CVAR_*_INTRA_ALGORITHM values")
         self.hierarchy = False  # the compositions measured too: tune-sweep sets it where they serve the job
+        self._trees: dict | None = None  # MPICH's compiled-in trees, read when first asked (default_choice)
+
+    default_decider = "MPICH's own selection tree"
+
+    def default_choice(self, collective: str, nranks: int, nbytes: int, dtype: str, version: str) -> str | None:
+        """The MPIR algorithm MPICH's compiled-in tree picks (plan/mpich_tree.py), read out of the libmpi
+        loaded here; None for bcast, allreduce and reduce, which MPICH's POSIX path serves on one node
+        after a few calls (no MPIR algorithm is the default there)."""
+        if names(collective).mpich_posix:
+            return None
+        if self._trees is None:
+            self._trees = mpich_tree.default_trees(mpich_tree.loaded_libmpi())
+        itemsize = np.dtype(dtype).itemsize
+        return mpich_tree.mpir_choice(
+            self._trees["mpir"], collective, names(collective).mpich_json, nranks, nbytes, itemsize
+        )
 
     def hierarchy_variants(self, collective: str) -> list[Variant]:
         """The CH4 compositions of the collective (plan/mpich_composition.py)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from fabricprobe.errors import UsageError
-from fabricprobe.tuning.plan import openmpi_han
+from fabricprobe.tuning.plan import openmpi_fixed, openmpi_han
 from fabricprobe.tuning.plan.library import Library, Variant, names, run_tool, tool
 
 # The environment that loads coll/tuned's rules file: files_off() can switch these off inside a launch
@@ -39,6 +39,16 @@ class OpenMPI(Library):
         }
         if not self.enumerators:
             raise UsageError("ompi_info lists no coll/tuned algorithms (is coll/tuned built?)")
+
+    default_decider = openmpi_fixed.DECIDED_BY
+
+    def default_choice(self, collective: str, nranks: int, nbytes: int, dtype: str, version: str) -> str | None:
+        """coll/tuned's fixed decision (plan/openmpi_fixed.py), for the releases it was read from."""
+        api = names(collective).openmpi
+        if openmpi_fixed.release(version) not in openmpi_fixed.RELEASES or api not in openmpi_fixed.TREES:
+            return None
+        ident = openmpi_fixed.fixed_algorithm(api, nranks, nbytes)
+        return next((name.replace("-", "_") for i, name in self.enumerators.get(api, []) if i == ident), None)
 
     def tuned_variants(self, collective: str) -> list[Variant]:
         name = names(collective).openmpi
