@@ -969,3 +969,33 @@ def test_mpichs_default_runs_the_algorithm_its_tree_walk_names():
         assert traces[chosen] == default, f"{n} ranks, {size} B: the default is not {chosen}"
         told_apart += traces["recursive_halving"] != traces["pairwise"]
     assert told_apart >= 2
+
+
+def test_tune_writes_no_rule_for_what_open_mpis_fixed_decision_runs_anyway(tmp_path):
+    """A tune-sweep where two_proc allgather on 2 ranks (the fixed decision's choice there) was timed
+    2× faster than the default at 8 B and 1 MiB, and ring 2× faster at 64 KiB: the file keeps ring
+    only, two_proc is listed as left to the default with the reason, on screen and in tuning.json."""
+    _needs("Open MPI")
+    path = tmp_path / "t.h5"
+    w = ResultsWriter(str(path))
+    w.start_run({"mpi_vendor": "Open MPI", "mpi_library_version": "Open MPI v5.0.11", "nranks": 2})
+    i = 0
+    for alg in ("library", "library:two_proc", "library:ring"):
+        for size in (8, 65536, 1 << 20):
+            fast = (alg == "library:two_proc" and size != 65536) or (alg == "library:ring" and size == 65536)
+            t = 5e-5 if fast else 1e-4
+            point = dict(index=i, key=str(i), collective="allgather", algorithm=alg, dtype="float32", op="none")
+            point.update(mode="barrier", nranks=2, bytes=size, median_s=t, ci_low_s=t, ci_high_s=t, status="ok")
+            w.append_point(point, None)
+            i += 1
+    w.close()
+    out = run_local(["tune", str(path), "-o", str(tmp_path / "t")], timeout=300)
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads((tmp_path / "t" / "tuning.json").read_text())
+    left = [g for g in manifest["left_to_default"] if g["winner"] == "two_proc"]
+    assert [g["sizes"] for g in left] == [[8], [1 << 20]]
+    assert all(g["reasons"] == ["Open MPI's fixed decision runs two_proc there anyway"] for g in left)
+    assert "left to the default: allgather on 2 ranks [0 B, 64 KiB) two_proc" in " ".join(out.stdout.split())
+    rules = emit_openmpi.parse_classic_rules(Path(manifest["files"]["openmpi"]).read_text())
+    algorithms = {alg for sections in rules.values() for _, rs in sections for _, alg, _, _ in rs}
+    assert algorithms == {0, 4}  # the default and ring, no two_proc (6)
