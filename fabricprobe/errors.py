@@ -17,6 +17,12 @@ class UsageError(Exception):
     """Bad input. The message is printed as one line on rank 0 and every rank exits 2."""
 
 
+class DamagedError(UsageError):
+    """A file fabricprobe wrote cannot be read as written (a flipped bit, a truncation, a record that
+    does not decode): one line naming it, and every rank exits EXIT_DAMAGED, the one status for damage
+    whether nothing or part of the file could be used (docs/schema.md)."""
+
+
 class StorageError(Exception):
     """Results could not be written (disk full, file system gone). One line, exit 1; what was written
     before is kept (the journal and the HDF5 file are never left damaged)."""

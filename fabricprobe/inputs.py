@@ -9,8 +9,10 @@ iterations asked numpy for terabytes. Each option names its range here once, as 
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
+import stat
 from typing import Callable
 
 from fabricprobe.errors import UsageError
@@ -128,3 +130,22 @@ def checked(value: object, option: str, kind: type, lo: float | None = None, hi:
         if not math.isfinite(value):
             raise UsageError(f"invalid {option} {value!r}: it must be finite")
         _range(value, option, lo, hi, False, repr(value))
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+
+
+def regular_file(path: str, what: str) -> bool:
+    """Whether `path` exists; UsageError, one line, when it is there but not a regular file. A reader
+    given a named pipe waits for a writer forever (report and sweep --config hung), a directory or a
+    device is nothing fabricprobe wrote; `what` names the file in the line ("results file")."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror}") from None
+    if stat.S_ISREG(mode):
+        return True
+    kind = next((name for test, name in _KINDS if test(mode)), "a device")
+    raise UsageError(f"{what} {path} is {kind}, not a regular file")

@@ -8,12 +8,15 @@ from __future__ import annotations
 import gzip
 import os
 import sys
+import warnings
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import regular_file
 
 
 def _data_dir() -> Path:
@@ -59,6 +62,25 @@ def _split(x: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
     return x[~test], y[~test], x[test], y[test]
 
 
+def _table(path: Path) -> np.ndarray:
+    """The gzipped CSV as numbers: rows of features and a class label (a whole number from 0), at least
+    two rows of every class the split stratifies. Anything else is one line naming the file: a random,
+    empty, truncated or non-numeric file crashed the trainers."""
+    try:
+        with gzip.open(path, "rt") as f, warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # numpy's "input contained no data": said below
+            raw = np.loadtxt(f, delimiter=",", dtype=np.float64, ndmin=2)
+    except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:
+        raise UsageError(f"dataset file {path} cannot be read as gzipped CSV numbers: {exc}") from None
+    if raw.shape[0] < 10 or raw.shape[1] < 2 or not np.isfinite(raw).all():
+        rows, cols = raw.shape
+        raise UsageError(f"dataset file {path} holds no dataset ({rows} rows, {cols} columns, or a value not finite)")
+    labels = raw[:, -1]
+    if (labels < 0).any() or (labels != np.round(labels)).any() or labels.max() > 1000:
+        raise UsageError(f"dataset file {path}: its last column is not class labels (whole numbers 0 to 1000)")
+    return raw
+
+
 def synthetic(samples: int, features: int = 64, classes: int = 10, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian clusters around random class centres: learnable, any size (weak-scaling runs)."""
     rng = np.random.default_rng(seed)
@@ -76,10 +98,9 @@ def load(name: str, dtype: np.dtype = np.float32, seed: int = 0, samples: int = 
     elif name in FILES:
         fname, scale = FILES[name]
         path = DATA_DIR / fname
-        if not path.exists():
+        if not regular_file(str(path), "dataset file"):
             raise UsageError(f"dataset file {path} is missing (set FABRICPROBE_DATA to the folder holding {fname})")
-        with gzip.open(path, "rt") as f:
-            raw = np.loadtxt(f, delimiter=",", dtype=np.float64)
+        raw = _table(path)
         x, y = raw[:, :-1] / scale, raw[:, -1].astype(np.int64)
         source = SOURCES[name]
     else:

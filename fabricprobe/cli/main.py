@@ -31,6 +31,7 @@ from fabricprobe.cli import (
 )
 from fabricprobe.cli.parser import HelpFormatter, Parser, attach_values
 from fabricprobe.console import error_line, is_root
+from fabricprobe.engine import faults
 from fabricprobe.errors import (
     EXIT_DAMAGED,
     EXIT_INTERNAL,
@@ -38,6 +39,7 @@ from fabricprobe.errors import (
     EXIT_OK,
     EXIT_USAGE,
     EXIT_WRONG,
+    DamagedError,
     LauncherError,
     StorageError,
     UsageError,
@@ -126,20 +128,29 @@ def _nothing_said_yet() -> None:
         said.forget()
 
 
+def _let_root_speak_first() -> None:
+    """Every rank rejects the same input, but only rank 0 says so; the launcher kills the job when the
+    first rank exits, so give rank 0 time to print its line first (seen in CI: rank 1 won the race and
+    the job ended with no error message at all)."""
+    if not is_root() and launched_by_mpiexec():
+        time.sleep(NON_ROOT_EXIT_DELAY_S)
+
+
 def main(argv: list[str] | None = None) -> int:
     _lenient_streams()
     _nothing_said_yet()
     try:
         parser = build_parser()  # imports every subcommand: a Ctrl-C here is an interruption too
         args = parser.parse_args(attach_values(sys.argv[1:] if argv is None else list(argv)))
+        faults.check_environment()
         return _damage_said(int(args.handler(args) or 0))
+    except DamagedError as exc:
+        error_line(str(exc))
+        _let_root_speak_first()
+        return EXIT_DAMAGED
     except UsageError as exc:
         error_line(str(exc))
-        if not is_root() and launched_by_mpiexec():
-            # Every rank rejects the same input, but only rank 0 says so; the launcher kills the job
-            # when the first rank exits, so give rank 0 time to print its line first (seen in CI:
-            # rank 1 won the race and the job ended with no error message at all).
-            time.sleep(NON_ROOT_EXIT_DELAY_S)
+        _let_root_speak_first()
         return EXIT_USAGE
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP in a driver (fabricprobe.interrupts)
         error_line(interrupts.said(exc))

@@ -14,6 +14,7 @@ from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.inputs import MAX_ITERATIONS, MAX_SECONDS, launcher_args_type, path_type, real_type, whole_type
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning.emit.registry import FORMATS
+from fabricprobe.tuning.measure.before_after import MIN_REPS as DEFAULT_REPS
 from fabricprobe.tuning.plan.own import TUNE_COLLECTIVES
 
 
@@ -163,9 +164,10 @@ def add_parser(sub: Any) -> None:
     t.add_argument(
         "--reps",
         type=whole_type("--reps", 1, 1000),
-        default=6,
+        default=None,
         metavar="N",
-        help="before/after repetitions with --verify (6 or more give a 95%% interval of the speedup)",
+        help=f"before/after repetitions with --verify (default {DEFAULT_REPS}; 6 or more give a 95%% interval "
+        "of the speedup)",
     )
     t.add_argument("--mpiexec", metavar="PATH", help="launcher for --verify")
     t.add_argument(
@@ -386,8 +388,11 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if args.min_gain is not None and not 0 <= args.min_gain < 1:  # NaN fails too
         raise UsageError(f"--min-gain must be a fraction in [0, 1) (got {args.min_gain:g})")
-    if args.reps < 1:
-        raise UsageError(f"--reps must be at least 1 (got {args.reps})")
+    verify_only = (("--reps", args.reps), ("--mpiexec", args.mpiexec), ("--mpiexec-args", args.mpiexec_args))
+    given = [option for option, value in verify_only if value]
+    if given and not args.verify:
+        raise UsageError(f"{', '.join(given)}: only --verify launches anything; add --verify or leave them out")
+    reps = DEFAULT_REPS if args.reps is None else args.reps
     opts = TuneOptions(
         file=args.file,
         output=args.output,
@@ -398,7 +403,7 @@ def run_tune(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         min_gain=args.min_gain,
         verify=args.verify,
-        reps=args.reps,
+        reps=reps,
         mpiexec=args.mpiexec,
         mpiexec_args=args.mpiexec_args,
     )

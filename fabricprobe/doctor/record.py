@@ -16,6 +16,7 @@ import numpy as np
 
 from fabricprobe.doctor.results import PAIR_FIELDS, RANK_FIELDS, Measurements
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import regular_file
 from fabricprobe.store.fold import update
 
 SCHEMA = "fabricprobe-doctor"
@@ -23,6 +24,8 @@ VERSION = 1
 
 
 def is_doctor_file(path: str) -> bool:
+    if not regular_file(path, "input"):  # a named pipe would block HDF5's open
+        return False
     try:
         with h5py.File(path, "r") as f:
             return f.attrs.get("schema") == SCHEMA
@@ -31,6 +34,8 @@ def is_doctor_file(path: str) -> bool:
 
 
 def _root_reads(path: str) -> bool:
+    if not regular_file(path, "input"):
+        return True  # absent: is_doctor_file's answer says so
     try:
         with h5py.File(path, "r") as f:
             f.attrs.get("schema")

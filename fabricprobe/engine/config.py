@@ -14,7 +14,7 @@ from fabricprobe import collectives
 from fabricprobe.choices import check_choices
 from fabricprobe.engine.gpudirect import GPUDIRECT
 from fabricprobe.errors import UsageError
-from fabricprobe.inputs import MAX_ITERATIONS, MAX_RANKS, MAX_SECONDS, checked
+from fabricprobe.inputs import MAX_ITERATIONS, MAX_RANKS, MAX_SECONDS, checked, regular_file
 from fabricprobe.memory import BUFFER_KINDS
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
@@ -285,6 +285,8 @@ class SweepConfig:
     def from_file(cls, path: str) -> SweepConfig:
         """A configuration written as JSON (a results file's run config, as `report --format json` shows it)."""
         try:
+            if not regular_file(path, "--config"):
+                raise UsageError(f"cannot read --config {path}: no such file")
             with open(path) as f:
                 data = json.load(f)
         except OSError as exc:

@@ -26,9 +26,42 @@ provenance (environment variables with the FABRICPROBE_ prefix are stored).
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import numpy as np
+
+from fabricprobe.errors import UsageError
+from fabricprobe.inputs import MAX_SECONDS, real
+
+# Each variable's form (its value as a whole must match), said in the error line
+_FORMS = {
+    "FABRICPROBE_FAULT_WRONG": (r"\S+:[0-9]+", "<collective>:<rank>"),
+    "FABRICPROBE_FAULT_HANG": (r"\S+:[0-9]+", "<collective>[/<algorithm>]:<rank>"),
+    "FABRICPROBE_FAULT_ERROR": (r"[^/\s]+/\S+", "<collective>/<algorithm>"),
+    "FABRICPROBE_FAULT_READONLY": (r"[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*", "<variable>,..."),
+    "FABRICPROBE_FAULT_LATE": (r"[0-9]+:[1-9][0-9]*", "<rank>:<k>, k at least 1"),
+    "FABRICPROBE_FAULT_LATE_FIRST": (r"[0-9]+:[0-9]+", "<rank>:<batches>"),
+    "FABRICPROBE_FAULT_TIME": (r".+", "<seconds>"),
+}
+
+
+def check_environment(env: dict[str, str] | None = None) -> None:
+    """The planted faults read from the environment, checked like options before anything runs: a value
+    not of its form, or a FABRICPROBE_FAULT_ variable no fault reads, is one line and exit 2 (a
+    malformed one was ignored, or stored as times: -1, nan, 1e308; "abc" was a traceback with the run
+    left "running")."""
+    env = os.environ if env is None else env
+    for name, value in env.items():
+        if not name.startswith("FABRICPROBE_FAULT_"):
+            continue
+        if name not in _FORMS:
+            raise UsageError(f"{name} is no planted fault (known: {', '.join(sorted(_FORMS))})")
+        pattern, form = _FORMS[name]
+        if not re.fullmatch(pattern, value):
+            raise UsageError(f"invalid {name} {value!r}: it must be {form}")
+        if name == "FABRICPROBE_FAULT_TIME":
+            real(value, name, lo=0.0, hi=MAX_SECONDS, lo_open=True)
 
 
 class PlantedError(RuntimeError):

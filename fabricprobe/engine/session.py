@@ -24,7 +24,7 @@ from fabricprobe.engine.setup_watch import SetupWatch
 from fabricprobe.engine.sweep import execute
 from fabricprobe.engine.switching import LibrarySwitch
 from fabricprobe.engine.watchdog import Watchdog
-from fabricprobe.errors import INTERRUPTED_STATUSES, StorageError, UsageError
+from fabricprobe.errors import INTERRUPTED_STATUSES, DamagedError, StorageError, UsageError
 from fabricprobe.memory import arena
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import first_collective, init_mpi
@@ -390,16 +390,17 @@ def _same_shape(shape: dict, topo: Any, path: str, run_id: str) -> None:
 
 
 def _root_decides(comm: Any, decide: Callable[[], Any]) -> Any:
-    """Run decide() on rank 0 only; its UsageError (or result) reaches every rank."""
-    outcome: tuple[str | None, Any] = (None, None)
+    """Run decide() on rank 0 only; its UsageError (or result) reaches every rank, of the same class (a
+    damaged file's DamagedError exits EXIT_DAMAGED on every rank)."""
+    outcome: tuple[str | None, Any, bool] = (None, None, False)
     if comm.rank == 0:
         try:
-            outcome = (None, decide())
+            outcome = (None, decide(), False)
         except UsageError as exc:
-            outcome = (str(exc), None)
-    message, value = comm.bcast(outcome, root=0)
+            outcome = (str(exc), None, isinstance(exc, DamagedError))
+    message, value, damaged = comm.bcast(outcome, root=0)
     if message is not None:
-        raise UsageError(message)
+        raise (DamagedError if damaged else UsageError)(message)
     return value
 
 

@@ -56,7 +56,9 @@ def parse_side(text: str, one_launch: bool = False) -> Side:
     """FILE[:RUN][@ALGORITHM] — RUN an id, -1 (last) or * (every run of the file, each a launch: the
     side is their group); ALGORITHM e.g. library, ring, library:tuned. A run of a launch group with
     several launches in the file stands for its group unless `one_launch`."""
-    path, _, algorithm = text.partition("@")
+    path, at, algorithm = text.partition("@")
+    if at and not algorithm.strip():
+        raise UsageError(f"{text!r} names no algorithm after @ (FILE@ALGORITHM, e.g. r.h5@ring)")
     run_id = None
     head, sep, tail = path.rpartition(":")
     if sep and tail == EVERY_RUN:  # every run of the file, each a launch: sweeps run by hand, interleaved

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from fabricprobe.errors import UsageError
+from fabricprobe.inputs import regular_file
 from fabricprobe.report.fit import Column, fitted_table, left_out_line
 from fabricprobe.report.units import ratio, usec
 from fabricprobe.sizes import format_size, format_span
@@ -23,6 +24,8 @@ MANIFEST_KEYS = ("rules", "files", "proof")  # what makes a JSON file tune's man
 def is_tuning_manifest(path: str) -> bool:
     """Whether `path` starts as a JSON object does, so is meant as `tune`'s tuning.json (a results file
     is HDF5); load_manifest checks that it is one."""
+    if not regular_file(path, "input"):  # a named pipe would block here; missing: the results reader says so
+        return False
     try:
         with open(path, "rb") as f:
             if f.read(1) != b"{":

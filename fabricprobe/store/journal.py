@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from fabricprobe.inputs import regular_file
 from fabricprobe.store.schema import POINT_DTYPE
 
 MAGIC = b"FPJ1"
@@ -193,11 +194,10 @@ def _next_intact(data: bytes, start: int) -> int | None:
 def read(path: str) -> Journal:
     """The intact records of path's journal, in order (none if there is no journal); damaged ones are
     skipped and listed, and a torn end is counted."""
-    try:
-        with open(journal_path(path), "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
+    if not regular_file(journal_path(path), "journal"):
         return Journal([], 0)
+    with open(journal_path(path), "rb") as f:
+        data = f.read()
     records, damaged, at = [], [], 0
     while at < len(data):
         found = _intact(data, at)
@@ -207,7 +207,7 @@ def read(path: str) -> Journal:
             continue
         resume = _next_intact(data, at + 1)
         if resume is None:
-            if _complete(data, at):  # all its bytes are there, yet it fails: damage, not a torn write
+            if _complete(data, at) or not _begun(data, at):  # damage, not a write cut short
                 damaged.append((at, len(data) - at))
                 at = len(data)
             break  # otherwise nothing intact after it: a record cut short by a kill
@@ -223,6 +223,14 @@ def _run_named(chunk: bytes) -> str | None:
     """The run a damaged record's header still names (a flipped bit elsewhere leaves it readable)."""
     found = {m.group(1).decode() for m in _RUN.finditer(chunk)}
     return found.pop() if len(found) == 1 else None
+
+
+def _begun(data: bytes, at: int) -> bool:
+    """Whether the bytes from `at` can be the start of a record a kill cut short: they begin as every
+    record does (its magic). Bytes that do not are damage, never a torn write (a journal of random
+    bytes read as one long torn record, in silence)."""
+    head = data[at : at + len(MAGIC)]
+    return MAGIC.startswith(head)
 
 
 def _complete(data: bytes, at: int) -> bool:

@@ -11,10 +11,11 @@ from typing import Any
 import h5py
 import numpy as np
 
-from fabricprobe.errors import UsageError
-from fabricprobe.inputs import is_digits
+from fabricprobe.errors import DamagedError, UsageError
+from fabricprobe.inputs import is_digits, regular_file
 from fabricprobe.store import damage, journal
 from fabricprobe.store.attrs import read_attrs
+from fabricprobe.store.plausible import implausible
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
 
@@ -25,15 +26,15 @@ def _open_read(path: str) -> h5py.File:
         return h5py.File(path, "r")
 
 
-def damaged(path: str, exc: BaseException) -> UsageError:
-    """The one line for a results file HDF5 cannot read."""
+def damaged(path: str, exc: BaseException) -> DamagedError:
+    """The one line for a results file HDF5 cannot read (exit EXIT_DAMAGED)."""
     why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-    return UsageError(f"{path} is damaged ({why}); fabricprobe repair {path} keeps every intact point")
+    return DamagedError(f"{path} is damaged ({why}); fabricprobe repair {path} keeps every intact point")
 
 
 def check_results_file(path: str) -> None:
     """Raise UsageError unless `path` is a fabricprobe results file this version can read."""
-    if not os.path.exists(path):
+    if not regular_file(path, "results file"):
         if journal.read(path).records:
             return  # a first run whose journal was never folded (its writer was killed)
         raise UsageError(f"{path}: no such file")
@@ -49,6 +50,8 @@ def check_results_file(path: str) -> None:
         fmt = fmt.decode()
     if fmt != FORMAT:
         raise UsageError(f"{path} is an HDF5 file but not a fabricprobe results file")
+    if version is not None and int(version) < 1:
+        raise DamagedError(f"{path} has schema version {version}, which no fabricprobe writes: it is damaged")
     if version is None or int(version) > SCHEMA_VERSION:
         raise UsageError(f"{path} has schema version {version}; this fabricprobe reads up to {SCHEMA_VERSION}")
 
@@ -122,11 +125,26 @@ def _load(path: str, since: int | None) -> list[Run]:
         if _inode(path) == before:  # no fold replaced the file while we read
             break
     orphans = _overlay(runs, found.records, path)
-    losses = damage.journal_damage(path, found, orphans, runs)
+    losses = damage.journal_damage(path, found, orphans, runs) + _drop_implausible(runs)
     damage.say(path, losses)
     for run in runs.values():
         run.damage = losses
     return [runs[k] for k in sorted(runs)]
+
+
+def _drop_implausible(runs: dict[str, Run]) -> list[str]:
+    """Leave out every point whose numbers no measurement gives (store.plausible), one loss each."""
+    losses = []
+    for run in runs.values():
+        kept = []
+        for p in run.points:
+            why = implausible(p)
+            if why is None:
+                kept.append(p)
+            else:
+                losses.append(f"run {run.id} point {p.get('index')}: {why}")
+        run.points = kept
+    return losses
 
 
 def _inode(path: str) -> int:
@@ -147,6 +165,8 @@ def _read_file(path: str, since: int | None, journal_runs: set[str], named: set[
     try:
         with _open_read(path) as f:
             group = f["runs"] if "runs" in f else None  # not .get: see Run.samples
+            if group is not None and not isinstance(group, h5py.Group):
+                raise ValueError("/runs is not a group")
             ids = sorted(group.keys()) if group is not None else []
             every = sorted(set(ids) | journal_runs)
             unread = set(every if since is None else every[:since]) - named
@@ -154,12 +174,27 @@ def _read_file(path: str, since: int | None, journal_runs: set[str], named: set[
                 if run_id in unread:  # known to be there (the journal's records may name it), not read
                     runs[run_id] = Run(path, run_id, {})
                     continue
-                g = group[run_id]
-                table = g["points"][()] if "points" in g else np.zeros(0)
-                runs[run_id] = Run(path, run_id, read_attrs(g), [row_to_dict(r) for r in table])
+                runs[run_id] = _read_run(path, run_id, group[run_id])
     except (OSError, KeyError, ValueError, RuntimeError) as exc:
         raise damaged(path, exc) from None
     return runs
+
+
+def _read_run(path: str, run_id: str, g: Any) -> Run:
+    """One run as stored; ValueError where its layout is not the schema's (a points table of another
+    type, a run that is not a group): damage, never a traceback."""
+    if not isinstance(g, h5py.Group):
+        raise ValueError(f"run {run_id} is not a group")
+    if "points" not in g:
+        raise ValueError(f"run {run_id} has no points table")
+    table = g["points"]
+    if not isinstance(table, h5py.Dataset) or table.dtype.names is None or table.ndim != 1:
+        raise ValueError(f"run {run_id}'s points table is not a table of points")
+    try:
+        rows = [row_to_dict(r) for r in table[()]]
+    except (TypeError, IndexError) as exc:
+        raise ValueError(f"run {run_id}'s points do not read: {exc}") from None
+    return Run(path, run_id, read_attrs(g), rows)
 
 
 def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> dict[str, int]:

@@ -151,6 +151,7 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
             "ended: the rules rest on what it had measured; run tune-sweep --budget again for a whole search",
             "warning",
         )
+    _measured(runs, opts)
     table = choose(runs, opts.dtype, opts.gain, collectives=opts.collectives)
     if not any(p["algorithm"] != "library" for run in runs for p in run.points if p["collective"] in TUNE_COLLECTIVES):
         raise UsageError(
@@ -169,6 +170,16 @@ def tune(opts: TuneOptions, say: Reporter) -> int:
         launcher(opts.mpiexec, opts.mpiexec_args, table.world, table.vendor)
     with output_folder(opts.output, emits, table.vendor, say.line) as out:
         return _tune(opts, say, phases, runs, table, emits, library, out)
+
+
+def _measured(runs, opts: TuneOptions) -> None:
+    """--collectives names only collectives the file measured (one it did not was an empty selection
+    written in silence)."""
+    held = {p["collective"] for run in runs for p in run.points}
+    missing = [c for c in opts.collectives or () if c not in held]
+    if missing:
+        holds = ", ".join(sorted(held)) or "nothing"
+        raise UsageError(f"--collectives {', '.join(missing)}: not measured in {opts.file} (it holds {holds})")
 
 
 def _tune(opts, say, phases, runs, table, emits, library, out: OwnedFolder) -> int:

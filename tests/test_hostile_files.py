@@ -1,0 +1,218 @@
+"""Hostile files and environment (issue 67): what a reader is given that fabricprobe did not write as
+it is, each case one line and the documented status, never a traceback, a hang or a silent success —
+files that are not regular files (a named pipe, a directory), a results file whose layout or numbers no
+writer makes (exit 4, EXIT_DAMAGED, the loss named), a journal of random bytes, malformed planted
+faults in the environment, a dataset that is not one, and options that would be ignored in silence."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from mpirun import error_lines, run_local
+
+from fabricprobe.errors import UsageError
+from fabricprobe.store import ResultsWriter, load_runs
+
+
+def _row(i: int) -> dict:
+    t = 1e-6 * (i + 1)
+    point = dict(index=i, key=f"k{i}", collective="allreduce", algorithm="library", status="ok", bytes=8 << i)
+    return point | dict(nranks=2, dtype="float32", op="sum", mode="barrier", median_s=t, ci_low_s=t, ci_high_s=t)
+
+
+def _folded(path: Path, points: int = 4) -> str:
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 2, "mpi_vendor": "Open MPI", "mpi_library_version": "Open MPI v5.0.11"})
+    for i in range(points):
+        w.append_point(_row(i), np.full((5, 2), float(i)))
+    w.close()
+    with h5py.File(path, "r") as f:
+        return next(iter(f["runs"]))
+
+
+def _one_line(out, status: int, *said: str) -> None:
+    lines = error_lines(out.stderr)
+    assert out.returncode == status and len(lines) == 1 and "Traceback" not in out.stderr, (out.returncode, out.stderr)
+    assert all(s in lines[0] for s in said), lines[0]
+
+
+# ---- files that are not regular files: refused in one line, never read (a pipe would hang) ----
+
+
+def test_a_named_pipe_given_as_results_file_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "r.h5"
+    os.mkfifo(fifo)
+    _one_line(run_local(["report", str(fifo)]), 2, "is a named pipe, not a regular file")
+
+
+def test_a_named_pipe_or_directory_as_config_is_refused(tmp_path):
+    from fabricprobe.engine.config import SweepConfig
+
+    fifo = tmp_path / "c.json"
+    os.mkfifo(fifo)
+    for path, said in ((fifo, "is a named pipe"), (tmp_path, "is a directory")):
+        with pytest.raises(UsageError, match=said):
+            SweepConfig.from_file(str(path))
+
+
+def test_a_directory_where_the_journal_goes_is_one_line(tmp_path):
+    path = tmp_path / "r.h5"
+    _folded(path)
+    Path(f"{path}.journal").mkdir()
+    _one_line(run_local(["report", str(path)]), 2, "journal", "is a directory")
+
+
+# ---- a results file no writer makes: damage, exit 4, one line or the loss named ----
+
+
+def _rewrite(path: Path, change) -> None:
+    with h5py.File(path, "r+") as f:
+        change(f)
+
+
+@pytest.mark.parametrize(
+    "case, change",
+    [
+        ("runs is a dataset", lambda f: (f.__delitem__("runs"), f.create_dataset("runs", data=[1, 2]))),
+        ("points are integers", lambda f: _replace_points(f, np.arange(4))),
+        ("no points table", lambda f: f["runs"][next(iter(f["runs"]))].__delitem__("points")),
+        ("schema version -5", lambda f: f.attrs.__setitem__("schema_version", -5)),
+    ],
+)
+def test_a_layout_no_writer_makes_is_damage_in_one_line(tmp_path, case, change):
+    path = tmp_path / "r.h5"
+    _folded(path)
+    _rewrite(path, change)
+    _one_line(run_local(["report", str(path)]), 4, str(path), "damaged")
+
+
+def _replace_points(f, data) -> None:
+    run = f["runs"][next(iter(f["runs"]))]
+    del run["points"]
+    run.create_dataset("points", data=data)
+
+
+@pytest.mark.parametrize(
+    "field, value, said",
+    [("median_s", -1.0, "negative median_s"), ("bytes", -8, "bytes -8"), ("ci_high_s", np.inf, "infinite ci_high_s")],
+)
+def test_a_point_whose_numbers_no_measurement_gives_is_named_and_left_out(tmp_path, field, value, said):
+    path = tmp_path / "r.h5"
+    run_id = _folded(path)
+
+    def plant(f):
+        table = f["runs"][run_id]["points"]
+        row = table[2]
+        row[field] = value
+        table[2] = row
+
+    _rewrite(path, plant)
+    out = run_local(["report", str(path), "--format", "json"])
+    assert out.returncode == 4 and "Traceback" not in out.stderr, out.stderr
+    assert f"run {run_id} point 2: {said}" in out.stderr, out.stderr
+    assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 3]
+
+
+def test_a_journal_of_random_bytes_is_damage_not_a_write_cut_short(tmp_path):
+    """5,000 random bytes beside a good file read as one long torn record, in silence (exit 0)."""
+    path = tmp_path / "r.h5"
+    _folded(path)
+    Path(f"{path}.journal").write_bytes(np.random.default_rng(7).bytes(5000))
+    out = run_local(["report", str(path)])
+    assert out.returncode == 4 and "journal record at byte 0 (5000 bytes)" in out.stderr, out.stderr
+
+
+def test_a_write_cut_short_is_still_a_torn_record_not_damage(tmp_path):
+    """The start of a record (its magic and part of the rest) is what a kill mid-write leaves."""
+    from fabricprobe.store import journal
+
+    path = tmp_path / "r.h5"
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 2})
+    w.append_point(_row(0), None)
+    data = Path(journal.journal_path(str(path))).read_bytes()
+    Path(journal.journal_path(str(path))).write_bytes(data + data[:30])
+    found = journal.read(str(path))
+    assert found.torn_bytes == 30 and not found.damaged
+
+
+# ---- the environment: planted faults checked like options ----
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("FABRICPROBE_FAULT_TIME", "abc"),
+        ("FABRICPROBE_FAULT_TIME", "-1"),
+        ("FABRICPROBE_FAULT_TIME", "nan"),
+        ("FABRICPROBE_FAULT_TIME", "1e308"),
+        ("FABRICPROBE_FAULT_WRONG", "allreduce"),
+        ("FABRICPROBE_FAULT_HANG", "bcast:x"),
+        ("FABRICPROBE_FAULT_LATE", "1:0"),
+        ("FABRICPROBE_FAULT_ERROR", "allreduce"),
+        ("FABRICPROBE_FAULT_TYPO", "1"),
+    ],
+)
+def test_a_malformed_planted_fault_is_one_line_and_exit_2(tmp_path, monkeypatch, name, value):
+    path = tmp_path / "r.h5"
+    _folded(path)
+    monkeypatch.setenv(name, value)
+    _one_line(run_local(["report", str(path)]), 2, name)
+
+
+def test_well_formed_planted_faults_pass():
+    from fabricprobe.engine.faults import check_environment
+
+    check_environment(
+        {
+            "FABRICPROBE_FAULT_TIME": "0.0001",
+            "FABRICPROBE_FAULT_HANG": "allreduce/library:ring:1",
+            "FABRICPROBE_FAULT_ERROR": "allreduce/library:ring",
+            "FABRICPROBE_FAULT_READONLY": "coll_tuned_use_dynamic_rules,coll_tuned_allreduce_algorithm",
+            "FABRICPROBE_FAULT_LATE_FIRST": "1:0",
+        }
+    )
+
+
+# ---- a dataset that is not one ----
+
+
+@pytest.mark.parametrize("kind", ["random", "empty", "truncated", "text", "labels"])
+def test_a_dataset_file_that_is_not_one_is_one_line(tmp_path, monkeypatch, kind):
+    import gzip
+
+    from trainers import data
+
+    good = (data.DATA_DIR / "digits.csv.gz").read_bytes()
+    made = {
+        "random": lambda: np.random.default_rng(1).bytes(5000),
+        "empty": lambda: b"",
+        "truncated": lambda: good[: len(good) // 2],
+        "text": lambda: gzip.compress(b"a,b,c\n"),
+        "labels": lambda: gzip.compress(b"".join(b"1,2,-3\n" for _ in range(20))),
+    }[kind]()
+    (tmp_path / "digits.csv.gz").write_bytes(made)
+    monkeypatch.setattr(data, "DATA_DIR", tmp_path)
+    with pytest.raises(UsageError, match="dataset file"):
+        data.load("digits")
+
+
+# ---- options that would be ignored in silence ----
+
+
+def test_tunes_verify_options_without_verify_and_a_collective_not_measured_are_refused(tmp_path):
+    path = tmp_path / "t.h5"
+    _folded(path)
+    for extra in (["--reps", "3"], ["--mpiexec", "/bin/true"], ["--mpiexec-args", "--oversubscribe"]):
+        _one_line(run_local(["tune", str(path), *extra]), 2, extra[0], "--verify")
+    _one_line(run_local(["tune", str(path), "--collectives", "bcast"]), 2, "bcast", "not measured")
+
+
+def test_compare_with_an_empty_algorithm_is_refused(tmp_path):
+    path = tmp_path / "r.h5"
+    _folded(path)
+    _one_line(run_local(["compare", f"{path}@", str(path)]), 2, "names no algorithm")
