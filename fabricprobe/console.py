@@ -16,6 +16,7 @@ import sys
 from rich.console import Console
 
 from fabricprobe.mpienv.launcher import env_rank, launched_by_mpiexec
+from fabricprobe.text import as_text
 
 PLAIN_WIDTH = 160
 
@@ -29,13 +30,6 @@ def set_rank(rank: int) -> None:
 
 def is_root() -> bool:
     return (env_rank() if _rank is None else _rank) == 0
-
-
-def as_text(text: str) -> str:
-    """Text as it may reach a terminal: every control character that is not a line's own (an escape
-    sequence in a path or a file's value would set the terminal's title or clear it) written as Python
-    writes it in a string, \\x1b."""
-    return "".join(c if c in "\n\t" or not (ord(c) < 32 or 127 <= ord(c) < 160) else repr(c)[1:-1] for c in text)
 
 
 def error_line(message: str) -> None:

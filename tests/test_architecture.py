@@ -44,6 +44,7 @@ LAYERS = [
             "fabricprobe.inputs",
             "fabricprobe.processes",
             "fabricprobe.interrupts",
+            "fabricprobe.text",
         },
     ),
     ("errors and version", {"fabricprobe.errors", "fabricprobe.version"}),

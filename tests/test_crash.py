@@ -154,10 +154,10 @@ def test_every_reader_names_a_damaged_file_and_repair_salvages(tmp_path):
     _truncate(path)
     for argv in (["report", str(path)], ["compare", str(path), str(path)], ["tune", str(path)]):
         out = run_local(argv)
-        assert out.returncode == 2 and "fabricprobe repair" in error_lines(out.stderr)[0], (argv, out.stderr)
+        assert out.returncode == 4 and "fabricprobe repair" in error_lines(out.stderr)[0], (argv, out.stderr)
         assert "Traceback" not in out.stderr
-    out = run_local(["sweep", "-o", str(path), *SMALL])
-    assert out.returncode == 2 and "fabricprobe repair" in error_lines(out.stderr)[0]
+    out = run_local(["sweep", "-o", str(path), *SMALL])  # damage: exit 4 (EXIT_DAMAGED) for every reader
+    assert out.returncode == 4 and "fabricprobe repair" in error_lines(out.stderr)[0]
 
 
 def _small_tmpfs(tmp_path: Path, size: str) -> Path:

@@ -204,6 +204,7 @@ def test_a_dataset_file_that_is_not_one_is_one_line(tmp_path, monkeypatch, kind)
 # ---- options that would be ignored in silence ----
 
 
+@pytest.mark.process
 def test_tunes_verify_options_without_verify_and_a_collective_not_measured_are_refused(tmp_path):
     path = tmp_path / "t.h5"
     _folded(path)
@@ -216,3 +217,34 @@ def test_compare_with_an_empty_algorithm_is_refused(tmp_path):
     path = tmp_path / "r.h5"
     _folded(path)
     _one_line(run_local(["compare", f"{path}@", str(path)]), 2, "names no algorithm")
+
+
+def test_text_from_a_file_reaches_no_terminal_raw(tmp_path):
+    """A collective named with an escape sequence (it set the terminal's title and cleared the screen)
+    and a library version with one pass through report's tables and exports escaped; a status no point
+    has is damage (exit 4), named escaped."""
+    path = tmp_path / "r.h5"
+    run_id = _folded(path)
+
+    def plant(f):
+        table = f["runs"][run_id]["points"]
+        row = table[1]
+        row["collective"] = b"\x1b]0;pwn\x07\x1b[2J"
+        table[1] = row
+        f["runs"][run_id].attrs["mpi_library_version"] = "Open MPI \x1b[2J v5"
+
+    _rewrite(path, plant)
+    for fmt in ("table", "osu", "json", "csv"):
+        out = run_local(["report", str(path), "--format", fmt])
+        assert out.returncode == 0, out.stderr
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout and "\\x1b" in out.stdout, fmt
+
+    def status(f):
+        table = f["runs"][run_id]["points"]
+        row = table[2]
+        row["status"] = b"bogus\x1b[31mRED"
+        table[2] = row
+
+    _rewrite(path, status)
+    out = run_local(["report", str(path)])
+    assert out.returncode == 4 and "\x1b" not in out.stderr and 'status "bogus\\x1b[31mRED"' in out.stderr, out.stderr

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from fabricprobe.store.schema import JSON_ATTRS
+from fabricprobe.text import as_text
 
 
 def write_attrs(obj: Any, values: dict[str, Any]) -> None:
@@ -34,5 +35,17 @@ def read_attrs(obj: Any) -> dict[str, Any]:
                 pass
         elif isinstance(value, np.generic):
             value = value.item()
-        out[key] = value
+        out[as_text(str(key))] = shown_as_text(value)
     return out
+
+
+def shown_as_text(value: Any) -> Any:
+    """Every string in an attribute (a JSON one's too) with its control characters escaped: a library
+    version or a host name with an escape sequence in it would act on the terminal it is shown on."""
+    if isinstance(value, str):
+        return as_text(value)
+    if isinstance(value, list):
+        return [shown_as_text(v) for v in value]
+    if isinstance(value, dict):
+        return {as_text(str(k)): shown_as_text(v) for k, v in value.items()}
+    return value

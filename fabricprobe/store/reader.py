@@ -14,7 +14,7 @@ import numpy as np
 from fabricprobe.errors import DamagedError, UsageError
 from fabricprobe.inputs import is_digits, regular_file
 from fabricprobe.store import damage, journal
-from fabricprobe.store.attrs import read_attrs
+from fabricprobe.store.attrs import read_attrs, shown_as_text
 from fabricprobe.store.plausible import implausible
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
@@ -219,7 +219,7 @@ def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> 
 
 def _as_read(attrs: dict[str, Any]) -> dict[str, Any]:
     """Attributes as a reader of the folded file would see them (None is stored as "")."""
-    return {k: ("" if v is None else v) for k, v in attrs.items()}
+    return shown_as_text({k: ("" if v is None else v) for k, v in attrs.items()})
 
 
 def select_run(runs: list[Run], which: str | None, path: str) -> Run:

@@ -15,6 +15,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from fabricprobe.text import as_text
+
 FORMAT = "fabricprobe"
 SCHEMA_VERSION = 1
 
@@ -263,8 +265,8 @@ def row_to_dict(row: np.void) -> dict:
             out[name] = PREDATING[name]
             continue
         value = row[name] if name in present else np.zeros(1, POINT_DTYPE)[0][name]
-        if name in STRING_FIELDS:
-            out[name] = bytes(value).decode("utf-8", "replace")
+        if name in STRING_FIELDS:  # text from a file: its control characters escaped (console.as_text)
+            out[name] = as_text(bytes(value).decode("utf-8", "replace"))
         elif isinstance(value, np.bool_):
             out[name] = bool(value)
         elif isinstance(value, np.integer):

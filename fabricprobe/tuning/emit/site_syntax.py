@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import shlex
 
-from fabricprobe.console import as_text
 from fabricprobe.errors import UsageError
+from fabricprobe.text import as_text
 
 MCA_PREFIX = "OMPI_MCA_"
 PROLOG_LINE_MAX = 4094  # bytes of one TaskProlog output line, newline included, Slurm before 21.08 (fgets)
