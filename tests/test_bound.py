@@ -262,3 +262,22 @@ def test_a_sweep_without_point_to_point_tests_probes_for_the_bound(tmp_path):
         + ["--max-time", "0.05", "-o", str(tmp_path / "c.h5")],
     )
     assert own.returncode == 0 and "bound_probe" not in load_runs(str(tmp_path / "c.h5"))[0].attrs
+
+
+def test_a_row_faster_than_its_bound_has_no_percent_in_any_export(tmp_path):
+    """Issue 67: the screen withheld such rows (‡) while the JSON carried them, up to 663,388%. Every
+    export withholds the bound and the % of a row that beats it and says why on the point."""
+    beaten = row("allreduce", 4, median=10 * US)  # far below what the planted links allow for 1 MiB
+    run = _run(tmp_path, [beaten] + PLANTED)
+    assert bound_of(beaten, fabric_of(run)).percent_of(10 * US) > 100
+    doc = json.loads(run_local(["report", run.path, "--format", "json"]).stdout)
+    point = next(p for p in doc["runs"][0]["points"] if p["collective"] == "allreduce")
+    assert point["percent_of_bound"] is None and point["bound_s"] is None
+    assert point["bound_withheld"].startswith("faster than its bound (")
+    assert all(p["percent_of_bound"] is None or p["percent_of_bound"] <= 100 for p in doc["runs"][0]["points"])
+    rows = list(csv.DictReader(io.StringIO(run_local(["report", run.path, "--format", "csv"]).stdout)))
+    cell = next(r for r in rows if r["collective"] == "allreduce")
+    assert cell["percent_of_bound"] == "nan" and cell["bound_withheld"].startswith("faster than its bound")
+    compared = json.loads(run_local(["compare", run.path, run.path, "--format", "json"]).stdout)
+    mine = next(r for r in compared["rows"] if r["bytes"] == S and r["collective"] == "allreduce")
+    assert mine["a_percent_of_bound"] is None and mine["a_bound_withheld"].startswith("faster than its bound")

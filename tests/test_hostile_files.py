@@ -248,3 +248,28 @@ def test_text_from_a_file_reaches_no_terminal_raw(tmp_path):
     _rewrite(path, status)
     out = run_local(["report", str(path)])
     assert out.returncode == 4 and "\x1b" not in out.stderr and 'status "bogus\\x1b[31mRED"' in out.stderr, out.stderr
+
+
+def test_density_given_where_nothing_reads_it_is_refused():
+    """sweep and tune-sweep without a sparse test, and a trainer other than sparse_dp, ignored --density."""
+    import argparse
+
+    from fabricprobe.cli.sweep_cmd import DENSITIES, density_for
+    from fabricprobe.cli.train_cmd import SPARSE_DP_DENSITY, sparse_density
+
+    with pytest.raises(UsageError, match="none is measured"):
+        density_for("0.5", ["allreduce", "bcast"])
+    assert density_for("0.5", ["allreduce", "sparse_allreduce"]) == "0.5"
+    assert density_for(None, ["allreduce"]) == DENSITIES
+    with pytest.raises(UsageError, match="only sparse_dp reads it"):
+        sparse_density(argparse.Namespace(density=0.5, trainer="dp_sgd"))
+    assert sparse_density(argparse.Namespace(density=None, trainer="sparse_dp")) == SPARSE_DP_DENSITY
+    from trainers.core import Options
+
+    assert Options.__dataclass_fields__["density"].default == SPARSE_DP_DENSITY  # the CLI says the trainers default
+
+
+def test_tune_eval_refuses_an_exhaustive_file_as_the_economical_one(tmp_path):
+    """`tune-eval t.h5 t.h5` scored the exhaustive sweep as if it were a budgeted one (regret 0, exit 0)."""
+    exhaustive = str(Path(__file__).parent / "fixtures" / "tuning" / "mpich-n2.h5")
+    _one_line(run_local(["tune-eval", exhaustive, exhaustive]), 2, "without --budget", "budgeted")

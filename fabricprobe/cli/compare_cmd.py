@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from fabricprobe.console import make_console
-    from fabricprobe.report.bound import bound_of, fabric_of
+    from fabricprobe.report.bound import bound_of, fabric_of, withheld
     from fabricprobe.report.compare import compare, parse_side, verdicts
     from fabricprobe.report.export import json_safe
     from fabricprobe.report.labels import run_window, title
@@ -62,9 +62,15 @@ def run(args: argparse.Namespace) -> int:
     fabrics = {"a": fabric_of(comp.a.run), "b": fabric_of(comp.b.run)}
 
     def of_bound(side: str, point: dict) -> float:
-        """The point's % of its own run's bound (report/bound.py), NaN where it has none."""
+        """The point's % of its own run's bound (report/bound.py), NaN where it has none or beats it
+        (`withheld_bound` says why)."""
         found = bound_of(point, fabrics[side])
-        return found.percent_of(point["median_s"]) if found else math.nan
+        percent = found.percent_of(point["median_s"]) if found else math.nan
+        return math.nan if withheld(percent) else percent
+
+    def withheld_bound(side: str, point: dict) -> str:
+        found = bound_of(point, fabrics[side])
+        return withheld(found.percent_of(point["median_s"])) if found else ""
 
     if args.format == "json":
         doc = {
@@ -88,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
                     significant=r.significant,
                     a_percent_of_bound=of_bound("a", r.a),
                     b_percent_of_bound=of_bound("b", r.b),
+                    a_bound_withheld=withheld_bound("a", r.a),
+                    b_bound_withheld=withheld_bound("b", r.b),
                 )
                 for r in comp.rows
             ],

@@ -30,7 +30,7 @@ from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
 from fabricprobe.mpienv.topology import parse_ranks_per_node
 from fabricprobe.sizes import parse_size, size_list, size_range
-from fabricprobe.specs import SPECS
+from fabricprobe.specs import SPECS, family
 from fabricprobe.specs.base import OMB_WINDOW
 from fabricprobe.specs.rma import SYNCS
 from fabricprobe.timing.loops import MODES
@@ -84,9 +84,9 @@ def add_parser(sub: Any) -> None:
     )
     g.add_argument(
         "--density",
-        default="0.001,0.01,0.1",
+        default=None,
         metavar="LIST",
-        help="sparse tests: fractions of the elements each rank contributes (0 < d ≤ 1)",
+        help=f"sparse tests: fractions of the elements each rank contributes (0 < d ≤ 1; default {DENSITIES})",
     )
     g.add_argument(
         "--algorithms",
@@ -359,6 +359,17 @@ def parse_densities(text: str) -> list[float]:
     return out
 
 
+DENSITIES = "0.001,0.01,0.1"  # --density's default: the sparse tests' fractions of the elements sent
+
+
+def density_for(given: str | None, chosen: list[str]) -> str:
+    """--density as given, or its default; given where no sparse test is measured, it would be
+    ignored in silence: refused."""
+    if given is not None and not set(chosen) & set(family("sparse")):
+        raise UsageError(f"--density {given}: only the sparse tests read it, and none is measured")
+    return DENSITIES if given is None else given
+
+
 def build_config(args: argparse.Namespace) -> SweepConfig:
     """The sweep configuration from the command line; raises UsageError on bad input."""
     if args.config:
@@ -371,9 +382,10 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
     base = QUICK if args.quick else FULL
     algorithm_names = collectives.all_names()
     algorithms = choice_list(args.algorithms, algorithm_names, "algorithm", {"all": algorithm_names})
+    chosen = choice_list(args.collectives, KNOWN, "collective", GROUPS)
     return SweepConfig(
-        collectives=choice_list(args.collectives, KNOWN, "collective", GROUPS),
-        densities=parse_densities(args.density),
+        collectives=chosen,
+        densities=parse_densities(density_for(args.density, chosen)),
         algorithms=algorithms,
         sizes=_sizes(args, args.quick),
         dtypes=choice_list(args.dtypes, DTYPES, "datatype"),

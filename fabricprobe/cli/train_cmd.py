@@ -118,8 +118,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--density",
         type=real_type("--density", 0, 1, lo_open=True),
-        default=0.01,
-        help="sparse_dp: fraction of the gradient sent",
+        default=None,
+        help=f"sparse_dp: fraction of the gradient sent (default {SPARSE_DP_DENSITY})",
     )
     p.add_argument(
         "--sparse-algorithm",
@@ -143,6 +143,16 @@ def add_parser(sub: Any) -> None:
         help="rank 0's progress: a live bar (rich; auto on a terminal), a line per evaluation (plain), or none",
     )
     p.set_defaults(handler=run)
+
+
+SPARSE_DP_DENSITY = 0.01  # --density's default: trainers.core.Options.density (not imported here: start-up)
+
+
+def sparse_density(args: argparse.Namespace) -> float:
+    """--density for sparse_dp; given to another trainer, which never reads it: refused."""
+    if args.density is not None and args.trainer != "sparse_dp":
+        raise UsageError(f"--density: only sparse_dp reads it, not {args.trainer}")
+    return SPARSE_DP_DENSITY if args.density is None else args.density
 
 
 def _options(args: argparse.Namespace):
@@ -171,7 +181,7 @@ def _options(args: argparse.Namespace):
         tau=args.tau,
         alpha=args.alpha,
         mode=args.mode,
-        density=args.density,
+        density=sparse_density(args),
         sparse_algorithm=args.sparse_algorithm,
         error_feedback=not args.no_error_feedback,
         stages=args.stages,

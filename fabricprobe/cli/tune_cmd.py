@@ -8,7 +8,7 @@ from typing import Any
 
 from fabricprobe.choices import choice_list, list_items
 from fabricprobe.cli.parser import HelpFormatter
-from fabricprobe.cli.sweep_cmd import parse_comm_sizes
+from fabricprobe.cli.sweep_cmd import DENSITIES, density_for, parse_comm_sizes
 from fabricprobe.console import error_line
 from fabricprobe.errors import EXIT_OK, EXIT_WRONG, UsageError
 from fabricprobe.inputs import MAX_ITERATIONS, MAX_SECONDS, launcher_args_type, path_type, real_type, whole_type
@@ -61,7 +61,10 @@ def add_parser(sub: Any) -> None:
         help="virtual topology: nodes of K consecutive ranks, or node sizes such as 2,2 (default: the hardware's)",
     )
     s.add_argument(
-        "--density", default="0.001,0.01,0.1", metavar="LIST", help="sparse_allreduce: fractions of entries sent"
+        "--density",
+        default=None,
+        metavar="LIST",
+        help=f"sparse_allreduce: fractions of entries sent (default {DENSITIES})",
     )
     s.add_argument("--sizes", metavar="LIST", help="message sizes (default: 8 B to 4 MiB by ×4)")
     s.add_argument(
@@ -209,7 +212,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         max_time=args.max_time,
         point_timeout=args.point_timeout,
         ranks_per_node=ranks_per_node,
-        densities=parse_densities(args.density),
+        densities=parse_densities(density_for(args.density, collectives)),
     ).check()
     console = make_console(stderr=True)
 

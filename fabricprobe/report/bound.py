@@ -229,6 +229,15 @@ FASTER_MARK = "‡"  # a row faster than its bound: printed instead of a % above
 NOISE_PERCENT = 150.0  # α and β are measured (±10-40% on a busy machine): a row a little past 100% is their noise
 
 
+def withheld(percent: float) -> str:
+    """Why an export leaves a row's bound out, "" when it does not: a row faster than its lower bound
+    shows that the bound's inputs (the run's own α, β and γ) do not hold for it, so no % of it is a
+    figure (the screen prints FASTER_MARK; the JSON and CSV exports carry this instead of the %)."""
+    if not percent > 100.0:
+        return ""
+    return f"faster than its bound ({percent:.0f}%): the run's measured latency and bandwidth do not hold for this row"
+
+
 def shown(percent: float) -> str:
     """A row's % of bound as the report prints it: an efficiency, never above 100%."""
     return FASTER_MARK if percent > 100.0 else f"{percent:.0f}%"

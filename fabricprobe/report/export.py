@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from fabricprobe.mpienv.datatypes import numpy_dtype
-from fabricprobe.report.bound import bound_of, fabric_of
+from fabricprobe.report.bound import bound_of, fabric_of, withheld
 from fabricprobe.report.groups import group_series
 from fabricprobe.report.labels import OUTLIER_RATIO, run_window, title
 from fabricprobe.report.launches import group_json, groups
@@ -39,21 +39,25 @@ def filtered(run: Run, collectives: list[str] | None) -> list[dict[str, Any]]:
     return [p for p in run.points if collectives is None or p["collective"] in collectives]
 
 
-BOUND_FIELDS = ("bound_s", "percent_of_bound")
+BOUND_FIELDS = ("bound_s", "percent_of_bound", "bound_withheld")
 
 
 def with_bounds(run: Run, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The points with the lower bound of each collective row and its % (report/bound.py; NaN where
-    the row has none): computed from the run's own measures, not stored."""
+    the row has none): computed from the run's own measures, not stored. A row faster than its bound
+    gets neither, and says why in `bound_withheld` (a % above 100 is no efficiency)."""
     fabric = fabric_of(run)
     out = []
     for p in points:
         found = bound_of(p, fabric) if p["status"] == "ok" else None
+        percent = found.percent_of(p["median_s"]) if found else math.nan
+        why = withheld(percent)
         out.append(
             {
                 **p,
-                "bound_s": found.seconds if found else math.nan,
-                "percent_of_bound": found.percent_of(p["median_s"]) if found else math.nan,
+                "bound_s": found.seconds if found and not why else math.nan,
+                "percent_of_bound": math.nan if why else percent,
+                "bound_withheld": why,
             }
         )
     return out

@@ -79,6 +79,10 @@ def evaluate(
         other = library_line(runs[-1].attrs.get("mpi_library_version", ""))
         if other != version:
             raise UsageError(f"{path} was measured with {other!r}, {exhaustive} with {version!r}: compare one library")
+        if not any(r.config.get("points") is not None for r in runs):
+            raise UsageError(
+                f"{path} was measured by tune-sweep without --budget: an economical tuning is a budgeted one"
+            )
         f = {k: v / total[k] if total[k] else math.nan for k, v in spent(runs, dtype).items()}
         judged = _judged(truth, runs, dtype, min_gain)
         rows.append(Row(path, None, f["points"], f["measurement_s"], f["wall_s"], None, *judged))
