@@ -6,12 +6,11 @@ before any file is written, with or without --verify (docs/tuning.md, Decisive f
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable
 
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning.choose.left import LeftToDefault
-from fabricprobe.tuning.choose.rules import Range, Table, extend
+from fabricprobe.tuning.choose.rules import Range, Table, give_back
 from fabricprobe.tuning.plan.library import DEFAULT
 
 # (collective, communicator size, message size) -> the algorithm the library runs there, or None
@@ -36,21 +35,15 @@ def leave_library_choice(table: Table, choice: Choice, decided_by: str) -> list[
 
 def _section(coll, n, ranges: list[Range], choice: Choice, decided_by) -> tuple[list[Range], list[LeftToDefault]]:
     gone: list[LeftToDefault] = []
-    decisions = []
     for r in ranges:
         same = [d.size for d in r.decisions if r.winner != DEFAULT and choice(coll, n, d.size) == r.winner]
         if same:
             reason = f"{decided_by} runs {r.winner} {_where(same, len(r.decisions))} anyway"
             gone.append(LeftToDefault(coll, n, r.span, r.winner, same, [reason]))
-        for d in r.decisions:
-            mine = r.winner if d.size not in same else DEFAULT
-            decisions.append(replace(d, winner=mine, winner_s=d.winner_s if mine != DEFAULT else d.default_s))
     if not gone:
         return ranges, []
-    rebuilt: list[Range] = []
-    for d in sorted(decisions, key=lambda d: d.size):
-        extend(rebuilt, d)
-    return rebuilt or [Range(lo=0, hi=None, winner=DEFAULT)], gone
+    back = {(g.span, size) for g in gone for size in g.sizes}
+    return give_back(ranges, lambda r, d: (r.span, d.size) in back), gone
 
 
 def _where(sizes: list[int], measured: int) -> str:

@@ -4,8 +4,8 @@ tune-sweep's runs, keeping the default wherever the difference is inside the mea
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable
 
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv.coll_path import MPICH_HIERARCHY
@@ -173,6 +173,25 @@ def extend(ranges: list[Range], decision: Decision) -> None:
     if ranges:
         ranges[-1].hi = decision.size
     ranges.append(Range(lo=decision.size if ranges else 0, hi=None, winner=decision.winner, decisions=[decision]))
+
+
+def give_back(ranges: list[Range], back: Callable[[Range, Decision], bool]) -> list[Range]:
+    """The ranges rebuilt with every decision `back` names given to the default (at the default's own
+    time); the others keep their range's winner. How tune makes a file smaller: the library's own
+    choice (choose/library_choice.py), rules not shown (measure/shown.py)."""
+    decisions = []
+    for r in ranges:
+        for d in r.decisions:
+            if r.winner == DEFAULT:
+                decisions.append(replace(d, winner=DEFAULT))
+            elif back(r, d):
+                decisions.append(replace(d, winner=DEFAULT, winner_s=d.default_s))
+            else:
+                decisions.append(replace(d, winner=r.winner))
+    rebuilt: list[Range] = []
+    for d in sorted(decisions, key=lambda d: d.size):
+        extend(rebuilt, d)
+    return rebuilt or [Range(lo=0, hi=None, winner=DEFAULT)]
 
 
 def winner_at(ranges: list[Range], size: int) -> str:

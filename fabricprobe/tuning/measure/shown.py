@@ -6,12 +6,10 @@ loads changes only what was shown to win (docs/tuning.md, Decisive files)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from fabricprobe.report.units import ratio
 from fabricprobe.sizes import format_size
 from fabricprobe.tuning.choose.left import LeftToDefault
-from fabricprobe.tuning.choose.rules import Range, Table, extend
+from fabricprobe.tuning.choose.rules import Range, Table, give_back
 from fabricprobe.tuning.measure.before_after import MIN_REPS
 from fabricprobe.tuning.plan.library import DEFAULT
 from fabricprobe.tuning.verify.checks import VERIFIED, Check
@@ -62,10 +60,9 @@ def _split_section(coll, n, ranges: list[Range], checks, by_key) -> tuple[list[R
     size goes where its own check was not verified or its before/after row not faster; the rebuilt
     ranges' ends are verified again by the caller (a range's inner sizes are proven by its ends)."""
     gone: list[LeftToDefault] = []
-    decisions = []
+    back: set[tuple[str, int]] = set()
     for r in ranges:
         if r.winner == DEFAULT:
-            decisions += [replace(d, winner=DEFAULT) for d in r.decisions]
             continue
         unapplied = _check_reasons(checks, coll, n, r)
         why: dict[int, str] = {}
@@ -79,15 +76,11 @@ def _split_section(coll, n, ranges: list[Range], checks, by_key) -> tuple[list[R
         elif why:
             reasons = list(dict.fromkeys(why.values()))  # once each, in size order
             gone.append(LeftToDefault(coll, n, r.span, r.winner, sorted(why), reasons))
-        for d in r.decisions:
-            kept = d.size not in why  # a decision joins its range's winner (the range is what the file says)
-            decisions.append(replace(d, winner=r.winner) if kept else replace(d, winner=DEFAULT, winner_s=d.default_s))
+        back |= {(r.span, size) for size in why}
     if not gone:
         return ranges, []
-    rebuilt: list[Range] = []
-    for d in sorted(decisions, key=lambda d: d.size):
-        extend(rebuilt, d)
-    return rebuilt or [Range(lo=0, hi=None, winner=DEFAULT)], gone
+    # a kept decision joins its range's winner (the range is what the file says)
+    return give_back(ranges, lambda r, d: (r.span, d.size) in back), gone
 
 
 def kept_rules(table: Table, rows: list[dict] | None) -> list[str]:
