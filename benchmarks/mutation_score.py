@@ -64,6 +64,10 @@ PLANTED = {
         "test_coll_path.py::test_a_tuned_rule_han_keeps_from_being_read_is_not_consulted_never_verified",
         "test_han_tuning.py::test_a_planted_han_rules_file_changes_the_inter_node_step",
     ],
+    "numbers (issue 67): 16 wrong numbers planted in timed regions, statistics, units, busbw factors": [
+        "test_numbers.py::test_every_number_holds_against_its_independent_computation",
+        "test_numbers.py::test_each_planted_wrong_number_is_caught",
+    ],
     "store": [
         "test_reliability.py::test_one_flipped_bit_loses_that_record_only",
         "test_reliability.py::test_a_damaged_sample_header_is_damage_not_missing_samples",

@@ -16,6 +16,7 @@ from mpirun import error_lines, run_local
 
 from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, load_runs
+from fabricprobe.store.attrs import seal
 
 
 def _row(i: int) -> dict:
@@ -140,6 +141,129 @@ def test_a_write_cut_short_is_still_a_torn_record_not_damage(tmp_path):
     assert found.torn_bytes == 30 and not found.damaged
 
 
+def test_a_journal_cut_short_says_so_with_what_the_plan_expected(tmp_path):
+    """7 of 7 journals cut at random lengths read with exit 0 and 4-34 of 37 points gone, in silence:
+    a journal ending inside a record is said in one line, with the points the run's plan expected."""
+    from fabricprobe.store import journal
+
+    path = tmp_path / "r.h5"
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 2})
+    w.update_run({"planned_points": 9})
+    for i in range(5):
+        w.append_point(_row(i), np.full((5, 2), float(i)))
+    jpath = Path(journal.journal_path(str(path)))
+    data = jpath.read_bytes()
+    jpath.write_bytes(data[: len(data) - 17])  # inside point 4's record
+    del w
+    out = run_local(["report", str(path)])
+    lines = [line for line in out.stderr.splitlines() if "ends inside a record" in line]
+    assert out.returncode == 0 and len(lines) == 1, out.stderr
+    assert "run 0001 holds 4 of the 9 points its plan expected" in lines[0], lines[0]
+    assert "holds 4 of the 9 points its plan expected" in out.stdout  # and on the killed run's status line
+
+
+def _start_copies_flipped(path: Path, copies: list[int]) -> list[int]:
+    """A killed run of 6 points in the journal, a bit flipped in the given copies of its start record
+    (records 0 and 1); returns where each record starts."""
+    from fabricprobe.store import journal
+
+    w = ResultsWriter(str(path))
+    w.start_run({"nranks": 2})
+    for i in range(6):
+        w.append_point(_row(i), np.full((5, 2), float(i)))
+    jpath = Path(journal.journal_path(str(path)))
+    data = bytearray(jpath.read_bytes())
+    starts, at = [], 0
+    while at < len(data):
+        starts.append(at)
+        at += journal._HEAD.size + journal._HEAD.unpack_from(data, at)[1]
+    for k in copies:
+        data[starts[k] + journal._HEAD.size + 30] ^= 0x08
+    jpath.write_bytes(bytes(data))
+    del w
+    return starts
+
+
+def test_a_flipped_bit_in_a_start_record_loses_nothing_its_copy_holds(tmp_path):
+    """A flip in a run's start record hid the whole run ("holds no runs", exit 2; 37 intact points never
+    shown): the record is written twice, and one damaged copy costs nothing, said as such (exit 4)."""
+    path = tmp_path / "r.h5"
+    starts = _start_copies_flipped(path, [0])
+    assert len(load_runs(str(path))[-1].points) == 6
+    out = run_local(["report", str(path), "--format", "csv"])
+    assert out.returncode == 4 and out.stdout.count("\n") == 7, out.stdout  # a header and the 6 points
+    assert f"journal record at byte {starts[0]}" in out.stderr
+    assert "a copy of run 0001's start record, the other copy intact (nothing lost)" in out.stderr, out.stderr
+    out = run_local(["repair", str(path)])
+    assert out.returncode == 1, out.stdout
+    last = out.stdout.splitlines()[-1]
+    assert last.startswith(f"{path} kept 1 runs, 6 points") and "1 damaged journal records" in last, last
+    assert "intact:" not in out.stdout
+
+
+@pytest.mark.process
+def test_a_run_whose_every_start_copy_is_damaged_is_named_to_the_point(tmp_path):
+    """Both copies damaged: the loss named with the point indices, damage's exit 4 (it was "holds no
+    runs", exit 2), and repair's last line says what it could not keep (it said "intact: 0 runs")."""
+    path = tmp_path / "r.h5"
+    _start_copies_flipped(path, [0, 1])
+    for argv in (["report", str(path)], ["sweep", "--resume", str(path)]):
+        out = run_local(argv)
+        assert out.returncode == 4, (argv, out.stderr)
+        assert "run 0001's start record (every copy), so its 6 intact point records (points 0-5)" in out.stderr
+        assert "holds no run that could be read" in out.stderr
+        if argv[0] == "sweep":
+            break
+    saved = Path(f"{path}.journal.damaged")
+    if saved.exists():  # the resume's writer kept the damaged journal whole: give it back to repair
+        os.replace(saved, f"{path}.journal")
+    out = run_local(["repair", str(path)])
+    assert out.returncode == 1 and "is intact" not in out.stdout, out.stdout
+    last = out.stdout.splitlines()[-1]
+    assert "could not keep run 0001's 6 point records (its start record is damaged: points 0-5)" in last, last
+
+
+def _flip_attribute_value(path: Path, needle: bytes) -> None:
+    """Flip a bit inside the last copy of `needle` in the file (attributes rewritten by each fold leave
+    dead copies earlier in the file)."""
+    data = bytearray(path.read_bytes())
+    at = data.rfind(needle)
+    assert at > 0
+    data[at + 2] ^= 0x04
+    path.write_bytes(bytes(data))
+
+
+def test_a_flipped_bit_in_a_runs_attributes_is_damage_named_and_repair_keeps_them_flagged(tmp_path):
+    """HDF5's checksums cover datasets, not attributes: a flip changed `Open MPI v5.0.11` to another
+    version with exit 0. Each run's attributes carry a checksum every reader verifies; a mismatch leaves
+    that run out, named (exit 4); repair keeps it with a note that its attributes are unchecked; a
+    writer never puts a new checksum over damaged attributes."""
+    from fabricprobe.errors import DamagedError
+    from fabricprobe.store import fold
+
+    path = tmp_path / "r.h5"
+    run_id = _folded(path)
+    good = tmp_path / "good.h5"
+    _folded(good)
+    _flip_attribute_value(path, b"Open MPI v5.0.11")
+    out = run_local(["report", str(path)])
+    assert out.returncode == 4, out.stderr
+    assert f"run {run_id}'s attributes fail their checksum, so its 4 points are not shown" in out.stderr
+    assert run_local(["report", str(good)]).returncode == 0
+    from fabricprobe.store import journal  # a writer's fold over the damaged run: refused, not blessed
+
+    journal.append(str(path), journal.Record(journal.UPDATE, run_id, attrs={"status": "complete"}))
+    with pytest.raises(DamagedError, match="attributes fail their checksum"):
+        fold.fold(str(path))
+    os.remove(f"{path}.journal")
+    out = run_local(["repair", str(path)])
+    assert out.returncode == 1 and f"failed their checksum (kept as read): {run_id}" in out.stdout, out.stdout
+    assert "the checked attributes of 1 runs" in out.stdout.splitlines()[-1]
+    run = load_runs(str(path))[-1]
+    assert len(run.points) == 4 and any("failed their checksum" in n for n in run.attrs["notes"])
+
+
 # ---- the environment: planted faults checked like options ----
 
 
@@ -232,6 +356,7 @@ def test_text_from_a_file_reaches_no_terminal_raw(tmp_path):
         row["collective"] = b"\x1b]0;pwn\x07\x1b[2J"
         table[1] = row
         f["runs"][run_id].attrs["mpi_library_version"] = "Open MPI \x1b[2J v5"
+        seal(f["runs"][run_id])  # planted as a writer would have written it
 
     _rewrite(path, plant)
     for fmt in ("table", "osu", "json", "csv"):

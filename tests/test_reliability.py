@@ -19,6 +19,7 @@ from mpirun import error_lines, launcher, mpi_env, run_local, run_mpi
 
 from fabricprobe.errors import UsageError
 from fabricprobe.store import ResultsWriter, journal, load_runs
+from fabricprobe.store.attrs import seal
 from fabricprobe.store.fold import damaged_journal_path
 
 SMALL = ["--collectives", "allreduce", "--sizes", "8,1K", "--iters", "10", "--max-time", "0.01", "--quiet"]
@@ -58,19 +59,19 @@ def test_one_flipped_bit_loses_that_record_only(tmp_path, where):
     path = tmp_path / "r.h5"
     w = _journal_with_points(path, 6)
     jpath = Path(journal.journal_path(str(path)))
-    starts = _offsets(path)  # record 0 starts the run, 1..6 are points 0..5
+    starts = _offsets(path)  # records 0 and 1 start the run (two copies), 2..7 are points 0..5
     data = bytearray(jpath.read_bytes())
-    at = starts[3] + {"magic": 1, "length": 5, "payload": journal._HEAD.size + 40, "checksum": 13}[where]
+    at = starts[4] + {"magic": 1, "length": 5, "payload": journal._HEAD.size + 40, "checksum": 13}[where]
     data[at] ^= 0x10
     jpath.write_bytes(bytes(data))
     del w
     found = journal.read(str(path))
-    assert len(found.damaged) == 1 and found.damaged[0][0] == starts[3] and found.torn_bytes == 0
+    assert len(found.damaged) == 1 and found.damaged[0][0] == starts[4] and found.torn_bytes == 0
     run = load_runs(str(path))[-1]
     assert [p["index"] for p in run.points] == [0, 1, 3, 4, 5]  # point 2 lost, every later one kept
     out = run_local(["repair", str(path)])
     assert out.returncode == 1, out.stdout + out.stderr  # something was lost: said, exit 1
-    assert f"damaged journal record at byte {starts[3]}" in out.stdout
+    assert f"damaged journal record at byte {starts[4]}" in out.stdout
     assert Path(str(path) + ".journal.damaged").read_bytes() == bytes(data)  # nothing unfolded deleted
     assert damaged_journal_path(str(path)).endswith(".journal.damaged.2")  # a second one would not replace it
     assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 3, 4, 5]
@@ -88,14 +89,16 @@ def test_every_reader_names_a_flipped_bit_in_the_journal(tmp_path, record):
     w = _journal_with_points(path, 6)
     w.update_run({"status": "complete"})
     jpath = Path(journal.journal_path(str(path)))
-    starts = _offsets(path)
-    at = starts[0 if record == "start" else 3]
+    starts = _offsets(path)  # records 0 and 1: the two copies of the start record; 2..7: points 0..5
+    flipped = [0, 1] if record == "start" else [4]
     data = bytearray(jpath.read_bytes())
-    data[at + journal._HEAD.size + 2] ^= 0x04  # inside the header's JSON, before "run"
+    for k in flipped:
+        data[starts[k] + journal._HEAD.size + 2] ^= 0x04  # inside the header's JSON, before "run"
     jpath.write_bytes(bytes(data))
     del w
+    at = starts[flipped[0]]
     said = (
-        "run 0002's start record, so its 6 intact point records cannot be shown"
+        "run 0002's start record (every copy), so its 6 intact point records (points 0-5) cannot be shown"
         if record == "start"
         else f"journal record at byte {at}"
     )
@@ -109,7 +112,7 @@ def test_every_reader_names_a_flipped_bit_in_the_journal(tmp_path, record):
         warnings = [line for line in out.stderr.splitlines() if "is damaged" in line]
         assert out.returncode == 2 and len(warnings) == 1 and said in warnings[0], (argv, out.returncode, out.stderr)
     if record == "point 2":
-        assert "of run 0002 (points 2 lost)" in warnings[0], warnings
+        assert "of run 0002, not shown (points 2 lost)" in warnings[0], warnings
         doc = json.loads(run_local(["report", str(path), "--format", "json"]).stdout)
         assert doc["damage"] and said in doc["damage"][0]
         assert [p["index"] for p in doc["runs"][1]["points"]] == [0, 1, 3, 4, 5]
@@ -159,7 +162,7 @@ def test_the_runs_since_the_kth_read_as_a_full_read_and_nothing_older_is_read(tm
         damage.forget()
         load_runs(str(path), since=since)
         said.append([line for line in capsys.readouterr().err.splitlines() if "is damaged" in line])
-    assert said[0] == said[1] and len(said[0]) == 1 and "of run 0003 (points 1 lost)" in said[0][0], said
+    assert said[0] == said[1] and len(said[0]) == 1 and "of run 0003, not shown (points 1 lost)" in said[0][0], said
 
 
 def test_a_record_that_names_no_run_is_skipped_not_a_traceback(tmp_path):
@@ -171,7 +174,7 @@ def test_a_record_that_names_no_run_is_skipped_not_a_traceback(tmp_path):
     w.append_point(_row(2), None)
     del w
     found = journal.read(str(path))
-    assert len(found.damaged) == 1 and len(found.records) == 4
+    assert len(found.damaged) == 1 and len(found.records) == 5  # the start record's two copies, 3 points
     assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 2]
     out = run_local(["report", str(path)])  # shown, and the damage named: exit 4 (EXIT_DAMAGED)
     assert out.returncode == 4 and "is damaged" in out.stderr and "Traceback" not in out.stderr, out.stderr
@@ -224,7 +227,7 @@ def test_a_journal_written_by_another_schema_version_loses_no_point(tmp_path):
         with open(journal.journal_path(str(path)), "ab") as f:
             f.write(journal._HEAD.pack(journal.MAGIC, len(payload), zlib.crc32(payload)) + payload)
     found = journal.read(str(path))
-    assert not found.damaged and len(found.records) == 5
+    assert not found.damaged and len(found.records) == 6  # the start record's two copies, 4 points
     points = load_runs(str(path))[-1].points
     assert [p["index"] for p in points] == [0, 1, 2, 3]
     assert points[2]["served_by"] == "" and points[3]["served_by"] == "tuned"  # by name, whatever the layout
@@ -439,6 +442,7 @@ def test_resume_refuses_a_run_of_another_library(tmp_path):
         run.attrs["mpi_vendor"] = other
         run.attrs["mpi_library_version"] = f"{other} v9.9"
         run.attrs["status"] = "interrupted"
+        seal(run)  # planted as a writer would have written it
     before = len(load_runs(str(path))[0].points)
     out = run_mpi(2, ["sweep", "--resume", str(path)])
     assert out.returncode == 2 and f"measured with {other}" in error_lines(out.stderr)[0], out.stderr

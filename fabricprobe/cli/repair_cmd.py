@@ -29,30 +29,44 @@ def run(args: argparse.Namespace) -> int:
     report = repair(args.file)
     for offset, size in report.damaged_records:
         print(f"skipped a damaged journal record at byte {offset} ({size} bytes): its checksum or content fails")
-    if report.damaged_records:
-        print(
-            f"{len(report.damaged_records)} damaged journal records skipped, every intact one after them kept; "
-            f"the journal is kept whole as {report.journal_kept_as}"
-        )
     if report.torn_bytes:
         print(
             f"dropped an incomplete last journal record ({report.torn_bytes} bytes: a write cut short, never complete)"
         )
-    if not report.damaged:
-        print(
-            f"{args.file} is intact: {report.runs} runs, {report.points} points "
-            f"({report.journal_records} journal records folded)"
-        )
-        return EXIT_OK if report.lossless else EXIT_WRONG
-    print(
-        f"{args.file} was damaged and is rebuilt: {report.runs} runs, {report.points} points kept "
-        f"({report.journal_records} from the journal); the damaged file is {report.kept_as}"
-    )
+    if report.damaged:
+        print(f"{args.file} was damaged and is rebuilt from what reads; the damaged file is {report.kept_as}")
     for what, items in (
         ("unreadable runs", report.lost_runs),
         ("points whose samples could not be read", report.lost_samples),
         ("unreadable point rows (run/row)", report.lost_rows),
+        ("runs whose attributes failed their checksum (kept as read)", report.unchecked_runs),
     ):
         if items:
             print(f"{what}: {', '.join(items[:20])}" + (f" … ({len(items)})" if len(items) > 20 else ""))
+    print(last_line(args.file, report))
     return EXIT_OK if report.lossless else EXIT_WRONG
+
+
+def last_line(path: str, report: Any) -> str:
+    """What repair kept and, when anything, what it could not: "intact" only when nothing was lost."""
+    from fabricprobe.store.damage import point_spans
+
+    kept = f"{report.runs} runs, {report.points} points ({report.journal_records} intact journal records)"
+    if report.lossless and not report.damaged:
+        return f"{path} is intact: {kept}"
+    lost = []
+    for run, indices in sorted(report.orphans.items()):
+        lost.append(f"run {run}'s {len(indices)} point records (its start record is damaged: {point_spans(indices)})")
+    if report.damaged_records:
+        lost.append(f"{len(report.damaged_records)} damaged journal records (kept whole in {report.journal_kept_as})")
+    if report.lost_runs:
+        lost.append(f"{len(report.lost_runs)} unreadable runs")
+    if report.lost_points:
+        lost.append(f"{report.lost_points} unreadable point rows")
+    if report.lost_samples:
+        lost.append(f"the samples of {len(report.lost_samples)} points")
+    if report.unchecked_runs:
+        lost.append(f"the checked attributes of {len(report.unchecked_runs)} runs")
+    if not lost:
+        return f"{path} kept {kept}; nothing lost"
+    return f"{path} kept {kept}; could not keep {'; '.join(lost)}"

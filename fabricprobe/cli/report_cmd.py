@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from fabricprobe.doctor.record import is_doctor_file
     from fabricprobe.report import export
     from fabricprobe.report.tuning import is_tuning_manifest
-    from fabricprobe.store import load_runs, select_run
+    from fabricprobe.store import load_runs, no_runs, select_run
 
     if args.tolerance is not None and args.format != "reframe-references":  # it was ignored in silence
         raise UsageError("--tolerance is the thresholds of --format reframe-references")
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if args.run is not None:
         runs = [select_run(runs, args.run, args.file)]
     elif not runs:
-        raise UsageError(f"{args.file} holds no runs")
+        raise no_runs(args.file)
     colls = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives is not None else None
     if args.summary:
         return _summary(args, runs, colls)

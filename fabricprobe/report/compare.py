@@ -24,7 +24,7 @@ from fabricprobe.report.buffers import difference
 from fabricprobe.report.labels import speedup
 from fabricprobe.report.launches import aggregated_points, group_of
 from fabricprobe.stats import point_noise, welch_differ
-from fabricprobe.store import Run, load_runs, select_run
+from fabricprobe.store import Run, load_runs, no_runs, select_run
 from fabricprobe.store.schema import EMPTY, identity
 
 
@@ -64,7 +64,7 @@ def parse_side(text: str, one_launch: bool = False) -> Side:
     if sep and tail == EVERY_RUN:  # every run of the file, each a launch: sweeps run by hand, interleaved
         runs = [r for r in load_runs(head) if r.points]
         if not runs:
-            raise UsageError(f"{head} holds no runs")
+            raise no_runs(head)
         return Side(f"{text} ({len(runs)} runs as launches)", runs[0], algorithm or None, runs if len(runs) > 1 else [])
     if sep and (is_digits(tail) or (tail.startswith("-") and is_digits(tail[1:]))):
         path, run_id = head, tail

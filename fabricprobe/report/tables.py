@@ -47,6 +47,7 @@ from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.stats import point_noise
 from fabricprobe.store import Run, being_written
+from fabricprobe.store.damage import held
 from fabricprobe.store.schema import EMPTY, STATUS_RUNNING
 
 
@@ -54,7 +55,7 @@ def _status(run: Run) -> str:
     """The run's status, and for a "running" run that no process writes, what that means."""
     text = f"status [bold]{run.status}[/]"
     if run.status == STATUS_RUNNING and not being_written(run.path):
-        text += " (no process is writing it: it was killed; `fabricprobe sweep --resume` finishes it)"
+        text += f" (no process is writing it: it was killed; {held(run)}; `fabricprobe sweep --resume` finishes it)"
     return text
 
 

@@ -15,9 +15,9 @@ from typing import Any, Callable
 import h5py
 import numpy as np
 
-from fabricprobe.errors import UsageError
+from fabricprobe.errors import DamagedError, UsageError
 from fabricprobe.store import journal
-from fabricprobe.store.attrs import write_attrs
+from fabricprobe.store.attrs import AttrsDamaged, write_attrs
 from fabricprobe.store.safety import deferred_signals
 from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
 
@@ -151,7 +151,12 @@ def fold(path: str) -> int:
     found = journal.read(path)
     jpath = journal.journal_path(path)
     if found.records:
-        applied = rewrite(path, lambda f: apply(f, found.records), os.path.getsize(jpath))
+        try:
+            applied = rewrite(path, lambda f: apply(f, found.records), os.path.getsize(jpath))
+        except AttrsDamaged as exc:  # never a new checksum over damaged attributes
+            raise DamagedError(
+                f"{path} is damaged ({exc}); fabricprobe repair {path} keeps every intact point"
+            ) from None
     else:
         applied = 0
     if found.damaged and os.path.exists(jpath):

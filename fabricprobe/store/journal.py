@@ -156,6 +156,7 @@ class Journal:
     torn_bytes: int  # bytes after the last intact record (a write cut short), ignored
     damaged: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) skipped between intact records
     damaged_runs: list[str | None] = field(default_factory=list)  # the run each damaged record names, if readable
+    damaged_kinds: list[str | None] = field(default_factory=list)  # the kind each damaged record names, if readable
 
 
 KINDS = (START, POINT, UPDATE)
@@ -213,7 +214,8 @@ def read(path: str) -> Journal:
             break  # otherwise nothing intact after it: a record cut short by a kill
         damaged.append((at, resume - at))
         at = resume
-    return Journal(records, len(data) - at, damaged, [_run_named(data[a : a + n]) for a, n in damaged])
+    chunks = [data[a : a + n] for a, n in damaged]
+    return Journal(records, len(data) - at, damaged, [_run_named(c) for c in chunks], [_kind_named(c) for c in chunks])
 
 
 _RUN = re.compile(rb'"run": "([0-9]{1,12})"')
@@ -222,6 +224,15 @@ _RUN = re.compile(rb'"run": "([0-9]{1,12})"')
 def _run_named(chunk: bytes) -> str | None:
     """The run a damaged record's header still names (a flipped bit elsewhere leaves it readable)."""
     found = {m.group(1).decode() for m in _RUN.finditer(chunk)}
+    return found.pop() if len(found) == 1 else None
+
+
+_KIND = re.compile(rb'"kind": "(start_run|point|update_run)"')
+
+
+def _kind_named(chunk: bytes) -> str | None:
+    """The kind of record a damaged one's header still names."""
+    found = {m.group(1).decode() for m in _KIND.finditer(chunk)}
     return found.pop() if len(found) == 1 else None
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from fabricprobe.errors import DamagedError, UsageError
 from fabricprobe.inputs import is_digits, regular_file
 from fabricprobe.store import damage, journal
-from fabricprobe.store.attrs import read_attrs, shown_as_text
+from fabricprobe.store.attrs import AttrsDamaged, read_attrs, shown_as_text
 from fabricprobe.store.plausible import implausible
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
@@ -121,12 +121,13 @@ def _load(path: str, since: int | None) -> list[Run]:
         found = journal.read(path)
         started = {r.run for r in found.records if r.kind == journal.START}
         named = {run for run in found.damaged_runs if run is not None}
-        runs = _read_file(path, since, started, named)
+        runs, unchecked = _read_file(path, since, started, named)
         if _inode(path) == before:  # no fold replaced the file while we read
             break
     orphans = _overlay(runs, found.records, path)
-    losses = damage.journal_damage(path, found, orphans, runs) + _drop_implausible(runs)
+    losses = unchecked + damage.journal_damage(path, found, orphans, runs) + _drop_implausible(runs)
     damage.say(path, losses)
+    damage.say_cut_short(path, damage.cut_short(path, found, runs))
     for run in runs.values():
         run.damage = losses
     return [runs[k] for k in sorted(runs)]
@@ -155,13 +156,17 @@ def _inode(path: str) -> int:
         return 0
 
 
-def _read_file(path: str, since: int | None, journal_runs: set[str], named: set[str]) -> dict[str, Run]:
+def _read_file(
+    path: str, since: int | None, journal_runs: set[str], named: set[str]
+) -> tuple[dict[str, Run], list[str]]:
     """The file's runs; those before the since-th of all (the file's and the journal's `journal_runs`,
     in order; None: every one) are named only, nothing of them read, unless a damaged record `named`
-    them."""
+    them. A run whose attributes fail their checksum is left out, its loss named (the second list):
+    what it says it measured (its configuration, its library) cannot be trusted."""
     runs: dict[str, Run] = {}
+    losses: list[str] = []
     if not os.path.exists(path):
-        return runs
+        return runs, losses
     try:
         with _open_read(path) as f:
             group = f["runs"] if "runs" in f else None  # not .get: see Run.samples
@@ -174,10 +179,14 @@ def _read_file(path: str, since: int | None, journal_runs: set[str], named: set[
                 if run_id in unread:  # known to be there (the journal's records may name it), not read
                     runs[run_id] = Run(path, run_id, {})
                     continue
-                runs[run_id] = _read_run(path, run_id, group[run_id])
+                try:
+                    runs[run_id] = _read_run(path, run_id, group[run_id])
+                except AttrsDamaged as exc:
+                    points = group[run_id]["points"].shape[0]
+                    losses.append(f"{exc}, so its {points} points are not shown")
     except (OSError, KeyError, ValueError, RuntimeError) as exc:
         raise damaged(path, exc) from None
-    return runs
+    return runs, losses
 
 
 def _read_run(path: str, run_id: str, g: Any) -> Run:
@@ -197,16 +206,16 @@ def _read_run(path: str, run_id: str, g: Any) -> Run:
     return Run(path, run_id, read_attrs(g), rows)
 
 
-def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> dict[str, int]:
+def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> dict[str, list[int]]:
     """The journal's records applied to runs as fold would apply them to the file; returns, per run
-    whose start record is in neither (damaged), how many intact point records it had."""
-    orphans: dict[str, int] = {}
+    whose start record is in neither (damaged), the indices of its intact point records."""
+    orphans: dict[str, list[int]] = {}
     for r in records:
         if r.kind == journal.START:
             run = runs.setdefault(r.run, Run(path, r.run, {}))
             run.attrs.update(_as_read(r.attrs or {}))
         elif r.run not in runs:
-            orphans[r.run] = orphans.get(r.run, 0) + (r.kind == journal.POINT)
+            orphans.setdefault(r.run, []).extend([r.index] if r.kind == journal.POINT else [])
             continue
         elif r.kind == journal.UPDATE:
             runs[r.run].attrs.update(_as_read(r.attrs or {}))
@@ -222,10 +231,18 @@ def _as_read(attrs: dict[str, Any]) -> dict[str, Any]:
     return shown_as_text({k: ("" if v is None else v) for k, v in attrs.items()})
 
 
+def no_runs(path: str) -> UsageError:
+    """The error for a file with no run to show: damage's (exit 4) when its runs were lost to damage
+    said above, else bad input."""
+    if damage.seen():
+        return DamagedError(f"{path} holds no run that could be read")
+    return UsageError(f"{path} holds no runs")
+
+
 def select_run(runs: list[Run], which: str | None, path: str) -> Run:
     """A run by id ("3", "0003"), by position ("-1" = last), or the last one when None."""
     if not runs:
-        raise UsageError(f"{path} holds no runs")
+        raise no_runs(path)
     if which is None:
         return runs[-1]
     text = which.strip()

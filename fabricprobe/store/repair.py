@@ -15,7 +15,7 @@ import h5py
 
 from fabricprobe.errors import UsageError
 from fabricprobe.store import journal
-from fabricprobe.store.attrs import read_attrs, write_attrs
+from fabricprobe.store.attrs import AttrsDamaged, read_attrs, write_attrs
 from fabricprobe.store.fold import (
     WriterLock,
     apply,
@@ -39,15 +39,24 @@ class RepairReport:
     lost_rows: list[str] = field(default_factory=list)  # "run/row" of each of them, row = position in the table
     lost_samples: list[str] = field(default_factory=list)  # "run/index" whose samples could not be read
     lost_runs: list[str] = field(default_factory=list)  # runs whose group could not be read at all
+    unchecked_runs: list[str] = field(default_factory=list)  # runs kept whose attributes failed their checksum
     journal_records: int = 0
     torn_bytes: int = 0  # an incomplete last journal record (a write cut short), dropped
     damaged_records: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) skipped in the journal
+    orphans: dict[str, list[int]] = field(default_factory=dict)  # run -> point indices whose run has no start record
     journal_kept_as: str = ""  # where a journal with damaged records was kept whole
     kept_as: str = ""  # where the damaged original now is
 
     @property
     def lossless(self) -> bool:
-        return not (self.lost_points or self.lost_samples or self.lost_runs or self.damaged_records)
+        return not (
+            self.lost_points
+            or self.lost_samples
+            or self.lost_runs
+            or self.damaged_records
+            or self.unchecked_runs
+            or self.orphans
+        )
 
 
 def _whole(path: str) -> bool:
@@ -124,9 +133,20 @@ def repair(path: str) -> RepairReport:
         with h5py.File(path, "r", locking=False) as f:
             report.runs = len(f["runs"])
             report.points = sum(run["points"].shape[0] for run in f["runs"].values())
+            report.orphans = _orphans(found.records, set(f["runs"]))
         return report
     finally:
         lock.release()
+
+
+def _orphans(records: list[journal.Record], runs: set[str]) -> dict[str, list[int]]:
+    """The point records that could not be folded: their run's start record is damaged (in the journal
+    kept whole beside the file)."""
+    out: dict[str, list[int]] = {}
+    for r in records:
+        if r.kind == journal.POINT and r.run not in runs:
+            out.setdefault(r.run, []).append(r.index)
+    return out
 
 
 def _free_name(path: str) -> str:
@@ -135,6 +155,21 @@ def _free_name(path: str) -> str:
         n += 1
         candidate = f"{path}.{n}"
     return candidate
+
+
+UNCHECKED_NOTE = "repair: this run's attributes failed their checksum; kept as read, any of them may be wrong"
+
+
+def _attrs_kept(run: h5py.Group, run_id: str, report: RepairReport) -> dict:
+    """A run's attributes; ones that fail their checksum are kept as read, said in the repair's report
+    and in the run's own notes (the new file's checksum covers them as kept, not as written)."""
+    try:
+        return read_attrs(run)
+    except AttrsDamaged:
+        report.unchecked_runs.append(run_id)
+        attrs = read_attrs(run, checked=False)
+        notes = attrs.get("notes") if isinstance(attrs.get("notes"), list) else []
+        return {**attrs, "notes": [*notes, UNCHECKED_NOTE]}
 
 
 def _salvage(path: str, out: h5py.File, report: RepairReport) -> int:
@@ -153,7 +188,7 @@ def _salvage(path: str, out: h5py.File, report: RepairReport) -> int:
         for run_id in run_ids:
             try:
                 run = src["runs"][run_id]
-                attrs = read_attrs(run)
+                attrs = _attrs_kept(run, run_id, report)
                 table = run["points"]
                 nrows = table.shape[0]
             except Exception:  # noqa: BLE001

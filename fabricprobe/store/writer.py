@@ -47,6 +47,10 @@ def _why_not_writable(path: str) -> str:
     return "permission denied"
 
 
+# The start record is written twice: it alone says what the run is (its configuration, its library),
+# and a flipped bit in it hid every point of the run ("holds no runs", 37 intact points never shown).
+# The second copy is applied as the first (fold.apply is idempotent); one damaged copy costs nothing.
+START_COPIES = 2
 FOLD_EVERY_S = 30.0  # a running sweep folds its journal this often (each fold copies the file once)
 
 
@@ -62,6 +66,8 @@ class ResultsWriter:
         self._appending = threading.Lock()
         self._lock: WriterLock | None = WriterLock(path)
         try:
+            if os.path.exists(journal.journal_path(path)):
+                load_runs(path)  # says what a damaged journal lost before the fold keeps it aside (exit 4)
             self._fold()
         except BaseException:
             self.close(fold_journal=False)
@@ -71,7 +77,9 @@ class ResultsWriter:
         existing = [run.id for run in load_runs(self.path)] if _has_results(self.path) else []
         number = max((int(k) for k in existing if k.isdigit()), default=0) + 1
         run_id = f"{number:04d}"
-        self._append(journal.Record(journal.START, run_id, attrs={**attrs, "status": STATUS_RUNNING}))
+        start = journal.Record(journal.START, run_id, attrs={**attrs, "status": STATUS_RUNNING})
+        for _ in range(START_COPIES):
+            self._append(start)
         self.run_id = run_id
         return run_id
 
