@@ -91,6 +91,69 @@ def test_a_layout_no_writer_makes_is_damage_in_one_line(tmp_path, case, change):
     _one_line(run_local(["report", str(path)]), 4, str(path), "damaged")
 
 
+@pytest.mark.parametrize(
+    "name, value, said",
+    [
+        ("status", 7, 'status "7", which no run has'),
+        ("config", "{algorithms", "config is not a JSON object"),
+        ("hosts", "5", "hosts is not a list"),
+        ("nranks", -2, "nranks -2 is not a whole number of at least 1"),
+        ("planned_points", "many", "planned_points 'many' is not a whole number"),
+    ],
+)
+def test_run_attributes_no_writer_gives_are_named_and_the_run_left_out(tmp_path, name, value, said):
+    """Attributes of the wrong type or value, sealed as a writer would (their checksum holds): the run
+    was shown as "status 7", or its config read as text by code that expects an object."""
+    path = tmp_path / "r.h5"
+    run_id = _folded(path)
+
+    def plant(f):
+        f["runs"][run_id].attrs[name] = value
+        seal(f["runs"][run_id])
+
+    _rewrite(path, plant)
+    for fmt in ("table", "json"):
+        out = run_local(["report", str(path), "--format", fmt])
+        assert out.returncode == 4 and "Traceback" not in out.stderr, out.stderr
+        assert f"run {run_id}: {said}" in out.stderr, out.stderr
+
+
+def test_samples_that_are_not_a_matrix_of_times_are_damage_where_read(tmp_path):
+    """A sample array a writer never makes (one dimension, text, negative times) read as if it were
+    one by tune-eval's replay; readers that show nothing from samples do not read them."""
+    from fabricprobe.errors import DamagedError
+
+    path = tmp_path / "r.h5"
+    run_id = _folded(path)
+    for bad in (np.arange(5.0), -np.ones((5, 2)), np.array([b"abc"] * 3)):
+
+        def plant(f, bad=bad):
+            g = f["runs"][run_id]["samples"]
+            del g["000001"]
+            g["000001"] = bad
+
+        _rewrite(path, plant)
+        run = load_runs(str(path))[-1]
+        assert run.samples(0) is not None
+        with pytest.raises(DamagedError, match="samples are not a matrix of times"):
+            run.samples(1)
+
+
+def test_repair_says_what_readers_leave_out_and_never_calls_it_intact(tmp_path):
+    path = tmp_path / "r.h5"
+    run_id = _folded(path)
+
+    def plant(f):
+        f["runs"][run_id].attrs["status"] = 7
+        seal(f["runs"][run_id])
+
+    _rewrite(path, plant)
+    out = run_local(["repair", str(path)])
+    last = out.stdout.splitlines()[-1]
+    assert out.returncode == 1 and "is intact" not in out.stdout, out.stdout
+    assert f'readers leave out: run {run_id} (status "7", which no run has)' in last, last
+
+
 def _replace_points(f, data) -> None:
     run = f["runs"][next(iter(f["runs"]))]
     del run["points"]
@@ -99,7 +162,19 @@ def _replace_points(f, data) -> None:
 
 @pytest.mark.parametrize(
     "field, value, said",
-    [("median_s", -1.0, "negative median_s"), ("bytes", -8, "bytes -8"), ("ci_high_s", np.inf, "infinite ci_high_s")],
+    [
+        ("median_s", -1.0, "negative median_s"),
+        ("bytes", -8, "bytes -8"),
+        ("ci_high_s", np.inf, "infinite ci_high_s"),
+        ("collective", b"allreduce_v9", 'collective "allreduce_v9", which no point has'),
+        ("algorithm", b"\xff\xfe", "algorithm"),
+        ("dtype", b"float128", 'dtype "float128"'),
+        ("mode", b"sideways", 'mode "sideways"'),
+        ("median_s", np.nan, "an ok point without a median"),
+        ("bytes", 2**62, "bytes 4611686018427387904 above the"),
+        ("nranks", 0, "a measured point on 0 ranks"),
+        ("index", 1, "its index repeated"),
+    ],
 )
 def test_a_point_whose_numbers_no_measurement_gives_is_named_and_left_out(tmp_path, field, value, said):
     path = tmp_path / "r.h5"
@@ -114,7 +189,8 @@ def test_a_point_whose_numbers_no_measurement_gives_is_named_and_left_out(tmp_pa
     _rewrite(path, plant)
     out = run_local(["report", str(path), "--format", "json"])
     assert out.returncode == 4 and "Traceback" not in out.stderr, out.stderr
-    assert f"run {run_id} point 2: {said}" in out.stderr, out.stderr
+    named = value if field == "index" else 2  # a repeated index is named by the index it repeats
+    assert f"run {run_id} point {named}: {said}" in out.stderr, out.stderr
     assert [p["index"] for p in load_runs(str(path))[-1].points] == [0, 1, 3]
 
 
@@ -160,7 +236,8 @@ def test_a_journal_cut_short_says_so_with_what_the_plan_expected(tmp_path):
     lines = [line for line in out.stderr.splitlines() if "ends inside a record" in line]
     assert out.returncode == 0 and len(lines) == 1, out.stderr
     assert "run 0001 holds 4 of the 9 points its plan expected" in lines[0], lines[0]
-    assert "holds 4 of the 9 points its plan expected" in out.stdout  # and on the killed run's status line
+    shown = " ".join(out.stdout.replace("│", " ").split())  # the run's panel, its lines joined
+    assert "holds 4 of the 9 points its plan expected" in shown  # and on the killed run's status line
 
 
 def _start_copies_flipped(path: Path, copies: list[int]) -> list[int]:
@@ -353,7 +430,7 @@ def test_text_from_a_file_reaches_no_terminal_raw(tmp_path):
     def plant(f):
         table = f["runs"][run_id]["points"]
         row = table[1]
-        row["collective"] = b"\x1b]0;pwn\x07\x1b[2J"
+        row["algorithm"] = b"ring\x1b]0;pwn\x07\x1b[2J"
         table[1] = row
         f["runs"][run_id].attrs["mpi_library_version"] = "Open MPI \x1b[2J v5"
         seal(f["runs"][run_id])  # planted as a writer would have written it

@@ -130,12 +130,16 @@ def _decoded(value: Any) -> Any:
 
 def read(path: str) -> list[dict[str, Any]]:
     """Every training run in a file: attrs plus the steps and evals tables."""
-    from fabricprobe.store.attrs import read_attrs
+    from fabricprobe.errors import DamagedError
+    from fabricprobe.store.attrs import AttrsDamaged, read_attrs
 
     out = []
     with h5py.File(path, "r") as f:
         for run_id, group in sorted(f.get("training", {}).items()):
-            attrs = {k: _decoded(v) for k, v in read_attrs(group).items()}
+            try:
+                attrs = {k: _decoded(v) for k, v in read_attrs(group).items()}
+            except AttrsDamaged as exc:
+                raise DamagedError(f"{path} is damaged (training {exc}); its records cannot be trusted") from None
             buckets = group["buckets"][()] if "buckets" in group else np.zeros(0, BUCKET_DTYPE)
             out.append(
                 {"id": run_id, **attrs, "steps": group["steps"][()], "evals": group["evals"][()], "buckets": buckets}

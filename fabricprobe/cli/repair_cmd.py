@@ -67,6 +67,8 @@ def last_line(path: str, report: Any) -> str:
         lost.append(f"the samples of {len(report.lost_samples)} points")
     if report.unchecked_runs:
         lost.append(f"the checked attributes of {len(report.unchecked_runs)} runs")
-    if not lost:
-        return f"{path} kept {kept}; nothing lost"
-    return f"{path} kept {kept}; could not keep {'; '.join(lost)}"
+    line = f"{path} kept {kept}; " + (f"could not keep {'; '.join(lost)}" if lost else "nothing lost")
+    if report.implausible:
+        more = f" … ({len(report.implausible)})" if len(report.implausible) > 5 else ""
+        line += f"; kept as they are, readers leave out: {', '.join(report.implausible[:5])}{more}"
+    return line

@@ -15,7 +15,7 @@ from fabricprobe.errors import DamagedError, UsageError
 from fabricprobe.inputs import is_digits, regular_file
 from fabricprobe.store import damage, journal
 from fabricprobe.store.attrs import AttrsDamaged, read_attrs, shown_as_text
-from fabricprobe.store.plausible import implausible
+from fabricprobe.store.plausible import implausible, implausible_run
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
 
@@ -87,13 +87,24 @@ class Run:
                 name = f"{index:06d}"
                 if self.id not in f["runs"] or name not in f["runs"][self.id]["samples"]:
                     return None
-                return f["runs"][self.id]["samples"][name][()]
+                samples = f["runs"][self.id]["samples"][name][()]
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
             raise damaged(self.path, exc) from None
+        if not _times_matrix(samples):
+            raise damaged(self.path, ValueError(f"run {self.id} point {index}'s samples are not a matrix of times"))
+        return samples
 
     @property
     def label(self) -> str:
         return f"{os.path.basename(self.path)}:{self.id}"
+
+
+def _times_matrix(samples: Any) -> bool:
+    """Whether stored samples are what a sweep writes: iterations × ranks of seconds, NaN where not timed."""
+    if not isinstance(samples, np.ndarray) or samples.ndim != 2 or samples.dtype.kind != "f":
+        return False
+    finite = samples[np.isfinite(samples)]
+    return not (finite < 0).any()
 
 
 def load_runs(path: str, since: int = 0) -> list[Run]:
@@ -134,12 +145,20 @@ def _load(path: str, since: int | None) -> list[Run]:
 
 
 def _drop_implausible(runs: dict[str, Run]) -> list[str]:
-    """Leave out every point whose numbers no measurement gives (store.plausible), one loss each."""
+    """Leave out every run whose attributes and every point whose numbers no writer gives
+    (store.plausible), one loss each."""
     losses = []
+    for run_id in list(runs):
+        run = runs[run_id]
+        why = implausible_run(run.attrs) if run.attrs else None
+        if why is not None:
+            losses.append(f"run {run_id}: {why}, so its {len(run.points)} points are not shown")
+            del runs[run_id]
     for run in runs.values():
-        kept = []
+        kept, seen = [], set()
         for p in run.points:
-            why = implausible(p)
+            why = implausible(p) or ("its index repeated" if p.get("index") in seen else None)
+            seen.add(p.get("index"))
             if why is None:
                 kept.append(p)
             else:

@@ -25,7 +25,8 @@ from fabricprobe.store.fold import (
     rewrite,
     write_samples,
 )
-from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION
+from fabricprobe.store.plausible import implausible, implausible_run
+from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
 ROWS_AT_ONCE = 64  # a table is read in pieces of this many rows; a piece that fails is read again row by row
 
@@ -40,6 +41,9 @@ class RepairReport:
     lost_samples: list[str] = field(default_factory=list)  # "run/index" whose samples could not be read
     lost_runs: list[str] = field(default_factory=list)  # runs whose group could not be read at all
     unchecked_runs: list[str] = field(default_factory=list)  # runs kept whose attributes failed their checksum
+    implausible: list[str] = field(
+        default_factory=list
+    )  # what readers leave out: values no writer gives, kept as they are
     journal_records: int = 0
     torn_bytes: int = 0  # an incomplete last journal record (a write cut short), dropped
     damaged_records: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) skipped in the journal
@@ -56,6 +60,7 @@ class RepairReport:
             or self.damaged_records
             or self.unchecked_runs
             or self.orphans
+            or self.implausible
         )
 
 
@@ -134,9 +139,29 @@ def repair(path: str) -> RepairReport:
             report.runs = len(f["runs"])
             report.points = sum(run["points"].shape[0] for run in f["runs"].values())
             report.orphans = _orphans(found.records, set(f["runs"]))
+            report.implausible = _implausible(f)
         return report
     finally:
         lock.release()
+
+
+def _implausible(f: h5py.File) -> list[str]:
+    """What readers will leave out of the repaired file (store.plausible): repair cannot know the right
+    value of a number no writer gives, so it keeps the row as it is and says so."""
+    out = []
+    for run_id, run in f["runs"].items():
+        why = implausible_run(read_attrs(run, checked=False))
+        if why is not None:
+            out.append(f"run {run_id} ({why})")
+            continue
+        seen: set[int] = set()
+        for row in run["points"][()]:
+            point = row_to_dict(row)
+            why = implausible(point) or ("its index repeated" if point["index"] in seen else None)
+            seen.add(point["index"])
+            if why is not None:
+                out.append(f"run {run_id} point {point['index']} ({why})")
+    return out
 
 
 def _orphans(records: list[journal.Record], runs: set[str]) -> dict[str, list[int]]:
