@@ -120,3 +120,19 @@ def _a_date(value: Any) -> bool:
     except ValueError:
         return False
     return True
+
+
+def left_out(attrs: dict[str, Any], points: list[dict[str, Any]]) -> list[tuple[int | None, str]]:
+    """What readers leave out of one run, as (position in `points`, why): (None, why) alone when its
+    attributes are what no writer gives (the whole run), else one for each point whose names or numbers
+    no measurement gives or whose index an earlier point has. Readers and repair word them."""
+    why = implausible_run(attrs) if attrs else None
+    if why is not None:
+        return [(None, why)]
+    out, seen = [], set()
+    for at, point in enumerate(points):
+        why = implausible(point) or ("its index repeated" if point.get("index") in seen else None)
+        seen.add(point.get("index"))
+        if why is not None:
+            out.append((at, why))
+    return out

@@ -15,7 +15,7 @@ from fabricprobe.errors import DamagedError, UsageError
 from fabricprobe.inputs import is_digits, regular_file
 from fabricprobe.store import damage, journal
 from fabricprobe.store.attrs import AttrsDamaged, read_attrs, shown_as_text
-from fabricprobe.store.plausible import implausible, implausible_run
+from fabricprobe.store.plausible import left_out
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
 
@@ -150,20 +150,15 @@ def _drop_implausible(runs: dict[str, Run]) -> list[str]:
     losses = []
     for run_id in list(runs):
         run = runs[run_id]
-        why = implausible_run(run.attrs) if run.attrs else None
-        if why is not None:
-            losses.append(f"run {run_id}: {why}, so its {len(run.points)} points are not shown")
+        found = left_out(run.attrs, run.points)
+        if found and found[0][0] is None:
+            losses.append(f"run {run_id}: {found[0][1]}, so its {len(run.points)} points are not shown")
             del runs[run_id]
-    for run in runs.values():
-        kept, seen = [], set()
-        for p in run.points:
-            why = implausible(p) or ("its index repeated" if p.get("index") in seen else None)
-            seen.add(p.get("index"))
-            if why is None:
-                kept.append(p)
-            else:
-                losses.append(f"run {run.id} point {p.get('index')}: {why}")
-        run.points = kept
+            continue
+        for at, why in found:
+            losses.append(f"run {run_id} point {run.points[at].get('index')}: {why}")
+        gone = {at for at, _ in found}
+        run.points = [p for at, p in enumerate(run.points) if at not in gone]
     return losses
 
 

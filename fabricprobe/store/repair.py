@@ -25,7 +25,7 @@ from fabricprobe.store.fold import (
     rewrite,
     write_samples,
 )
-from fabricprobe.store.plausible import implausible, implausible_run
+from fabricprobe.store.plausible import left_out
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
 
 ROWS_AT_ONCE = 64  # a table is read in pieces of this many rows; a piece that fails is read again row by row
@@ -150,17 +150,10 @@ def _implausible(f: h5py.File) -> list[str]:
     value of a number no writer gives, so it keeps the row as it is and says so."""
     out = []
     for run_id, run in f["runs"].items():
-        why = implausible_run(read_attrs(run, checked=False))
-        if why is not None:
-            out.append(f"run {run_id} ({why})")
-            continue
-        seen: set[int] = set()
-        for row in run["points"][()]:
-            point = row_to_dict(row)
-            why = implausible(point) or ("its index repeated" if point["index"] in seen else None)
-            seen.add(point["index"])
-            if why is not None:
-                out.append(f"run {run_id} point {point['index']} ({why})")
+        points = [row_to_dict(row) for row in run["points"][()]]
+        for at, why in left_out(read_attrs(run, checked=False), points):
+            where = f"run {run_id}" if at is None else f"run {run_id} point {points[at]['index']}"
+            out.append(f"{where} ({why})")
     return out
 
 
