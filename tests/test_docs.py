@@ -177,6 +177,33 @@ def test_the_figure_check_finds_a_planted_figure(planted):
     assert any(re.search(pattern, planted) for pattern in MEASURED), planted
 
 
+@pytest.mark.parametrize("columns", [80, 100, 132])
+def test_every_help_fits_the_terminal_without_a_broken_word(monkeypatch, columns):
+    """Issue 69: --help wraps at the terminal's width (argparse's formatter reads $COLUMNS), so no line is
+    wider than the terminal (which would wrap it mid-word), and the words are those of a help printed
+    on a terminal too wide to wrap anything: none is broken."""
+    monkeypatch.setenv("COLUMNS", "1000")
+    unwrapped = {path: text.split() for path, text in _help_texts().items()}
+    monkeypatch.setenv("COLUMNS", str(columns))
+    texts = _help_texts()
+    assert len(texts) > 15 and texts.keys() == unwrapped.keys()
+    wide = {(path, line) for path, text in texts.items() for line in text.splitlines() if len(line) > columns}
+    assert not wide, sorted(wide)
+    broken = {path for path, text in texts.items() if text.split() != unwrapped[path]}
+    assert not broken, sorted(broken)
+
+
+def test_the_width_check_finds_a_hard_wrapped_description(monkeypatch):
+    """The check above can fail: argparse's raw layout keeps a description's 95-character lines."""
+    import argparse
+
+    monkeypatch.setenv("COLUMNS", "80")
+    parser = argparse.ArgumentParser(
+        prog="x", formatter_class=argparse.RawDescriptionHelpFormatter, description="word " * 19 + "\nend"
+    )
+    assert max(len(line) for line in parser.format_help().splitlines()) > 80
+
+
 def test_internal_commands_and_options_are_not_in_help():
     texts = _help_texts()
     assert "tune-sweep-job" not in texts["fabricprobe"]

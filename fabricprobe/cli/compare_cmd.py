@@ -26,8 +26,8 @@ def add_parser(sub: Any) -> None:
         "two launches of one sweep show.\n\n"
         "  fabricprobe compare ethernet.h5 omnipath.h5\n"
         "  fabricprobe compare r.h5:1 r.h5:2\n"
-        "  fabricprobe compare 'a.h5:*' 'b.h5:*'              # every run of each file, as launches\n"
-        "  fabricprobe compare r.h5@library r.h5@ring          # library vs hand-written\n"
+        "  fabricprobe compare 'a.h5:*' 'b.h5:*'   # every run of each file, as launches\n"
+        "  fabricprobe compare r.h5@library r.h5@ring   # library vs hand-written\n"
         "  fabricprobe compare t.h5@library:baseline t.h5@library:tuned\n\n"
         "A run made by sweep --launches K stands for its group: each point's median over the\n"
         "launches, held against the spread between them (--one-launch: the run alone).",

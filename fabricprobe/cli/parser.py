@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from typing import IO
 
 from fabricprobe.console import is_root
@@ -54,8 +55,44 @@ class Parser(argparse.ArgumentParser):
             (file or sys.stdout).write(message)
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps description layout; appends "(default: X)" only where X says something."""
+class HelpFormatter(argparse.HelpFormatter):
+    """Fills descriptions to the terminal's width (argparse's own width: $COLUMNS or the terminal,
+    80 when there is none), so no line is wrapped again by the terminal mid-word: paragraphs are
+    separated by blank lines, and an indented line (an example command) is kept as written. Appends
+    "(default: X)" only where X says something."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        prose: list[str] = []
+
+        def flush() -> None:
+            if prose:
+                filled = textwrap.fill(
+                    " ".join(prose),
+                    width,
+                    initial_indent=indent,
+                    subsequent_indent=indent,
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+                out.append(filled)
+                prose.clear()
+
+        for line in text.strip("\n").splitlines():
+            if not line.strip():
+                flush()
+                out.append("")
+            elif line.startswith(" "):
+                flush()
+                out.append(indent + line.rstrip())
+            else:
+                prose.append(line.strip())
+        flush()
+        return "\n".join(out)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -69,4 +106,5 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             or isinstance(action, argparse._HelpAction)
         ):
             return text
-        return f"{text} (default: {default})"
+        shown = default.replace(",", ", ") if isinstance(default, str) else default  # a list wraps at its commas
+        return f"{text} (default: {shown})"

@@ -22,7 +22,7 @@ def add_parser(sub: Any) -> None:
         "pip install 'fabricprobe[plot]'.\n\n"
         "  fabricprobe plot fabricprobe.h5 -o sweep.png\n"
         "  fabricprobe plot eth.h5 opa.h5 --collectives allreduce -o fabrics.svg\n"
-        "  fabricprobe plot fabricprobe-doctor.h5 -o pairs.png   # a doctor run: the pair matrix",
+        "  fabricprobe plot fabricprobe-doctor.h5 -o pairs.png  # doctor: pair matrix",
     )
     p.add_argument(
         "inputs", nargs="+", metavar="FILE[:RUN][@ALGORITHM]", help="results to draw (default run: the last)"

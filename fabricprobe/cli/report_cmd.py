@@ -32,7 +32,9 @@ def add_parser(sub: Any) -> None:
         "file", metavar="FILE", help="results file written by fabricprobe sweep, or the tuning.json tune wrote"
     )
     p.add_argument("--run", metavar="ID", help="only this run (id, or -1 for the last)")
-    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    p.add_argument(
+        "--format", choices=FORMATS, default="table", metavar="FORMAT", help=f"output format: {', '.join(FORMATS)}"
+    )
     p.add_argument("--collectives", metavar="LIST", help="only these collectives (comma-separated)")
     p.add_argument(
         "--summary",

@@ -254,7 +254,9 @@ def add_parser(sub: Any) -> None:
         help="watchdog: abort the job when one point runs longer (0 = off)",
     )
 
-    k = p.add_argument_group("several launches (run this outside mpiexec: it launches the jobs; docs/methodology.md)")
+    k = p.add_argument_group(
+        "several launches", "Run this outside mpiexec: it launches the jobs (docs/methodology.md)."
+    )
     k.add_argument(
         "--launches",
         type=whole_type("--launches", 1, MAX_LAUNCHES),
