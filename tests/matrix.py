@@ -43,6 +43,7 @@ ONE_WHEEL = {
     "test_matrix.py": "this split",
     "test_decisive.py": "which rules a decisive file keeps: planted checks and before/after rows, no library",
     "test_library_choice.py": "no rule for what the library runs anyway: the models' logic, no library launched",
+    "test_library_check.py": "the library mpi4py loaded against the launcher's family, from planted variables",
     "test_hostile_files.py": "what readers are given that no writer makes: files and environment, no MPI job",
     "test_numbers.py": "numbers held against independent computations on planted input, no MPI job",
     "test_allocations.py": "fabricprobe's buffers (tracemalloc sees numpy's, not the library's)",

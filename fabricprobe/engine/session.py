@@ -349,11 +349,21 @@ def peak_rss_mib() -> float:
 def _the_job_launched(comm: Any) -> None:
     """Refuse to measure in a world that is not the job this process was launched in: a launcher killed
     in its first moments (SIGKILL of mpiexec in its first 0.3 s, 6 of 6 trials) leaves ranks that
-    come up as singletons, each of which wrote a bogus 1-rank run into the results file."""
+    come up as singletons, each of which wrote a bogus 1-rank run into the results file; so do ranks
+    that loaded a library of another family than their launcher's (docs/site.md)."""
     launched = env_size()
     if launched is not None and launched != comm.size:
+        from mpi4py import MPI
+
+        from fabricprobe.mpienv import library_check
+        from fabricprobe.mpienv.library import library_info
+
+        apart = library_check.mismatch(library_info(MPI).vendor, library_check.loaded_library(), comm.size)
+        set_rank(env_rank())  # every rank is rank 0 of its own world: the launcher's rank 0 says it, once
         raise UsageError(
-            f"this rank was launched as one of {launched} but MPI started it in a world of {comm.size} "
+            f"{apart}; nothing is measured or recorded"
+            if apart
+            else f"this rank was launched as one of {launched} but MPI started it in a world of {comm.size} "
             "(its launcher died or could not be reached); nothing is measured or recorded"
         )
 

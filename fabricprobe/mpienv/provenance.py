@@ -95,8 +95,9 @@ def build_mismatch(prov: dict[str, Any]) -> str:
     if same:
         return ""
     return (
-        f"mpi4py was built for {built} but loaded {running}: rebuild it against the library you run "
-        "(pip install --no-cache-dir --force-reinstall --no-binary=mpi4py mpi4py, with MPICC set)"
+        f"mpi4py was built for {built} but loaded {running}: install mpi4py's binary wheel, which loads the "
+        "library it finds (pip install --force-reinstall --only-binary=mpi4py mpi4py; docs/site.md), or "
+        "rebuild it against the library you run"
     )
 
 
