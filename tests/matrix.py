@@ -94,6 +94,7 @@ ONE_WHEEL = {
 
 # Run by `nox -s site` against Debian's Open MPI 4.1 and MPICH 4.0 under the lab's Slurm.
 SITE = {
+    "site/test_readme_site_path.py": "the README's site path as written: module, venv, mpi4py's wheel, no compiler",
     "site/test_slurm_lab.py": "a site's MPIs under Slurm",
     "site/test_reframe_slurm.py": "the ReFrame check through Slurm",
     "site/test_site_files_lab.py": "the site files read by Debian's MPIs, Lmod and Slurm's TaskProlog",

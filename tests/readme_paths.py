@@ -13,13 +13,15 @@ from typing import Callable
 README = Path(__file__).resolve().parents[1] / "README.md"
 MEASURE = "Measure your site's MPI"
 TUNE = "Tune your site's MPI and load the result"
-# The set-up lines of MEASURE: what `nox -s site` does for the site tests' environment (a module
-# stands for the library Debian installed; mpi4py is built from source against it).
+# The set-up lines of MEASURE: what `nox -s site` does for the site tests' environment (Debian's
+# library stands for the module; mpi4py's binary wheel loads it). tests/site/test_readme_site_path.py
+# runs them as written, with modules of its own for Debian's libraries.
 SITE_SETUP = [
     ["module", "load", "openmpi"],
     ["python3", "-m", "venv", "~/fp", "&&", ".", "~/fp/bin/activate"],
-    ["pip", "install", "--no-cache-dir", "--no-binary=mpi4py", "mpi4py", "&&", "pip", "install", "."],
+    ["pip", "install", "mpi4py", "."],
 ]
+LAUNCHERS = ("srun", "salloc")  # the lines of a cluster's allocation; the others run on one node
 SHARED = "/shared/tuning"  # the README's folder for the files a site keeps
 # a cluster's shape in the README -> the lab's 2 hosts of 2 slots
 LAB_SHAPE = {("--ntasks-per-node", "32"): "2", ("-n", "64"): "4"}
@@ -38,6 +40,21 @@ def blocks(heading: str) -> list[str]:
 def commands(heading: str) -> list[list[str]]:
     """The first block's command lines as argument lists, comments left out."""
     return [argv for argv in (shlex.split(line, comments=True) for line in blocks(heading)[0].splitlines()) if argv]
+
+
+def in_allocation(lines: list[list[str]]) -> list[list[str]]:
+    """The lines a Slurm allocation runs, and those that run anywhere (info, report), not the one-node
+    lines (mpirun, a tune-sweep that starts mpiexec itself)."""
+    return [
+        argv
+        for argv in lines
+        if argv[0] in LAUNCHERS or argv[:2] in (["fabricprobe", "info"], ["fabricprobe", "report"])
+    ]
+
+
+def on_one_node(lines: list[list[str]]) -> list[list[str]]:
+    """The lines a login or test node runs: every one but the allocation's."""
+    return [argv for argv in lines if argv[0] not in LAUNCHERS]
 
 
 def in_lab(argv: list[str], client: Callable[[str], str], plugin: str) -> list[str]:

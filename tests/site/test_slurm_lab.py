@@ -1,7 +1,7 @@
 """The site path for real: a Slurm cluster of 2 emulated hosts (`lab up --scheduler slurm`), the
-library a site has (Debian's Open MPI 4.1 or MPICH 4.0, mpi4py built against it), jobs through srun
+library a site has (Debian's Open MPI 4.1 or MPICH 4.0, loaded by mpi4py's binary wheel), jobs through srun
 and sbatch, tune-sweep as job steps of one allocation, `tune --verify`, and `lab down` leaving no
-daemon behind. Run by `nox -s site` (which installs the Debian packages and builds mpi4py); under
+daemon behind. Run by `nox -s site` (which installs the Debian packages and mpi4py's wheel); under
 any other environment it says why it does not run."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from readme_paths import MEASURE, SITE_SETUP, TUNE, commands, in_lab, loading_ways
+from readme_paths import MEASURE, SITE_SETUP, TUNE, commands, in_allocation, in_lab, loading_ways
 
 from fabricprobe.errors import UsageError
 from fabricprobe.lab import network, slurm, state
@@ -45,7 +45,7 @@ PLANTED = {
 def _reason() -> str | None:
     site = os.environ.get("FABRICPROBE_SITE_MPI")
     if site not in WANTED:
-        return "the site tests run under `nox -s site` (FABRICPROBE_SITE_MPI=openmpi|mpich, mpi4py built from source)"
+        return "the site tests run under `nox -s site` (FABRICPROBE_SITE_MPI=openmpi|mpich)"
     if os.geteuid() != 0:
         return "the Slurm lab needs root (network namespaces, munge and Slurm daemons)"
     try:
@@ -103,12 +103,13 @@ def test_lab_status_shows_the_scheduler_nodes(cluster):
 
 def test_readme_path_b_measures_the_site_mpi_as_written(cluster):
     """The README's "Measure your site's MPI", its lines as written on the lab's 2 × 2 (the sweep
-    shortened): the environment is the one that block builds (nox builds mpi4py against this
-    library), so its set-up lines are only checked to be those; the rest run."""
+    shortened): the environment is the one that block builds (nox installs mpi4py's wheel for this
+    library), so its set-up lines are only checked to be those (tests/site/test_readme_site_path.py
+    runs them); the allocation's lines run."""
     library, work = cluster
     lines = commands(MEASURE)
     assert lines[:3] == SITE_SETUP, lines  # what `nox -s site` does for this environment
-    info, sweep, summary = (in_lab(line, _client, PLUGIN[library.vendor]) for line in lines[3:])
+    info, sweep, summary = (in_lab(line, _client, PLUGIN[library.vendor]) for line in in_allocation(lines[3:]))
     assert library.vendor in _run(info, work).stdout
     sweep += ["--collectives", "allreduce,bcast,allgather", "--sizes", "8,64K", "--iters", "20", "--max-time", "0.05"]
     _run(sweep + ["--progress", "none", "--quiet"], work)
@@ -156,7 +157,7 @@ def test_readme_path_c_tunes_and_a_job_runs_with_the_files_loaded_as_written(clu
     ompi_rules.conf is not the name tune gives a file not wholly proven; Open MPI runs its default
     when the rules file is missing, without a word (tests/readme_paths.py now follows tune's names)."""
     library, work = cluster
-    sweep, tune = (in_lab(line, _client, PLUGIN[library.vendor]) for line in commands(TUNE))
+    sweep, tune = (in_lab(line, _client, PLUGIN[library.vendor]) for line in in_allocation(commands(TUNE)))
     _run(sweep + ["--collectives", "allreduce", "--sizes", "8,64K,1M", "--iters", "20", "--max-time", "0.05"], work)
     runs = load_runs(str(work / "tuning.h5"))
     # one allocation (one job id); the algorithms switched at run time in one step of it
