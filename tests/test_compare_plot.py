@@ -218,6 +218,32 @@ def test_summary_ignores_differences_inside_the_noise(tmp_path):
     assert [r.winner for r in s.ranges] == ["library"] and s.crossovers == []
 
 
+@pytest.mark.process
+def test_summary_shows_the_last_run_unless_asked_and_fits_80_columns(tmp_path):
+    """Issue 69: `report --summary` is one screen, so it shows the file's last run and says how to see
+    the others (--run ID, --all-runs); in an 80-column terminal no line is wider and no word broken."""
+    from terminal import run_in_terminal
+
+    path = crossing_run(tmp_path, 0.01)
+    write(path, [point(i, s, latency(s), nranks=4) for i, s in enumerate(SIZES)], nranks=4)
+    shown = run_in_terminal(["report", path, "--summary"], columns=80)
+    assert shown.returncode == 0, shown.lines
+    text = "\n".join(shown.lines)
+    assert "run 0002" in text and "run 0001" not in text
+    assert "1 earlier run in this file: --run ID for one, --all-runs for every one" in text
+    assert max(len(line) for line in shown.lines) <= 80, [line for line in shown.lines if len(line) > 80]
+    written = [line.rstrip() for line in shown.lines if line.strip()]
+    assert written == [row for row in shown.rows if row.strip()]  # nothing folded at the edge: no broken word
+    every = run_local(["report", path, "--summary", "--all-runs"]).stdout
+    assert "run 0001" in every and "run 0002" in every and "earlier" not in every
+    first = run_local(["report", path, "--summary", "--run", "1"]).stdout
+    assert "run 0001" in first and "run 0002" not in first and "earlier" not in first
+    doc = json.loads(run_local(["report", path, "--summary", "--format", "json"]).stdout)
+    assert [r["id"] for r in doc["runs"]] == ["0002"]
+    refused = run_local(["report", path, "--all-runs"])
+    assert refused.returncode == 2 and "--all-runs is for --summary" in refused.stderr
+
+
 def test_summary_view(tmp_path):
     path = crossing_run(tmp_path, 0.01)
     out = run_local(["report", path, "--summary"])

@@ -39,9 +39,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--summary",
         action="store_true",
-        help="per collective: latency, peak busbw, n½, the winning algorithm per size range and the\n"
-        "crossover sizes (table or json)",
+        help="per collective: latency, peak busbw, n½, the winning algorithm per size range and the "
+        "crossover sizes (table or json); of the last run unless --run or --all-runs says otherwise",
     )
+    p.add_argument("--all-runs", action="store_true", help="with --summary: every run in the file, not the last")
     p.add_argument(
         "--tolerance",
         type=real_type("--tolerance", 0, 99),
@@ -69,7 +70,7 @@ def _doctor(args: argparse.Namespace) -> int:
     from fabricprobe.doctor import record
     from fabricprobe.doctor.render import render
 
-    if args.format != "table" or args.summary or args.collectives or args.output:
+    if args.format != "table" or args.summary or args.all_runs or args.collectives or args.output:
         raise UsageError(f"{args.file} is a doctor record: only its table report exists (fabricprobe report FILE)")
     _, m, meta = record.load(args.file, args.run)
     render(make_console(), m, meta["diagnosis"], meta["provenance"])
@@ -81,7 +82,7 @@ def _tuning(args: argparse.Namespace) -> int:
     from fabricprobe.console import make_console
     from fabricprobe.report.tuning import load_manifest, render_tuning
 
-    if args.format != "table" or args.summary or args.collectives or args.output or args.run:
+    if args.format != "table" or args.summary or args.all_runs or args.collectives or args.output or args.run:
         raise UsageError(f"{args.file} is tune's tuning.json: only its tables are shown (fabricprobe report FILE)")
     render_tuning(load_manifest(args.file), make_console())
     return 0
@@ -113,8 +114,11 @@ def run(args: argparse.Namespace) -> int:
     elif not runs:
         raise no_runs(args.file)
     colls = choice_list(args.collectives, KNOWN, "collective", GROUPS) if args.collectives is not None else None
+    if args.all_runs and (not args.summary or args.run is not None):  # it would be ignored in silence
+        raise UsageError("--all-runs is for --summary without --run (the tables show every run already)")
     if args.summary:
-        return _summary(args, runs, colls)
+        earlier = len(runs) - 1 if args.run is None and not args.all_runs else 0
+        return _summary(args, runs[earlier:], colls, earlier)
     if args.format == "table":
         from fabricprobe.console import make_console
         from fabricprobe.report.launches import groups, render_launches
@@ -172,7 +176,8 @@ def _nccl_tests(args: argparse.Namespace, runs: list, colls: list[str] | None) -
     return 0
 
 
-def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> int:
+def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None, earlier: int) -> int:
+    """The summary of `runs` (the last one unless asked for more; `earlier`: the runs before it left out)."""
     if args.format not in ("table", "json"):
         raise UsageError("--summary is shown as a table or exported as json")
     if args.format == "json":
@@ -220,4 +225,7 @@ def _summary(args: argparse.Namespace, runs: list, colls: list[str] | None) -> i
     for run in runs:
         render_summary(run, console, colls)
         console.print()
+    if earlier:
+        runs_word = "run" if earlier == 1 else "runs"
+        console.print(f"{earlier} earlier {runs_word} in this file: --run ID for one, --all-runs for every one")
     return 0
