@@ -186,3 +186,66 @@ def make_console(stderr: bool = False) -> Console:
         tty = launcher_terminal(2 if stderr else 1)
         width, height = _tty_size(tty) if tty else (None, None)
     return Console(stderr=stderr, highlight=False, force_terminal=True, width=width, height=height or 25)
+
+
+# A launcher relays a rank's stdout and stderr from two pipes (MPICH's hydra; Open MPI gives stdout a
+# pseudo-terminal) and reads each as data arrives, so a line of one stream could be cut by the other:
+# "full tables: fafabricprobe: results in …bricprobe report" (issue 69). Rank 0's two streams take
+# turns: before one is written after the other was, the other is flushed and waited for until the
+# launcher has read its pipe (FIONREAD: the bytes still in it), a pseudo-terminal for a moment.
+_TURN_WAIT_S = 1.0
+_TTY_PAUSE_S = 0.05
+
+
+def _unread(fd: int) -> int:
+    import array
+    import fcntl
+    import termios
+
+    count = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, count, True)
+    return count[0]
+
+
+def _drained(stream) -> None:
+    """`stream` flushed and, where it is a pipe, read by the launcher (at most _TURN_WAIT_S)."""
+    import stat
+    import time
+
+    try:
+        stream.flush()
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            deadline = time.monotonic() + _TURN_WAIT_S
+            while _unread(fd) and time.monotonic() < deadline:
+                time.sleep(0.001)
+        elif os.isatty(fd):
+            time.sleep(_TTY_PAUSE_S)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+class TakingTurns:
+    """One of rank 0's two streams under a launcher: writes wait for the other stream's turn to end."""
+
+    last: list[object] = [None]
+
+    def __init__(self, stream, partner: str) -> None:
+        self._stream = stream
+        self._partner = partner  # "stdout" or "stderr": the other stream's name in sys
+
+    def write(self, text: str) -> int:
+        if TakingTurns.last[0] is not self and TakingTurns.last[0] is not None:
+            _drained(getattr(sys, self._partner))
+        TakingTurns.last[0] = self
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def take_turns_under_a_launcher() -> None:
+    """Under a launcher, rank 0's stdout and stderr take turns (the other ranks say nothing but errors)."""
+    if launched_by_mpiexec() and env_rank() == 0 and not isinstance(sys.stdout, TakingTurns):
+        sys.stdout, sys.stderr = TakingTurns(sys.stdout, "stderr"), TakingTurns(sys.stderr, "stdout")

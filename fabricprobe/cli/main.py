@@ -30,7 +30,7 @@ from fabricprobe.cli import (
     tune_eval_cmd,
 )
 from fabricprobe.cli.parser import HelpFormatter, Parser, attach_values
-from fabricprobe.console import error_line, is_root
+from fabricprobe.console import error_line, is_root, take_turns_under_a_launcher
 from fabricprobe.engine import faults
 from fabricprobe.errors import (
     EXIT_DAMAGED,
@@ -138,6 +138,7 @@ def _let_root_speak_first() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _lenient_streams()
+    take_turns_under_a_launcher()
     _nothing_said_yet()
     try:
         parser = build_parser()  # imports every subcommand: a Ctrl-C here is an interruption too
