@@ -153,11 +153,12 @@ def test_plot_writes_a_labelled_figure(files, tmp_path, suffix):
     else:
         text = data.decode()
         for label in (
-            "message size (bytes)",
+            "message size",
             "median time (µs)",
             "busbw (GB/s)",
             "allreduce: time",
-            f"{files['fast']}: library",
+            "fast.h5 run 0001: library",
+            "a.h5 run 0001: library",
         ):
             assert label in text, label
 
@@ -175,6 +176,46 @@ def test_plot_axes_are_logarithmic_and_labelled(files, tmp_path, monkeypatch):
     assert lat.get_ylabel() == "median time (µs)" and bw.get_ylabel() == "busbw (GB/s)"
     assert [line.get_label() for line in lat.get_lines()] == ["library"]
     assert list(lat.get_lines()[0].get_xdata()) == SIZES
+
+
+def test_plot_of_two_runs_of_one_file_labels_them_apart(tmp_path, monkeypatch):
+    """Issue 69: `plot F:1 F:2` labelled both lines "library". Each input is named by its file and run,
+    the figure's title names each run's library and job, a run that loaded tuning files says which,
+    and sizes read as sizes (the SVG's text)."""
+    import matplotlib.pyplot as plt
+
+    from fabricprobe.report import plots
+
+    path = tmp_path / "two.h5"
+    write(path, [point(i, s, latency(s)) for i, s in enumerate(SIZES)])
+    w = ResultsWriter(str(path))
+    rules = "/shared/tuning/ompi_rules.conf"
+    w.start_run(
+        {
+            "nranks": 2,
+            "nnodes": 1,
+            "mpi_vendor": "Open MPI",
+            "mpi_version": "4.1.4",
+            "environment": {"OMPI_MCA_coll_tuned_dynamic_rules_filename": rules},
+        }
+    )
+    for i, s in enumerate(SIZES):
+        w.append_point(point(i, s, latency(s) / 2), None)
+    w.update_run({"status": "complete"})
+    captured = {}
+    monkeypatch.setattr(plt, "close", lambda fig: captured.setdefault("fig", fig))
+    target = tmp_path / "two.svg"
+    plots.plot([parse_side(f"{path}:1"), parse_side(f"{path}:2")], str(target))
+    lat = captured["fig"].axes[0]
+    labels = [line.get_label() for line in lat.get_lines()]
+    assert labels == [
+        "two.h5 run 0001, Open MPI: library",
+        "two.h5 run 0002, Open MPI 4.1.4, tuned: ompi_rules.conf: library",
+    ]
+    heading = captured["fig"].get_suptitle().splitlines()
+    assert heading[1] == "two.h5 run 0002, tuned: ompi_rules.conf: Open MPI 4.1.4, 2 ranks on 1 node"
+    text = target.read_text()
+    assert "1 KiB" in text and "1 MiB" in text and "2^" not in text
 
 
 @pytest.mark.process

@@ -10,6 +10,7 @@ from typing import Any
 from fabricprobe.errors import UsageError
 from fabricprobe.report.compare import Side
 from fabricprobe.report.labels import on_device_buffers
+from fabricprobe.sizes import format_size
 from fabricprobe.specs import SPECS
 from fabricprobe.store.outputs import check_file_output, write_file
 
@@ -27,6 +28,59 @@ def load_pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def tuning_files(run: Any) -> list[str]:
+    """The tuning files the run's environment loaded (Open MPI's rules file, MPICH's JSON files), by name."""
+    env = run.attrs.get("environment") or {}
+    if not isinstance(env, dict):
+        return []
+    named = [
+        v for k, v in sorted(env.items()) if k.endswith("dynamic_rules_filename") or k.endswith("TUNING_JSON_FILE")
+    ]
+    return [Path(str(v)).name for v in named if v]
+
+
+def library(run: Any) -> str:
+    return f"{run.attrs.get('mpi_vendor', '?')} {run.attrs.get('mpi_version', '')}".strip()
+
+
+def input_label(side: Side, sides: list[Side]) -> str:
+    """An input as its legend names it: its file and run (a launch group: its launches), the library
+    where the inputs' libraries differ, and the tuning files it loaded."""
+    run = side.run
+    label = f"{Path(run.path).name} run {run.id}"
+    if len(side.group) >= 2:
+        label += f" ({len(side.group)} launches)"
+    if side.algorithm:
+        label += f" @{side.algorithm}"
+    if len({library(s.run) for s in sides}) > 1:
+        label += f", {library(run)}"
+    tuned = tuning_files(run)
+    if tuned:
+        label += f", tuned: {', '.join(tuned)}"
+    return label
+
+
+def heading(sides: list[Side]) -> str:
+    """The figure's title: each input's run, library and job shape, a line each."""
+    lines = []
+    for side in sides:
+        a = side.run.attrs
+        nodes = a.get("nnodes", "?")
+        shape = f"{a.get('nranks', '?')} ranks on {nodes} node{'s' * (nodes != 1)}"
+        lines.append(f"{input_label(side, [side])}: {library(side.run)}, {shape}")
+    return "\n".join(lines)
+
+
+def size_ticks(ax: Any) -> None:
+    """Message sizes on a log2 axis, written as sizes (8 B, 4 KiB, 1 MiB), not as powers of 2."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=4))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: format_size(int(round(x))) if x >= 1 else ""))
+    ax.set_xlabel("message size")
 
 
 def _series(sides: list[Side], collectives: list[str] | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
@@ -53,7 +107,7 @@ def _series(sides: list[Side], collectives: list[str] | None) -> dict[str, dict[
             if extras:
                 label += f" ({', '.join(extras)})"
             if len(sides) > 1:
-                label = f"{side.label}: {label}"
+                label = f"{input_label(side, sides)}: {label}"
             out.setdefault(p["collective"], {}).setdefault(label, []).append(p)
     for lines in out.values():
         for rows in lines.values():
@@ -71,7 +125,9 @@ def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -
         raise UsageError("nothing to plot: no sized points in the selection")
     names = list(series)[:MAX_ROWS]
     plt = load_pyplot()
-    fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.6 * len(names)), squeeze=False)
+    fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.6 * len(names) + 0.3 * len(sides)), squeeze=False)
+    fig.set_layout_engine("constrained")  # titles, the heading and labels never overlap or clip
+    fig.suptitle(heading(sides), fontsize=9)
     for row, coll in enumerate(names):
         lat, bw = axes[row]
         for label, pts in series[coll].items():
@@ -91,18 +147,16 @@ def plot(sides: list[Side], output: str, collectives: list[str] | None = None) -
             hi = [b * f / (p["min_s"] * 1e9) if p["min_s"] > 0 else 0 for b, f, p in zip(x, factor, pts)]
             bw.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
         for ax in (lat, bw):
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("message size (bytes)")
+            size_ticks(ax)
             ax.grid(True, which="both", alpha=0.3)
         lat.set_yscale("log")
         lat.set_ylabel("median time (µs)")
-        lat.set_title(f"{coll}: time (band: fastest to 90th percentile)")
+        lat.set_title(f"{coll}: time (band: fastest to p90)", fontsize=10)
         spec = SPECS[coll]
         bw.set_ylabel("busbw (GB/s)")
         device = on_device_buffers(p for pts in series[coll].values() for p in pts)
-        bw.set_title(f"{coll}: busbw = algbw × {spec.busbw_formula_for(device)}")
+        bw.set_title(f"{coll}: busbw = algbw × {spec.busbw_formula_for(device)}", fontsize=10)
         lat.legend(fontsize=7)
-    fig.tight_layout()
     try:
         write_file(str(path), lambda tmp: fig.savefig(tmp, dpi=110), "plot")
     finally:
