@@ -114,7 +114,8 @@ def _debian_packages(session: nox.Session) -> None:
 def site(session: nox.Session, mpi: str) -> None:
     _debian_packages(session)
     session.install("mpi4py", "-e", ".[test,reframe]")  # reframe: the check run by ReFrame through the lab's Slurm
-    module = SITE_MODULES["environment"](Path(session.create_tmp()) / "site-modules", mpi)
+    # absolute: a job's tasks run in folders of their own (a relative LD_LIBRARY_PATH found Open MPI there)
+    module = SITE_MODULES["environment"](Path(session.virtualenv.location).resolve() / "site-modules", mpi)
     module["PATH"] = f"{session.bin}{os.pathsep}{module['PATH']}"  # the session's Python, then the module's mpirun
     site_env = {"FABRICPROBE_SITE_MPI": mpi, **module}
     session.run(*PYTEST, "--durations=10", *_files(MATRIX["SITE"]), *session.posargs, env=site_env)

@@ -40,7 +40,7 @@ def _links(folder: Path, targets: dict[str, str]) -> Path:
 
 def install(root: str | Path, mpi: str) -> Path:
     """Make ROOT/MPI/{bin,lib} and the modulefile ROOT/modules/MPI.lua; return ROOT/modules."""
-    root = Path(root)
+    root = Path(root).resolve()
     bin_dir = _links(root / mpi / "bin", LAUNCHERS[mpi])
     lib_dir = _links(root / mpi / "lib", LIBRARIES[mpi])
     modules = root / "modules"
@@ -54,6 +54,6 @@ def install(root: str | Path, mpi: str) -> Path:
 def environment(root: str | Path, mpi: str) -> dict[str, str]:
     """The variables `module load MPI` sets, for a process that does not run Lmod (nox's sessions)."""
     install(root, mpi)
-    root = Path(root)
+    root = Path(root).resolve()
     paths = {"PATH": root / mpi / "bin", "LD_LIBRARY_PATH": root / mpi / "lib"}
     return {name: os.pathsep.join(filter(None, [str(p), os.environ.get(name, "")])) for name, p in paths.items()}
