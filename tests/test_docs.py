@@ -249,6 +249,35 @@ def test_the_readme_loads_the_files_tune_writes_by_the_names_it_gives_them(tmp_p
     assert mpich == {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(tmp_path / "mpich_mpir_tuned.json")}
 
 
+COMMIT = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+DATE = re.compile(r"(?<!studies/)\b20\d\d-\d\d-\d\d\b")
+
+
+def notebook_traits(text: str) -> list[str]:
+    """What makes a page a lab notebook rather than a reference: commit hashes, dated measurements (a
+    date in a link to docs/studies/ is the study's name), "to be measured again"."""
+    found = [f"commit {m}" for m in COMMIT.findall(text)] + [f"date {m}" for m in DATE.findall(text)]
+    return found + [m for m in re.findall(r"(?i)to be measured again", text)]
+
+
+def test_the_docs_are_references():
+    """Issue 69: a site deploys from the docs, so each is a reference of at most 400 lines, and one over
+    300 lines holds no commit hash, dated measurement or "to be measured again": those go to docs/studies/
+    (linked). docs/cli.md is every command's --help, generated (test_cli_reference_is_current)."""
+    pages = [p for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "cli.md"]
+    long = {p.name: len(p.read_text().splitlines()) for p in pages if len(p.read_text().splitlines()) > 400}
+    assert not long, long
+    notebooks = {p.name: notebook_traits(p.read_text())[:5] for p in pages if len(p.read_text().splitlines()) > 300}
+    assert not {name: found for name, found in notebooks.items() if found}
+    assert len((ROOT / "docs" / "tuning.md").read_text().splitlines()) <= 400
+
+
+@pytest.mark.parametrize("planted", ["measured at e367f53", "on 2026-11-26 at 12:00", "To be measured again (open)"])
+def test_the_reference_check_finds_a_notebook_line(planted):
+    assert notebook_traits(planted), planted
+    assert not notebook_traits("see [studies/2026-11-26-live-budget.md](studies/2026-11-26-live-budget.md)")
+
+
 def test_the_front_pages_stay_short():
     """Issue 52: the README is a front page (at most 150 lines, its three paths on the first screen of
     40 lines) and docs/testing.md a reference (at most 120 lines; the diary of runs is git log)."""
