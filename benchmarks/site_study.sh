@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The site study behind docs/site.md (root, Debian's slurm-wlm munge openmpi-bin libopenmpi-dev
 # mpich libmpich-dev installed). Three environments, each with fabricprobe installed:
-#   SITE_OMPI   mpi4py built against Debian's Open MPI 4.1  (MPICC=/usr/bin/mpicc.openmpi pip install --no-binary=mpi4py mpi4py)
-#   SITE_MPICH  mpi4py built against Debian's MPICH 4.0     (MPICC=/usr/bin/mpicc.mpich ...)
+#   SITE_OMPI   mpi4py's wheel on Debian's Open MPI 4.1 (pip install mpi4py; docs/site.md)
+#   SITE_MPICH  mpi4py's wheel on Debian's MPICH 4.0 (a folder of links on LD_LIBRARY_PATH: docs/site.md)
 #   WHEEL       the openmpi extra (Open MPI 5.0 wheel)
 # One fabric shape for every run: 2 emulated hosts × 2 ranks, 1 Gbit/s links. Part 1 interleaves,
 # round by round, the same sweep through srun (Open MPI 4.1, Slurm lab "ss"), through mpiexec on the
