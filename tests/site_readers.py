@@ -148,8 +148,9 @@ def _env0(text: bytes) -> dict[str, str]:
 
 
 def _clean_env() -> dict[str, str]:
-    """The environment a reader starts from: nothing fabricprobe's variables could be confused with."""
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+    """The environment a reader starts from: nothing fabricprobe's variables could be confused with. The
+    loader's path stays: it is the site's module, which chose the MPI library (tests/site_modules.py)."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH")
     return {k: os.environ[k] for k in keep if k in os.environ}
 
 
