@@ -69,6 +69,8 @@ def heading(sides: list[Side]) -> str:
         a = side.run.attrs
         nodes = a.get("nnodes", "?")
         shape = f"{a.get('nranks', '?')} ranks on {nodes} node{'s' * (nodes != 1)}"
+        if a.get("virtual_topology"):
+            shape += f" as {a.get('topology', 'virtual nodes')}"
         lines.append(f"{input_label(side, [side])}: {library(side.run)}, {shape}")
     return "\n".join(lines)
 
