@@ -179,3 +179,23 @@ def test_a_library_built_with_cuda_is_told_from_its_run_time_answer(tmp_path):
     assert summary("yes", "yes", h200) == "yes, 1 × NVIDIA H200"
     assert summary("no", "no", {}) == "no, no device"
     assert summary("no", "yes", h200).endswith("the library found no CUDA driver")
+
+
+@pytest.mark.process
+def test_no_gpu_is_asked_of_cupy_or_numba_cuda_where_no_nvidia_driver_is():
+    """Issue 68: every rank of every launch records its GPU; where NVIDIA's driver made no device file,
+    neither CuPy nor Numba-CUDA is imported to find that out (a failed import and 53 Numba modules a rank)."""
+    import subprocess
+    import sys
+
+    from fabricprobe.mpienv import gpu_info
+
+    if gpu_info.nvidia_driver_present():
+        pytest.skip("an NVIDIA driver is here: the GPU is asked for")
+    code = (
+        "import sys\nfrom fabricprobe.mpienv.gpu_info import devices\nassert devices() == {}\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('cupy', 'numba.cuda'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+    assert gpu_info.nvidia_driver_present(("/dev/null",)) and not gpu_info.nvidia_driver_present(("/nonexistent",))

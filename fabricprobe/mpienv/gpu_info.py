@@ -105,9 +105,21 @@ def intel_answer(env: Any, asked: tuple[str, str] | None) -> tuple[str, str]:
     return "unknown", f"{switch} set, but {asked[1]} answers {asked[0]}"
 
 
+DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0")  # what NVIDIA's driver makes where a GPU can be used
+
+
+def nvidia_driver_present(nodes: tuple[str, ...] = DEVICE_NODES) -> bool:
+    """Whether NVIDIA's driver has made its device files: without them no CUDA call can find a GPU, and
+    trying CuPy and Numba-CUDA costs every rank of every launch a failed import and 53 of Numba's
+    modules (issue 68: start-up at scale)."""
+    return any(os.path.exists(node) for node in nodes)
+
+
 def devices() -> dict[str, Any]:
     """GPU model, driver and runtime versions and this process's device, from CuPy or Numba-CUDA;
-    {} without a GPU (or without either package)."""
+    {} without a GPU (or without either package), asked of neither where no NVIDIA driver is."""
+    if not nvidia_driver_present():
+        return {}
     try:
         import cupy
 
