@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from fabricprobe.mpienv.launcher import env_rank, launched_by_mpiexec
 from fabricprobe.text import as_text
+
+if TYPE_CHECKING:  # rich is imported where a console is made: ranks other than 0 never make one
+    from rich.console import Console
 
 PLAIN_WIDTH = 160
 
@@ -178,6 +180,8 @@ def user_sees_terminal(stderr: bool = False) -> bool:
 def make_console(stderr: bool = False) -> Console:
     """A console for what the user will see on stdout (or stderr): drawn in colour for a terminal,
     plain text (no escape codes) for a file or pipe, whatever the launcher does to the rank's streams."""
+    from rich.console import Console
+
     if not user_sees_terminal(stderr):
         return Console(stderr=stderr, highlight=False, force_terminal=False, color_system=None, width=PLAIN_WIDTH)
     if not launched_by_mpiexec():

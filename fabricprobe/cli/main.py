@@ -15,20 +15,6 @@ import time
 import traceback
 
 from fabricprobe import interrupts
-from fabricprobe.cli import (
-    compare_cmd,
-    doctor_cmd,
-    info_cmd,
-    lab_cmd,
-    model_cmd,
-    plot_cmd,
-    repair_cmd,
-    report_cmd,
-    sweep_cmd,
-    train_cmd,
-    tune_cmd,
-    tune_eval_cmd,
-)
 from fabricprobe.cli.parser import HelpFormatter, Parser, attach_values
 from fabricprobe.console import error_line, is_root, take_turns_under_a_launcher
 from fabricprobe.engine import faults
@@ -55,7 +41,38 @@ NON_ROOT_EXIT_DELAY_S = 1.5
 ABORT_DELAY_S = 0.5
 
 
-def build_parser() -> Parser:
+# Each subcommand's module, in --help's order. A command line naming a subcommand builds that one's
+# parser only: importing every subcommand's module made every rank of every launch load the tuning,
+# report and store packages (h5py) for the others' constants (issue 68: start-up at scale). --help,
+# --version, a word no subcommand has, or none: every parser.
+SUBCOMMANDS = {
+    "sweep": "sweep_cmd",
+    "report": "report_cmd",
+    "compare": "compare_cmd",
+    "plot": "plot_cmd",
+    "model": "model_cmd",
+    "tune-sweep": "tune_cmd",
+    "tune-sweep-job": "tune_cmd",
+    "tune": "tune_cmd",
+    "tune-eval": "tune_eval_cmd",
+    "train": "train_cmd",
+    "doctor": "doctor_cmd",
+    "info": "info_cmd",
+    "lab": "lab_cmd",
+    "repair": "repair_cmd",
+}
+
+
+def subcommand_modules(argv: list[str] | None = None) -> list[str]:
+    """The modules whose parsers a command line needs: its subcommand's, or every one."""
+    named = SUBCOMMANDS.get(argv[0]) if argv else None  # the subcommand is the first word, or there is none
+    return [named] if named else list(dict.fromkeys(SUBCOMMANDS.values()))
+
+
+def build_parser(argv: list[str] | None = None) -> Parser:
+    """fabricprobe's parser: every subcommand's, or only the one `argv` names."""
+    import importlib
+
     parser = Parser(
         prog="fabricprobe",
         formatter_class=HelpFormatter,
@@ -66,21 +83,8 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"fabricprobe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
     sub.required = True
-    for module in (
-        sweep_cmd,
-        report_cmd,
-        compare_cmd,
-        plot_cmd,
-        model_cmd,
-        tune_cmd,
-        tune_eval_cmd,
-        train_cmd,
-        doctor_cmd,
-        info_cmd,
-        lab_cmd,
-        repair_cmd,
-    ):
-        module.add_parser(sub)
+    for name in subcommand_modules(argv):
+        importlib.import_module(f"fabricprobe.cli.{name}").add_parser(sub)
     return parser
 
 
@@ -141,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     take_turns_under_a_launcher()
     _nothing_said_yet()
     try:
-        parser = build_parser()  # imports every subcommand: a Ctrl-C here is an interruption too
-        args = parser.parse_args(attach_values(sys.argv[1:] if argv is None else list(argv)))
+        words = attach_values(sys.argv[1:] if argv is None else list(argv))
+        parser = build_parser(words)  # imports the subcommand's modules: a Ctrl-C here is an interruption too
+        args = parser.parse_args(words)
         faults.check_environment()
         return _damage_said(int(args.handler(args) or 0))
     except DamagedError as exc:

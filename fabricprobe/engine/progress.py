@@ -4,18 +4,12 @@ otherwise (logs go to stderr so stdout stays parseable)."""
 from __future__ import annotations
 
 import math
-from typing import Any
-
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from typing import TYPE_CHECKING, Any
 
 from fabricprobe.console import make_console, user_sees_terminal
+
+if TYPE_CHECKING:  # rich is imported where rank 0 draws the bar: the other ranks never load it
+    from rich.progress import Progress
 
 
 def _brief(row: dict[str, Any]) -> str:
@@ -50,12 +44,21 @@ class SweepProgress:
         self.style = style
         self.total = total
         self.done = 0
-        self.console = make_console(stderr=True)
+        self.console = make_console(stderr=True) if style != "none" else None  # ranks other than 0 show nothing
         self._bar: Progress | None = None
         self._task: Any = None
 
     def __enter__(self) -> "SweepProgress":
         if self.style == "rich":
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
             self._bar = Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),

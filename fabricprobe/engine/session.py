@@ -11,7 +11,7 @@ import resource
 import secrets
 import sys
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from fabricprobe import interrupts
 from fabricprobe.console import error_line, set_rank, warn_line
@@ -30,9 +30,11 @@ from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import first_collective, init_mpi
 from fabricprobe.mpienv.launcher import env_rank, env_size, launched_by_mpiexec
 from fabricprobe.mpienv.spinning import spin_warning
-from fabricprobe.store import ResultsWriter, check_output_path, check_results_file, load_runs, select_run
 from fabricprobe.store.schema import STATUS_ABORTED, STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_RUNNING
 from fabricprobe.timing import windows
+
+if TYPE_CHECKING:  # rank 0 writes: the other ranks never load h5py (issue 68)
+    from fabricprobe.store import ResultsWriter
 
 
 @dataclass
@@ -105,6 +107,8 @@ class _Job:
             self.backstop.stop()
 
     def open_writer(self) -> None:
+        from fabricprobe.store import ResultsWriter
+
         self.writer = ResultsWriter(self.path)  # refuses a file another process writes; folds a killed run's journal
 
 
@@ -145,6 +149,8 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     if resume:
 
         def load() -> tuple:
+            from fabricprobe.store import check_results_file
+
             check_results_file(path)
             job.open_writer()
             return _load_resume(path, run_id, comm.size, MPI)
@@ -156,7 +162,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
         config = stored
         warn(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
     else:
-        _root_decides(comm, lambda: (check_output_path(path), job.open_writer()))
+        _root_decides(comm, lambda: (_check_output_path(path), job.open_writer()))
     if config.order == "random" and config.seed < 0:  # rank 0's draw, stored with the run: reproducible
         config = replace(config, seed=comm.bcast(secrets.randbits(32) if comm.rank == 0 else None, root=0))
     if config.library_variants and job.switch is None:
@@ -425,8 +431,16 @@ def _same_everywhere(comm: Any, what: dict[str, Any]) -> None:
             )
 
 
+def _check_output_path(path: str) -> None:
+    from fabricprobe.store import check_output_path
+
+    check_output_path(path)
+
+
 def _load_resume(path: str, run_id: str | None, nranks: int, MPI: Any) -> tuple:
     """(run id, its config, the keys measured, when it was resumed before, its job shape)"""
+    from fabricprobe.store import load_runs, select_run
+
     run = select_run(load_runs(path), run_id, path)
     _same_library(run, MPI, path)
     if run.status == STATUS_COMPLETE:

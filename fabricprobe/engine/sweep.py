@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabricprobe.engine.config import SweepConfig
 from fabricprobe.engine.device_point import DeviceContext
@@ -17,8 +17,10 @@ from fabricprobe.errors import EXIT_OK, EXIT_WRONG
 from fabricprobe.memory.heap import release_freed
 from fabricprobe.mpienv.topology import Topology
 from fabricprobe.oracle import patterns
-from fabricprobe.store import ResultsWriter
 from fabricprobe.store.schema import STATUS_ABORTED
+
+if TYPE_CHECKING:
+    from fabricprobe.store import ResultsWriter
 from fabricprobe.timing import native
 from fabricprobe.timing.choice import floor_timers
 
