@@ -40,7 +40,7 @@ def test_every_pair_meets_once_in_n_minus_one_rounds(n):
 def test_turns_give_each_node_link_one_pair(per_node):
     n = 4 * per_node + 1  # uneven: the last node has one rank
     node_of = [r // per_node for r in range(n)]
-    plan = schedule.plan(n, node_of)
+    plan = schedule.plan(n, node_of, every=True)
     assert sorted(p for r in plan for t in r for p in t) == list(itertools.combinations(range(n), 2))
     for turns in plan:
         assert len(turns) <= max(1, 2 * per_node - 1)
@@ -51,6 +51,44 @@ def test_turns_give_each_node_link_one_pair(per_node):
             assert i == 0 or len(inter) == len(turn)  # intra-node pairs all go in the first turn
     if per_node == 1:
         assert all(len(turns) == 1 for turns in plan)
+
+
+def _nodes_of(nodes: int, per_node: int, dealt: bool) -> list[int]:
+    """`nodes` nodes of `per_node` ranks, the last with one fewer (uneven); ranks in node order (srun's
+    block distribution) or dealt one per node in turn (its cyclic one)."""
+    counts = [max(1, per_node - 1) if n == nodes - 1 else per_node for n in range(nodes)]
+    if not dealt:
+        return [n for n in range(nodes) for _ in range(counts[n])]
+    return [n for i in range(per_node) for n in range(nodes) if i < counts[n]]
+
+
+@pytest.mark.parametrize("nodes", range(1, 10))
+@pytest.mark.parametrize("per_node", range(1, 7))
+@pytest.mark.parametrize("dealt", [False, True])
+def test_by_nodes_meets_each_node_pair_and_each_local_pair_once_in_n_plus_k_rounds(nodes, per_node, dealt):
+    node_of = _nodes_of(nodes, per_node, dealt)
+    plan = schedule.plan(len(node_of), node_of)
+    assert len(plan) <= nodes + per_node
+    assert all(len(turns) == 1 for turns in plan)  # no link carries two pairs in any round
+    met = [p for r in plan for p in r[0]]
+    inter = [tuple(sorted((node_of[a], node_of[b]))) for a, b in met if node_of[a] != node_of[b]]
+    assert sorted(inter) == list(itertools.combinations(range(nodes), 2))  # each pair of nodes once
+    local = sorted(p for p in met if node_of[p[0]] == node_of[p[1]])
+    assert local == sorted(p for p in itertools.combinations(range(len(node_of)), 2) if node_of[p[0]] == node_of[p[1]])
+    for r in plan:
+        ranks = [x for p in r[0] for x in p]
+        assert len(ranks) == len(set(ranks))
+        links = [node_of[x] for p in r[0] if node_of[p[0]] != node_of[p[1]] for x in p]
+        assert len(links) == len(set(links))
+    if nodes - 1 >= per_node:  # every node's games go round its ranks: every rank crosses the fabric
+        assert {x for a, b in met if node_of[a] != node_of[b] for x in (a, b)} == set(range(len(node_of)))
+    if per_node == 1 and not dealt:  # one rank per node: the whole tournament, pair for pair
+        assert sorted(met) == sorted(p for r in schedule.plan(nodes, node_of, every=True) for t in r for p in t)
+
+
+def test_a_thousand_nodes_of_64_ranks_take_n_plus_k_rounds_not_n_times_k():
+    node_of = [r // 64 for r in range(64_000)]
+    assert len(schedule.plan(64_000, node_of)) == 999 + 63  # --every-pair: 63,999 rounds
 
 
 # ---- diagnosis on planted faults ----
@@ -70,12 +108,16 @@ def _measurements(
     noise: float = 0.01,
     seed: int = 0,
     oversubscribed: bool = False,
+    by_nodes: bool = False,
 ) -> Measurements:
     rng = np.random.default_rng(seed)
     n = nodes * per_node
     node_of = [r // per_node for r in range(n)]
+    pairs = itertools.combinations(range(n), 2)
+    if by_nodes:  # only the pairs the default schedule measures
+        pairs = sorted(p for r in schedule.plan(n, node_of) for t in r for p in t)
     rows = []
-    for a, b in itertools.combinations(range(n), 2):
+    for a, b in pairs:
         inter = node_of[a] != node_of[b]
         bw = LINE if inter else 8 * LINE
         lat = 25e-6 if inter else 3e-6
@@ -117,6 +159,19 @@ def test_a_slow_link_is_named_and_nothing_else(nodes, per_node, fraction):
         f = d.findings[0]
         assert f.metric == "bandwidth" and f.slowdown == pytest.approx(1 / fraction, rel=0.05)
         assert f.ranks == [r for r in range(nodes * per_node) if r // per_node == victim]
+
+
+@pytest.mark.parametrize("per_node", [2, 3, 5])
+@pytest.mark.parametrize("nodes", [3, 4, 8])
+def test_the_pairs_by_nodes_name_a_slow_link_and_a_slow_rank_as_every_pair_does(nodes, per_node):
+    for seed in range(3):
+        victim = seed % nodes
+        m = _measurements(nodes, per_node, slow_node=victim, link_fraction=0.8, seed=seed, by_nodes=True)
+        assert len(m.pairs) < nodes * per_node * (nodes * per_node - 1) // 2
+        assert _named(diagnose(m)) == [("link", f"h{victim}'s link")]
+        slow = victim * per_node + per_node - 1
+        m = _measurements(nodes, per_node, slow_rank=slow, rank_factor=3.0, seed=seed, by_nodes=True)
+        assert _named(diagnose(m)) == [("rank", f"rank {slow} on h{victim}")]
 
 
 def test_a_healthy_fabric_has_no_suspects_and_summarises_its_classes():

@@ -20,11 +20,13 @@ def add_parser(sub: Any) -> None:
         "doctor",
         formatter_class=HelpFormatter,
         help="find the slow link or the slow rank (under mpiexec or srun)",
-        description="Measure every pair of ranks (N−1 rounds of disjoint pairs, each node's link carrying one\n"
-        "pair at a time) at a small and a large size, time every rank's reductions in a ring, and\n"
-        "name the links, ranks and pairs slower than their peers by more than the threshold and\n"
-        "the peers' noise. Appends a run to an HDF5 record; `fabricprobe plot FILE -o x.png`\n"
-        "draws the pair matrix, `fabricprobe doctor --show FILE` (or `report FILE`) prints a run again.\n\n"
+        description="Measure each pair of nodes through one of their ranks and every pair of ranks within\n"
+        "each node (at most N + k rounds of disjoint pairs at N nodes × k ranks, each node's link\n"
+        "carrying one pair at a time; --every-pair: all N·k−1 rounds) at a small and a large size,\n"
+        "time every rank's reductions in a ring, and name the links, ranks and pairs slower than\n"
+        "their peers by more than the threshold and the peers' noise. Appends a run to an HDF5\n"
+        "record; `fabricprobe plot FILE -o x.png` draws the pair matrix,\n"
+        "`fabricprobe doctor --show FILE` (or `report FILE`) prints a run again.\n\n"
         "  mpiexec -n 8 fabricprobe doctor\n"
         "  srun -N 4 --ntasks-per-node 2 fabricprobe doctor --confirm -o doctor.h5",
     )
@@ -52,6 +54,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--confirm", action="store_true", help="measure the suspect pairs again, alone and 3× longer, before reporting"
+    )
+    p.add_argument(
+        "--every-pair",
+        action="store_true",
+        help="measure every pair of ranks across nodes too (N·k−1 rounds: for small jobs; docs/doctor.md)",
     )
     p.add_argument("--show", metavar="FILE", help="print a recorded run again (no MPI, no measuring)")
     p.add_argument("--run", metavar="ID", help="with --show: the run (default: the last)")
@@ -83,7 +90,18 @@ def options(args: argparse.Namespace):
         raise UsageError(f"invalid --ring-reps {args.ring_reps}: 1 to 1000")
     if not 0 < args.threshold < 10:
         raise UsageError(f"invalid --threshold {args.threshold}: a fraction above 0, e.g. 0.15")
-    return DoctorOptions(args.output, small, large, si, li, ring, args.ring_reps, args.threshold, args.confirm)
+    return DoctorOptions(
+        args.output,
+        small,
+        large,
+        si,
+        li,
+        ring,
+        args.ring_reps,
+        args.threshold,
+        args.confirm,
+        every_pair=args.every_pair,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

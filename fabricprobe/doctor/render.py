@@ -28,10 +28,12 @@ def header(m: Measurements, provenance: dict[str, Any]) -> str:
     nodes = len(set(m.node_of))
     secs = ", ".join(f"{k} {v:.2f} s" for k, v in m.pass_seconds.items())
     lab = f"; {provenance['lab']}" if provenance.get("lab") else ""
+    every = n * (n - 1) // 2
+    pairs = f"{len(m.pairs)} pairs" if len(m.pairs) == every else f"{len(m.pairs)} of {every} pairs"
     return (
         f"fabricprobe doctor: {n} ranks on {nodes} node{'s' if nodes != 1 else ''} "
         f"({provenance.get('mpi_vendor', '?')} {provenance.get('mpi_version', '')}{lab}); "
-        f"{len(m.pairs)} pairs in {m.rounds} rounds ({m.turns} turns), {m.small_bytes} B and "
+        f"{pairs} in {m.rounds} rounds ({m.turns} turns), {m.small_bytes} B and "
         f"{m.large_bytes} B ping-pongs; {secs}"
     )
 

@@ -29,6 +29,7 @@ class DoctorOptions:
     threshold: float = 0.15
     confirm: bool = False
     confirm_factor: int = 3  # the confirmation's iterations, relative to the first pass
+    every_pair: bool = False  # every pair of ranks (N·k−1 rounds), not each pair of nodes (schedule.by_nodes)
 
 
 def _confirm(
@@ -77,7 +78,7 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
     topo = topology.detect(comm)
     prov = provenance.collect(MPI, comm, topo, THREAD_LEVEL, argv)
     node_of = list(topo.node_of)
-    plan = schedule.plan(comm.size, node_of)
+    plan = schedule.plan(comm.size, node_of, opts.every_pair)
     seconds: dict[str, float] = {}
 
     t0 = time.perf_counter()
