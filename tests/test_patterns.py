@@ -114,6 +114,33 @@ def test_ranges_are_the_patterns_computed_once_and_read_only():
     assert patterns.data_at(3, 7, 1000, salt=1) is not pairs[0][0]
 
 
+@pytest.mark.parametrize("start", [0, 5, patterns.CHUNK - 3])
+@pytest.mark.parametrize(
+    "count", [0, 1, patterns.CHUNK - 1, patterns.CHUNK, patterns.CHUNK + 1, 3 * patterns.CHUNK + 7]
+)
+def test_ranges_are_computed_in_chunks_into_their_narrowest_type(start, count):
+    """Across chunk boundaries the same values as in one piece, kept in uint8 (data) and int32
+    (reductions, up to 65,536 ranks' sums): an eighth and a half of int64's memory."""
+    patterns.forget()
+    index = np.arange(start, start + count, dtype=np.int64)
+    for kept, fresh, narrow in (
+        (patterns.data_at(9, start, count, salt=4), patterns.data(9, index, salt=4), np.uint8),
+        (
+            patterns.reduction_input_at(63, 65536, start, count, "sum"),
+            patterns.reduction_input(63, 65536, index, "sum"),
+            np.int32,
+        ),
+        (
+            patterns.reduction_result_at(65536, start, count, "sum"),
+            patterns.reduction_result(65536, index, "sum"),
+            np.int32,
+        ),
+        (patterns.reduction_result_at(7, start, count, "prod"), patterns.reduction_result(7, index, "prod"), np.int32),
+    ):
+        assert kept.dtype == narrow and kept.shape == (count,) and np.array_equal(kept, fresh)
+    patterns.forget()
+
+
 def test_the_kept_arrays_stay_within_their_bound():
     memo = patterns._Memo(limit=3 * 8000, largest=8000)
     for k in range(10):

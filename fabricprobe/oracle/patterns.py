@@ -127,7 +127,9 @@ def _sentinels(dtype: np.dtype, count: int, owner: int, role: int) -> np.ndarray
 # (the first call and the steady state): the inputs and expected results of those points are the same
 # arrays. Computed afresh they cost 140 ms a point at 1 Mi elements on 4 ranks (measured), which made a
 # screened point (5 timed calls) cost half a full one. These are computed once per (pattern, range) and
-# kept, read-only, least recently used first out beyond MEMO_BYTES.
+# kept, read-only, least recently used first out beyond MEMO_BYTES, in the narrowest type that holds them
+# (data 1..251 in uint8, reductions below 2^24 in int32): as int64 the arrays of the bound probe's
+# 1 MiB point alone held 17 MiB on every rank (benchmarks/rank_memory.py, docs/scale.md).
 
 MEMO_BYTES = 256 << 20  # per process
 MEMO_LARGEST = 64 << 20  # arrays larger than this are computed every time, never kept
@@ -166,25 +168,37 @@ def forget() -> None:
     _MEMO.bytes = 0
 
 
-def _positions(start: int, count: int) -> np.ndarray:
-    return np.arange(start, start + count, dtype=np.int64)
+CHUNK = 1 << 16  # positions computed at a time: the int64 arithmetic's temporaries stay at a few MiB
+
+
+def _over_range(start: int, count: int, dtype: type, values: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """values(positions) for positions start..start+count-1, computed CHUNK at a time into `dtype`."""
+    out = np.empty(count, dtype=dtype)
+    for first in range(0, count, CHUNK):
+        n = min(CHUNK, count - first)
+        out[first : first + n] = values(np.arange(start + first, start + first + n, dtype=np.int64))
+    return out
 
 
 def data_at(source: int, start: int, count: int, salt: int = 0) -> np.ndarray:
     """data() at positions start..start+count-1 (read-only, kept for the next caller)."""
-    return _MEMO.get(("data", source, start, count, salt), lambda: data(source, _positions(start, count), salt))
+    return _MEMO.get(
+        ("data", source, start, count, salt),
+        lambda: _over_range(start, count, np.uint8, lambda i: data(source, i, salt)),
+    )
 
 
 def reduction_input_at(rank: int, nranks: int, start: int, count: int, op: str) -> np.ndarray:
     """reduction_input() at positions start..start+count-1 (read-only, kept)."""
     return _MEMO.get(
         ("input", rank, nranks, start, count, op),
-        lambda: reduction_input(rank, nranks, _positions(start, count), op),
+        lambda: _over_range(start, count, np.int32, lambda i: reduction_input(rank, nranks, i, op)),
     )
 
 
 def reduction_result_at(nranks: int, start: int, count: int, op: str) -> np.ndarray:
     """reduction_result() at positions start..start+count-1 (read-only, kept)."""
     return _MEMO.get(
-        ("result", nranks, start, count, op), lambda: reduction_result(nranks, _positions(start, count), op)
+        ("result", nranks, start, count, op),
+        lambda: _over_range(start, count, np.int32, lambda i: reduction_result(nranks, i, op)),
     )

@@ -1,0 +1,194 @@
+"""docs/scale.md: what one rank and one point cost as the job grows, against a bare mpi4py rank.
+
+    python benchmarks/scale_costs.py OUT.json [--ranks 2,4,8,16,32,64] [--pairs 7] [--pss-ranks 8]
+
+- start-up: one 2-rank, one-point sweep (allreduce, 8 B) and one bare 2-rank job (`import numpy;
+  from mpi4py import MPI; barrier`), each rank under `strace -f -e trace=%file,getdents64`: the
+  file-system metadata calls of rank 1 (every traced call but execve), the failed ones (= -1), and the
+  modules it imported (`python -X importtime` lines). Run once untraced first, so bytecode is cached.
+- launch: `--pairs` interleaved pairs of the same two launches, untraced: wall seconds and CPU seconds
+  (user + system of every process the launcher waited for).
+- memory: `--pss-ranks` ranks of each, every rank's PSS (/proc/PID/smaps_rollup) sampled every 0.1 s;
+  the mean over ranks of each rank's peak. The sweep measures 8 B to 1 MiB so that it runs a while.
+- results: for each --ranks count, `sweep --collectives allreduce --algorithms library --sizes 8,64K`
+  into a fresh file: per point the stored samples (iterations × ranks), their bytes raw and as
+  stored (gzip), and the launch's wall time.
+
+Needs strace (apt-get install strace). The launcher is the venv's (tests/mpirun.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from mpirun import fabricprobe_argv, launcher, mpi_env  # noqa: E402
+
+BARE = "import numpy\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"
+BARE_WAITING = BARE + "import time\ntime.sleep(3)\nMPI.COMM_WORLD.Barrier()\n"
+QUIET_ALLREDUCE = ["sweep", "--collectives", "allreduce", "--progress", "none", "--quiet"]
+RANK = "${OMPI_COMM_WORLD_RANK:-$PMI_RANK}"
+
+
+def _commands(folder: Path, n: int, bare_text: str = BARE) -> dict[str, list[str]]:
+    bare = folder / "bare.py"
+    bare.write_text(bare_text)
+    return {
+        "fabricprobe": [*fabricprobe_argv(), *QUIET_ALLREDUCE, "--sizes", "8", "-o", str(folder / "s.h5")],
+        "bare": [sys.executable, str(bare)],
+    }
+
+
+def _launch(n: int, argv: list[str], folder: Path) -> tuple[float, float]:
+    """(wall s, CPU s of everything the launcher waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(launcher().argv(n) + argv, cwd=folder, env=mpi_env(), capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[:3]} failed: {done.stderr[-2000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def startup(folder: Path) -> dict:
+    out = {}
+    for name, argv in _commands(folder, 2).items():
+        _launch(2, argv, folder)  # bytecode cached, as after `pip install`
+        traced = folder / name
+        traced.mkdir()
+        python, *rest = argv
+        inner = f"exec strace -f -e trace=%file,getdents64 -o {traced}/st.{RANK} {python} -X importtime " + " ".join(
+            rest
+        )
+        _launch(2, ["sh", "-c", f"{inner} 2>{traced}/imp.{RANK}"], folder)
+        calls = [x for x in (traced / "st.1").read_text().splitlines() if not re.match(r"\d+ (execve|\+\+\+|---)", x)]
+        modules = [x for x in (traced / "imp.1").read_text().splitlines() if x.startswith("import time:")][1:]
+        out[name] = {
+            "metadata_calls": len(calls),
+            "failed": sum(" = -1 " in x for x in calls),
+            "modules": len(modules),
+        }
+    return out
+
+
+def launches(folder: Path, pairs: int) -> dict:
+    commands = _commands(folder, 2)
+    got: dict[str, list] = {name: [] for name in commands}
+    for _ in range(pairs):
+        for name, argv in commands.items():
+            got[name].append(_launch(2, argv, folder))
+    return {
+        name: {"wall_s": [round(w, 3) for w, _ in xs], "cpu_s": [round(c, 3) for _, c in xs]}
+        for name, xs in got.items()
+    }
+
+
+def _pss_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _processes_running(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmd and cmd[0].endswith(b"python") and marker.encode() in b" ".join(cmd):
+                found.append(int(entry.name))
+    return found
+
+
+def memory(folder: Path, n: int) -> dict:
+    commands = _commands(folder, n, BARE_WAITING)
+    commands["fabricprobe"] = [*fabricprobe_argv(), *QUIET_ALLREDUCE, "--sizes", "8,1K,64K,1M", "-o", str(folder / "m.h5")]
+    markers = {"fabricprobe": "fabricprobe", "bare": "bare.py"}
+    out = {}
+    for name, argv in commands.items():
+        peaks: dict[int, int] = {}
+        done = threading.Event()
+
+        def sample(marker=markers[name], peaks=peaks, done=done):
+            while not done.is_set():
+                for pid in _processes_running(marker):
+                    size = _pss_kib(pid)
+                    if size is not None:
+                        peaks[pid] = max(peaks.get(pid, 0), size)
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=sample, daemon=True)
+        watcher.start()
+        _launch(n, argv, folder)
+        done.set()
+        watcher.join()
+        ranks = sorted(peaks.values())[-n:]  # the ranks, not a launcher wrapper that matched
+        out[name] = {"ranks": len(ranks), "pss_mib_mean_of_peaks": round(sum(ranks) / max(len(ranks), 1) / 1024, 1)}
+    return out
+
+
+def results(folder: Path, counts: list[int]) -> list[dict]:
+    import h5py
+
+    rows = []
+    for n in counts:
+        path = folder / f"r{n}.h5"
+        argv = [*fabricprobe_argv(), *QUIET_ALLREDUCE, "--algorithms", "library", "--sizes", "8,64K", "-o", str(path)]
+        wall, _ = _launch(n, argv, folder)
+        with h5py.File(path, "r") as f:
+            run = f["runs"][sorted(f["runs"])[-1]]
+            sets = [run["samples"][k] for k in sorted(run["samples"])]
+            rows.append(
+                {
+                    "ranks": n,
+                    "points": len(sets),
+                    "iterations": [ds.shape[0] for ds in sets],
+                    "raw_bytes_per_point": round(sum(ds.size * 8 for ds in sets) / len(sets)),
+                    "stored_bytes_per_point": round(sum(ds.id.get_storage_size() for ds in sets) / len(sets)),
+                    "file_bytes": path.stat().st_size,
+                    "wall_s": round(wall, 2),
+                }
+            )
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--ranks", default="2,4,8,16,32,64")
+    ap.add_argument("--pairs", type=int, default=7)
+    ap.add_argument("--pss-ranks", type=int, default=8)
+    args = ap.parse_args()
+    report: dict = {}
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+        folder = Path(tmp)
+        report["startup"] = startup(folder)
+        print(json.dumps(report["startup"]), flush=True)
+        report["launch"] = launches(folder, args.pairs)
+        print(json.dumps(report["launch"]), flush=True)
+        report["memory"] = memory(folder, args.pss_ranks)
+        print(json.dumps(report["memory"]), flush=True)
+        report["results"] = results(folder, [int(x) for x in args.ranks.split(",")])
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
