@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Callable
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+SITE_DOC = README.parent / "docs" / "site.md"
 MEASURE = "Measure your site's MPI"
 TUNE = "Tune your site's MPI and load the result"
+STAGE = "Start-up at scale: the environment on each node's disk"  # in SITE_DOC
 # The set-up lines of MEASURE: what `nox -s site` does for the site tests' environment (Debian's
 # library stands for the module; mpi4py's binary wheel loads it). tests/site/test_readme_site_path.py
 # runs them as written, with modules of its own for Debian's libraries.
@@ -28,18 +30,19 @@ LAB_SHAPE = {("--ntasks-per-node", "32"): "2", ("-n", "64"): "4"}
 PREFIX = {"Open MPI": "OMPI_MCA_", "MPICH": "MPIR_CVAR_"}
 
 
-def blocks(heading: str) -> list[str]:
+def blocks(heading: str, source: Path = README) -> list[str]:
     """The text of each ```bash block under `## heading`, up to the next heading."""
-    text = README.read_text()
+    text = source.read_text()
     start = text.index(f"\n## {heading}\n")
     end = text.find("\n## ", start + 1)
     section = text[start : end if end > 0 else len(text)]
     return [part.split("```", 1)[0] for part in section.split("```bash\n")[1:]]
 
 
-def commands(heading: str) -> list[list[str]]:
+def commands(heading: str, source: Path = README) -> list[list[str]]:
     """The first block's command lines as argument lists, comments left out."""
-    return [argv for argv in (shlex.split(line, comments=True) for line in blocks(heading)[0].splitlines()) if argv]
+    lines = blocks(heading, source)[0].splitlines()
+    return [argv for argv in (shlex.split(line, comments=True) for line in lines) if argv]
 
 
 def in_allocation(lines: list[list[str]]) -> list[list[str]]:

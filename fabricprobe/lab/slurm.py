@@ -33,8 +33,8 @@ from fabricprobe.lab.network import BRIDGE, LabError
 from fabricprobe.lab.state import STATE_ROOT, directory
 from fabricprobe.processes import alive
 
-PROGRAMS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "sinfo", "squeue", "scancel", "salloc")
-CLIENTS = ("srun", "sbatch", "salloc", "sinfo", "squeue", "scancel", "scontrol")  # wrapped for the head
+PROGRAMS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "sinfo", "squeue", "scancel", "salloc", "sbcast")
+CLIENTS = ("srun", "sbatch", "salloc", "sbcast", "sinfo", "squeue", "scancel", "scontrol")  # wrapped for the head
 PARTITION = "lab"
 START_TIMEOUT_S = 30.0
 # A slurmd in a fresh /sys: the v1 hierarchies Slurm 22.05's cgroup plugin insists on finding.

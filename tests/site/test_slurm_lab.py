@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
-from readme_paths import MEASURE, SITE_SETUP, TUNE, commands, in_allocation, in_lab, loading_ways
+from readme_paths import MEASURE, SITE_DOC, SITE_SETUP, STAGE, TUNE, commands, in_allocation, in_lab, loading_ways
 
 from fabricprobe.errors import UsageError
 from fabricprobe.lab import network, slurm, state
@@ -145,6 +147,64 @@ def test_sbatch_script_runs_the_sweep(cluster):
     assert out.returncode == 0, out.stderr + "".join(p.read_text() for p in work.glob("slurm-*.out"))
     (run,) = load_runs(str(work / "sbatch.h5"))
     assert run.status == "complete" and run.attrs["nranks"] == 4 and run.attrs["scheduler"] == "slurm"
+
+
+def _staged_environment(home: Path) -> None:
+    """The README site path's ~/fp, as it stands after its one-node sweep: mpi4py's wheel and
+    fabricprobe installed (not editable: the checkout is not staged), the timing loops compiled."""
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    fp, root = home / "fp", Path(__file__).resolve().parents[2]
+    uv = shutil.which("uv")
+    if uv:  # seconds; pip in a fresh venv took 10-14 s (test_readme_site_path.py)
+        _run([sys.executable, "-m", "venv", "--without-pip", str(fp)])
+        into = ["--python", str(fp / "bin" / "python"), "--compile-bytecode"]
+        _run([uv, "pip", "install", "-q", *into, "mpi4py", str(root)])
+    else:
+        _run([sys.executable, "-m", "venv", str(fp)])
+        _run([str(fp / "bin" / "pip"), "install", "-q", "mpi4py", str(root)])
+    sweep = [str(fp / "bin" / "python"), "-m", "fabricprobe", "sweep", "--collectives", "allreduce", "--sizes", "8"]
+    done = subprocess.run(
+        ["mpirun", "-n", "2", *sweep, "-o", str(home / "one-node.h5"), "--progress", "none", "--quiet"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=home,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def _at_home(argv: list[str], home: Path) -> list[str]:
+    """A line's ~ and ~/... as the shell would expand them for HOME=home."""
+    return [str(home) if w == "~" else f"{home}/{w[2:]}" if w.startswith("~/") else w for w in argv]
+
+
+def test_the_environment_staged_with_sbcast_runs_from_each_nodes_own_tmp(cluster):
+    """docs/site.md's staging lines as written, on the lab's 2 × 2 (each node has a /tmp of its own):
+    the site path's environment packed, sbcast to every node, unpacked once per node, the sweep started
+    by the staged bin/python; every rank imported fabricprobe and Numba from its node's /tmp/fp."""
+    library, work = cluster
+    home = work / "stage-home"
+    home.mkdir()
+    _staged_environment(home)
+    pack, allocate, *steps = (_at_home(argv, home) for argv in commands(STAGE, SITE_DOC))
+    assert pack[0] == "tar" and allocate[0] == "salloc" and [s[0] for s in steps] == ["sbcast", "srun", "srun"]
+    assert "/tmp/fp/bin/python" in steps[-1]  # the sweep is started by the staged copy
+    _run(pack, home)
+    plugin = f"--mpi={PLUGIN[library.vendor]}"
+    staged = [[_client(argv[0]), *(plugin if w.startswith("--mpi=") else w for w in argv[1:])] for argv in steps]
+    staged[-1] += ["--collectives", "allreduce,bcast", "--sizes", "8,64K", "--iters", "20", "--max-time", "0.05"]
+    staged[-1] += ["--progress", "none", "--quiet"]
+    where = "import socket, sys, fabricprobe, numba\n"
+    where += "print(socket.gethostname(), sys.prefix, fabricprobe.__file__, numba.__file__)"
+    script = [*map(shlex.join, staged), shlex.join([_client("srun"), "/tmp/fp/bin/python", "-c", where])]
+    allocation = [_client("salloc"), "-N", "2", "--ntasks-per-node", "2", "bash", "-ec", "\n".join(script)]
+    out = _run(allocation, work)
+    (run,) = load_runs(str(work / "fabric.h5"))
+    assert run.status == "complete" and run.attrs["nranks"] == 4 and run.attrs["nnodes"] == 2
+    seen = [line.split() for line in out.stdout.splitlines() if line.startswith(NAME)]
+    assert sorted(host for host, *_ in seen) == [f"{NAME}0", f"{NAME}0", f"{NAME}1", f"{NAME}1"], out.stdout
+    for _, prefix, *modules in seen:
+        assert prefix == "/tmp/fp" and all(m.startswith("/tmp/fp/lib/") for m in modules), seen
+    size = (home / "fp.tar").stat().st_size
+    warnings.warn(f"staged environment: {size / 1e6:.0f} MB unpacked on each node", stacklevel=1)
 
 
 def test_readme_path_c_tunes_and_a_job_runs_with_the_files_loaded_as_written(cluster):
