@@ -58,7 +58,8 @@ def main() -> int:
     fill(out.size, out.ctypes.data)
     ok = bool((out == 1.0).all())
     if MPI.COMM_WORLD.rank == 1:
-        print(f"llvmlite, one loop: +{uss_mib() - before:.1f} MiB USS, +{len(sys.modules) - modules} modules, ran: {ok}")
+        added = len(sys.modules) - modules
+        print(f"llvmlite, one loop: +{uss_mib() - before:.1f} MiB USS, +{added} modules, ran: {ok}")
     MPI.COMM_WORLD.Barrier()
     return 0 if ok else 1
 

@@ -118,7 +118,8 @@ def _processes_running(marker: str) -> list[int]:
 
 def memory(folder: Path, n: int) -> dict:
     commands = _commands(folder, n, BARE_WAITING)
-    commands["fabricprobe"] = [*fabricprobe_argv(), *QUIET_ALLREDUCE, "--sizes", "8,1K,64K,1M", "-o", str(folder / "m.h5")]
+    sweep = [*QUIET_ALLREDUCE, "--sizes", "8,1K,64K,1M", "-o", str(folder / "m.h5")]
+    commands["fabricprobe"] = [*fabricprobe_argv(), *sweep]
     markers = {"fabricprobe": "fabricprobe", "bare": "bare.py"}
     out = {}
     for name, argv in commands.items():
