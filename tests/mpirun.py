@@ -157,8 +157,9 @@ class Launched:
     kill-and-resume test to one such launch. Everything else (pid, wait, communicate, returncode) is the
     current Popen's."""
 
-    def __init__(self, argv: list[str]):
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None):
         self.argv = argv
+        self.env = env
         self.attempts = 0
         self._start()
 
@@ -170,7 +171,7 @@ class Launched:
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,
-            env=mpi_env(),
+            env=mpi_env(self.env),
             start_new_session=True,
         )
 

@@ -57,6 +57,21 @@ def _interrupted(proc: Launched, sig: int, points: int = 3) -> str:
         assert not left, [open(f"/proc/{p}/cmdline").read().replace("\0", " ")[:200] for p in left]
 
 
+def test_a_run_its_ranks_left_running_is_marked_interrupted_by_the_driver(tmp_path):
+    """Rank 0 planted not to mark its run (FABRICPROBE_FAULT_UNMARKED), as when Open MPI's launcher
+    SIGKILLs it 0.2 s after the SIGTERM it forwards: the driver marks the run once its ranks are gone
+    (left "running" in 3 clean-clone CI runs under load before it did)."""
+    need_ranks(2)
+    path = tmp_path / "t.h5"
+    args = ["tune-sweep", "-n", "2", "-o", str(path), "--collectives", "allreduce", *SLOW]
+    proc = Launched(fabricprobe_argv() + args, env={"FABRICPROBE_FAULT_UNMARKED": "1"})
+    _interrupted(proc, signal.SIGTERM)
+    assert proc.returncode == 128 + signal.SIGTERM
+    run = load_runs(str(path))[-1]
+    assert (run.status, run.attrs["status_reason"]) == ("interrupted", "interrupted by SIGTERM"), run.attrs
+    assert run.points and _leftovers(tmp_path) == []
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
 def test_an_interrupt_to_tune_sweeps_own_pid_ends_all_it_started_and_resume_completes(sig, tmp_path):
     need_ranks(2)

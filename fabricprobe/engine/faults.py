@@ -43,6 +43,7 @@ _FORMS = {
     "FABRICPROBE_FAULT_LATE": (r"[0-9]+:[1-9][0-9]*", "<rank>:<k>, k at least 1"),
     "FABRICPROBE_FAULT_LATE_FIRST": (r"[0-9]+:[0-9]+", "<rank>:<batches>"),
     "FABRICPROBE_FAULT_TIME": (r".+", "<seconds>"),
+    "FABRICPROBE_FAULT_UNMARKED": (r"1", "1"),
 }
 
 
@@ -120,6 +121,12 @@ def late_windows(rank: int, starts: np.ndarray, attempt: int = 0) -> np.ndarray:
     out = starts.copy()
     out[::every] -= 1.0
     return out
+
+
+def interrupt_unmarked() -> bool:
+    """FABRICPROBE_FAULT_UNMARKED=1: an interrupted rank 0 leaves its run "running", as when the
+    launcher's SIGKILL comes before its mark (the driver must mark it: engine/jobs.py)."""
+    return os.environ.get("FABRICPROBE_FAULT_UNMARKED") == "1"
 
 
 def plant_times(local: np.ndarray) -> None:

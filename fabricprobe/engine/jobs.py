@@ -10,9 +10,11 @@ import sys
 import tempfile
 
 from fabricprobe import interrupts
-from fabricprobe.errors import INTERRUPTED_STATUSES, LauncherError
+from fabricprobe.console import warn_line
+from fabricprobe.errors import INTERRUPTED_STATUSES, LauncherError, StorageError, UsageError
 from fabricprobe.mpienv import orphans, slurm_env
 from fabricprobe.mpienv.launcher import run_launch, signal_name, stream_launch
+from fabricprobe.mpienv.provenance import utc_now
 
 
 def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeout: float, on_line=None):
@@ -23,11 +25,17 @@ def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeo
     argv = [*base[:-2], *slurm_env.step_nodes(base[:-2], int(base[-1])), *base[-2:]]
     argv += [sys.executable, "-m", "fabricprobe", *args]
     full = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **env}
-    with orphans.ended_if_interrupted():
-        if on_line is not None:
-            out = stream_launch(argv, on_line, env=full, timeout=timeout)
-        else:
-            out = run_launch(argv, env=full, timeout=timeout)
+    output = args[args.index("-o") + 1] if "-o" in args else None
+    before = _run_ids(output)
+    try:
+        with orphans.ended_if_interrupted():
+            if on_line is not None:
+                out = stream_launch(argv, on_line, env=full, timeout=timeout)
+            else:
+                out = run_launch(argv, env=full, timeout=timeout)
+    except KeyboardInterrupt as exc:
+        _interrupted_runs_say_so(output, before, interrupts.said(exc))
+        raise
     if out.returncode < 0:  # the launcher itself died of a signal: its ranks would run on
         ended = orphans.end()
         raise LauncherError(
@@ -35,8 +43,46 @@ def run_fabricprobe(base: list[str], args: list[str], env: dict[str, str], timeo
             f"{ended} processes it left were ended; every point measured before is kept"
         )
     if out.returncode in INTERRUPTED_STATUSES:  # the job was interrupted (scancel of a step): so is this
-        raise interrupts.Interrupted(out.returncode - 128)
+        stop = interrupts.Interrupted(out.returncode - 128)
+        _interrupted_runs_say_so(output, before, interrupts.said(stop))
+        raise stop
     return out
+
+
+def _written(output: str | None) -> bool:
+    from fabricprobe.store.journal import journal_path
+
+    return bool(output) and (os.path.exists(output) or os.path.exists(journal_path(output)))
+
+
+def _run_ids(output: str | None) -> set[str] | None:
+    """The runs already in output (None where it cannot be read: nothing is marked then)."""
+    from fabricprobe.store import load_runs
+
+    try:
+        return {r.id for r in load_runs(output)} if _written(output) else set()
+    except (UsageError, StorageError, OSError):
+        return None
+
+
+def _interrupted_runs_say_so(output: str | None, before: set[str] | None, reason: str) -> None:
+    """A run the interrupted job started and left "running" is marked "interrupted" by the driver once
+    every rank has ended. Rank 0 marks it itself when it can, but Open MPI's launcher follows the
+    SIGTERM it forwards with SIGKILL 0.2 s later: under load rank 0 had not written (tests/
+    test_interrupts.py, 3 clean-clone CI runs). Its points are all in the file already."""
+    from fabricprobe.store import ResultsWriter, load_runs
+    from fabricprobe.store.schema import STATUS_INTERRUPTED, STATUS_RUNNING
+
+    if before is None or not _written(output):
+        return
+    try:
+        left = [r.id for r in load_runs(output) if r.id not in before and r.status == STATUS_RUNNING]
+        for run_id in left:
+            with ResultsWriter(output) as writer:
+                writer.attach(run_id)
+                writer.update_run({"status": STATUS_INTERRUPTED, "status_reason": reason, "ended": utc_now()})
+    except (UsageError, StorageError, OSError) as exc:
+        warn_line(f"{output}: its interrupted run could not be marked so ({exc}); its points are kept")
 
 
 def job_file(output: str, content: str) -> str:

@@ -324,7 +324,7 @@ def _interrupts_end_the_run(job: _Job):
     Nothing is lost: every completed point is already in the journal."""
 
     def mark(signum: int) -> None:
-        if job.writer is not None:
+        if job.writer is not None and not faults.interrupt_unmarked():
             reason = {"status_reason": f"interrupted by {interrupts.name(signum)}", "ended": provenance.utc_now()}
             job.writer.update_run({"status": STATUS_INTERRUPTED, **reason})
 
