@@ -10,8 +10,9 @@
   (user + system of every process the launcher waited for).
 - memory: `--pss-ranks` ranks of each, every rank's PSS (/proc/PID/smaps_rollup) sampled every 0.1 s;
   the mean over ranks of each rank's peak. The sweep measures 8 B to 1 MiB so that it runs a while.
-- results: for each --ranks count, `sweep --collectives allreduce --algorithms library --sizes 8,64K`
-  into a fresh file: per point the stored samples (iterations × ranks), their bytes raw and as
+- results: for each --ranks count, `sweep --collectives allreduce --algorithms library --sizes 8,64K
+  --iters 400 --ci-target 0` (the same iterations at every count) into a fresh file: per point the
+  stored timings (samples, and beyond 16 ranks maxima and per-rank rows), their bytes raw and as
   stored (gzip), and the launch's wall time.
 
 Needs strace (apt-get install strace). The launcher is the venv's (tests/mpirun.py)."""
@@ -37,6 +38,7 @@ BARE = "import numpy\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"
 BARE_WAITING = BARE + "import time\ntime.sleep(3)\nMPI.COMM_WORLD.Barrier()\n"
 QUIET_ALLREDUCE = ["sweep", "--collectives", "allreduce", "--progress", "none", "--quiet"]
 RANK = "${OMPI_COMM_WORLD_RANK:-$PMI_RANK}"
+FIXED_ITERATIONS = 400
 
 
 def _commands(folder: Path, n: int, bare_text: str = BARE) -> dict[str, list[str]]:
@@ -150,18 +152,21 @@ def results(folder: Path, counts: list[int]) -> list[dict]:
     rows = []
     for n in counts:
         path = folder / f"r{n}.h5"
-        argv = [*fabricprobe_argv(), *QUIET_ALLREDUCE, "--algorithms", "library", "--sizes", "8,64K", "-o", str(path)]
+        fixed = ["--iters", str(FIXED_ITERATIONS), "--ci-target", "0"]  # the same sweep at every rank count
+        argv = [*fabricprobe_argv(), *QUIET_ALLREDUCE, "--algorithms", "library", "--sizes", "8,64K", *fixed]
+        argv += ["-o", str(path)]
         wall, _ = _launch(n, argv, folder)
         with h5py.File(path, "r") as f:
             run = f["runs"][sorted(f["runs"])[-1]]
-            sets = [run["samples"][k] for k in sorted(run["samples"])]
+            sets = [run[part][k] for part in ("samples", "maxima", "per_rank") if part in run for k in run[part]]
+            points = len(run["samples"])
             rows.append(
                 {
                     "ranks": n,
-                    "points": len(sets),
-                    "iterations": [ds.shape[0] for ds in sets],
-                    "raw_bytes_per_point": round(sum(ds.size * 8 for ds in sets) / len(sets)),
-                    "stored_bytes_per_point": round(sum(ds.id.get_storage_size() for ds in sets) / len(sets)),
+                    "points": points,
+                    "iterations": [run["samples"][k].shape[0] for k in sorted(run["samples"])],
+                    "raw_bytes_per_point": round(sum(ds.size * ds.dtype.itemsize for ds in sets) / points),
+                    "stored_bytes_per_point": round(sum(ds.id.get_storage_size() for ds in sets) / points),
                     "file_bytes": path.stat().st_size,
                     "wall_s": round(wall, 2),
                 }

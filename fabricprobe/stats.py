@@ -91,26 +91,98 @@ def per_iteration(samples: np.ndarray) -> np.ndarray:
     return np.nanmax(samples[timed], axis=1) if timed.any() else np.empty(0)
 
 
-def summarize(samples: np.ndarray) -> Summary:
-    """Statistics of an (iterations × ranks) sample matrix."""
+# A point of up to FULL_RANKS ranks keeps every rank's time of every iteration; beyond, what the
+# statistics, the OMB columns and the slowest-rank diagnosis need, so that its bytes stop growing with
+# the job (docs/scale.md): each iteration's slowest time, each rank's summary, and the samples of the
+# SLOWEST_KEPT ranks that were slowest in the most iterations.
+FULL_RANKS = 16
+SLOWEST_KEPT = 2
+RANK_FIELDS = ("mean_s", "min_s", "median_s", "max_s", "slowest_iterations")
+
+
+@dataclass(frozen=True)
+class PointTimes:
+    """A point's timings as stored. Full: `samples` is iterations × ranks (NaN where a rank does not
+    time), `ranks` None. Reduced: `samples` is iterations × len(ranks), the kept ranks' times;
+    `maxima` each iteration's slowest time (NaN where no rank timed); `per_rank` ranks × RANK_FIELDS
+    (NaN for a rank that does not time; its count of iterations in which it was the slowest)."""
+
+    samples: np.ndarray
+    ranks: tuple[int, ...] | None = None
+    maxima: np.ndarray | None = None
+    per_rank: np.ndarray | None = None
+
+    @property
+    def full(self) -> bool:
+        return self.ranks is None
+
+    def iteration_times(self) -> np.ndarray:
+        """The slowest timing rank's time in each timed iteration."""
+        if self.full:
+            return per_iteration(self.samples)
+        return self.maxima[~np.isnan(self.maxima)]
+
+
+def slowest_ranks(samples: np.ndarray) -> np.ndarray:
+    """Each iteration's slowest rank (the lowest on ties; rank 0 where none timed), as MPI_MAXLOC
+    gives it."""
+    return np.argmax(np.where(np.isnan(samples), -np.inf, samples), axis=1)
+
+
+def rank_summary(mine: np.ndarray) -> np.ndarray:
+    """RANK_FIELDS but the last of one rank's times (NaN where it never timed)."""
+    timed = mine[~np.isnan(mine)]
+    if timed.size == 0:
+        return np.full(4, np.nan)
+    return np.array([timed.mean(), timed.min(), np.median(timed), timed.max()])
+
+
+def rank_table(samples: np.ndarray) -> np.ndarray:
+    """Every rank's RANK_FIELDS from every rank's samples."""
+    counts = np.bincount(slowest_ranks(samples), minlength=samples.shape[1])
+    return np.column_stack([np.array([rank_summary(col) for col in samples.T]).reshape(-1, 4), counts])
+
+
+def reduced(samples: np.ndarray, keep: int = SLOWEST_KEPT) -> PointTimes:
+    """What a point of many ranks keeps, from every rank's samples: as the harness reduces it (a test
+    compares the two)."""
     samples = np.asarray(samples, dtype=np.float64)
+    timed = ~np.all(np.isnan(samples), axis=1)
+    maxima = np.full(samples.shape[0], np.nan)
+    maxima[timed] = per_iteration(samples)
+    per_rank = rank_table(samples)
+    kept = kept_ranks(per_rank, keep)
+    return PointTimes(np.ascontiguousarray(samples[:, kept]), tuple(kept), maxima, per_rank)
+
+
+def kept_ranks(per_rank: np.ndarray, keep: int = SLOWEST_KEPT) -> list[int]:
+    """The timing ranks slowest in the most iterations, then by mean (the lower rank on ties)."""
+    timing = [r for r in range(per_rank.shape[0]) if not np.isnan(per_rank[r, 0])]
+    return sorted(sorted(timing, key=lambda r: (-per_rank[r, 4], -per_rank[r, 0], r))[:keep])
+
+
+def summarize(samples: "np.ndarray | PointTimes") -> Summary:
+    """Statistics of an (iterations × ranks) sample matrix, or of a point's stored timings."""
+    if isinstance(samples, PointTimes) and not samples.full:
+        return _summary_of(samples.iteration_times(), samples.per_rank)
+    samples = np.asarray(samples.samples if isinstance(samples, PointTimes) else samples, dtype=np.float64)
     if samples.ndim != 2:
         raise ValueError("samples must be a 2-D (iterations × ranks) array")
-    times = per_iteration(samples)
-    if times.size == 0:
+    return _summary_of(per_iteration(samples), rank_table(samples))
+
+
+def _summary_of(iterations: np.ndarray, per_rank: np.ndarray) -> Summary:
+    if iterations.size == 0:
         nan = math.nan
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, -1, nan, nan, nan)
-    ordered = np.sort(times)
+    ordered = np.sort(iterations)
     lo, hi = median_ci(ordered)
-    mean = float(times.mean())
-    std = float(times.std(ddof=1)) if times.size > 1 else 0.0
-    timing_ranks = ~np.all(np.isnan(samples), axis=0)
-    rank_means = np.nanmean(samples[:, timing_ranks], axis=0)
-    slowest_per_iter = np.nanargmax(np.where(np.isnan(samples), -np.inf, samples), axis=1)
-    slowest = int(np.bincount(slowest_per_iter, minlength=samples.shape[1]).argmax())
+    mean = float(iterations.mean())
+    std = float(iterations.std(ddof=1)) if iterations.size > 1 else 0.0
+    rank_means = per_rank[:, 0][~np.isnan(per_rank[:, 0])]
     p90, p99 = np.percentile(ordered, [90, 99])
     return Summary(
-        n=int(times.size),
+        n=int(iterations.size),
         min_s=float(ordered[0]),
         median_s=float(np.median(ordered)),
         mean_s=mean,
@@ -121,7 +193,7 @@ def summarize(samples: np.ndarray) -> Summary:
         cv=std / mean if mean > 0 else math.nan,
         ci_low_s=lo,
         ci_high_s=hi,
-        slowest_rank=slowest,
+        slowest_rank=int(per_rank[:, 4].argmax()),
         osu_avg_s=float(rank_means.mean()),
         osu_min_s=float(rank_means.min()),
         osu_max_s=float(rank_means.max()),

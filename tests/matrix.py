@@ -37,6 +37,7 @@ BOTH_WHEELS = {
     "test_library_mutants.py": "validation: planted wrong library calls; internal errors through each abort",
     "test_algorithms_mpi.py": "validation: the hand-written algorithms against each library's own results",
     "test_sparse_mpi.py": "validation: the sparse algorithms on each library's point-to-point",
+    "test_collect.py": "results at scale: each library's MPI_MAXLOC over (time, rank) pairs (MPI_DOUBLE_INT)",
 }
 
 # file -> why one wheel (Open MPI) is enough: what it checks is fabricprobe's own code

@@ -1,8 +1,11 @@
 """Time one point: warm-up, then batches of timed iterations until the median is known well
 enough (its 95% confidence interval within ci_target) or a cap is hit, as SKaMPI and IMB do.
 
-All ranks run the same number of iterations; rank 0 collects every rank's samples after each
-batch, decides, and tells the others. Samples never leave the timed loop mid-batch.
+All ranks run the same number of iterations; after each batch rank 0 collects every rank's samples
+(up to stats.FULL_RANKS ranks) or, beyond, each iteration's slowest time and rank (one MPI_MAXLOC
+reduction), decides, and tells the others. Samples never leave the timed loop mid-batch. Beyond
+FULL_RANKS each rank keeps its own samples and sends rank 0 their summary at the end, and the kept
+(slowest) ranks their samples: rank 0 never holds iterations × ranks values (stats.PointTimes).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from fabricprobe.engine import faults
-from fabricprobe.stats import median_ci_rel, per_iteration
+from fabricprobe.engine.collect import collector
+from fabricprobe.stats import FULL_RANKS, SLOWEST_KEPT, PointTimes, median_ci_rel
 from fabricprobe.timing import loops, windows
 from fabricprobe.timing.batch import Batch
 
@@ -22,14 +26,19 @@ STOP_TIME_CAP = "time_cap"  # the per-point time budget ran out first
 STOP_ITERATION_CAP = "iteration_cap"
 STOP_FIXED = "fixed"  # adaptivity off (ci_target 0): exactly the requested iterations
 
-# Rank 0 holds a point's samples (iterations × ranks float64) while deciding and writes them all:
-# bound the matrix so a fast fabric at thousands of ranks cannot fill rank 0's memory (64 MiB).
+# Rank 0 holds a point's samples (iterations × stored columns, float64) while deciding and writes them:
+# bound the matrix so that a fast fabric cannot fill rank 0's memory (64 MiB).
 SAMPLE_CAP = 8 << 20
+
+
+def stored_columns(nranks: int) -> int:
+    """The float64 values rank 0 holds per iteration: every rank's, or the maxima and the kept ranks'."""
+    return nranks if nranks <= FULL_RANKS else 1 + SLOWEST_KEPT
 
 
 def iteration_cap(budget: "Budget", nranks: int) -> int:
     """The most iterations a point may take on `nranks` ranks."""
-    return max(budget.min_iterations, min(budget.max_iterations, SAMPLE_CAP // max(nranks, 1)))
+    return max(budget.min_iterations, min(budget.max_iterations, SAMPLE_CAP // stored_columns(max(nranks, 1))))
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,7 @@ class Budget:
 
 @dataclass
 class Measurement:
-    samples: np.ndarray | None  # (iterations × ranks) on rank 0, None elsewhere
+    times: PointTimes | None  # on rank 0, None elsewhere
     stop_reason: str
     batches: int
     iterations: int
@@ -81,7 +90,7 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
     cap = iteration_cap(budget, comm.size)
     n = min(_first_batch(budget, per_call), cap)
     root = comm.rank == 0
-    chunks: list[np.ndarray] = []  # rank 0: each batch's (iterations × ranks) samples
+    kept = collector(comm, MPI, windowed)
     times: list[np.ndarray] = []  # rank 0: each batch's per-iteration times (slowest rank)
     total = batches = 0
     started = wtime()
@@ -95,14 +104,11 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
             local = faults.late_windows(comm.rank, clock.starts(first, width, n), batches + redone)
         batch(local, mode)
         faults.plant_times(local)
-        gathered = np.empty((comm.size, n)) if root else None
-        comm.Gather(local, gathered, root=0)
+        late = kept.collect(local)  # a window some rank reached late: untimed on every rank
         redo = False
         if root and windowed:
-            late = np.isnan(gathered).any(axis=0)  # a window some rank reached late: untimed on every rank
             redo = bool(late.all()) and redone < windows.REDO_MAX
             if not redo:
-                gathered[:, late] = np.nan
                 missed += int(late.sum())
             if late.mean() > windows.MISSED_MAX:
                 width *= 2
@@ -116,15 +122,15 @@ def measure(batch: Batch, comm: Any, budget: Budget, mode: int) -> Measurement:
         total += n
         batches += 1
         next_n = 0
+        these = kept.keep(local, late)
         if root:
-            chunks.append(gathered.T)
-            times.append(per_iteration(gathered.T))  # decide on these, never re-reducing all samples
+            times.append(these)  # decide on these, never re-reducing all samples
             next_n, reason = _decide(np.concatenate(times), budget, total, wtime() - started, cap)
         n, reason = comm.bcast((next_n, reason), root=0)
-    samples = np.ascontiguousarray(np.concatenate(chunks)) if root else None
+    point_times = kept.times()
     if windowed:
         missed = comm.bcast(missed, root=0)
-    return Measurement(samples, reason, batches, total, width if windowed else 0.0, missed)
+    return Measurement(point_times, reason, batches, total, width if windowed else 0.0, missed)
 
 
 def _decide(times: np.ndarray, budget: Budget, total: int, elapsed: float, cap: int) -> tuple[int, str]:

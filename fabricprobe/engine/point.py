@@ -21,7 +21,7 @@ from fabricprobe.sizes import format_size
 from fabricprobe.sparse import traffic
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
-from fabricprobe.stats import bandwidths, per_iteration, summarize
+from fabricprobe.stats import PointTimes, bandwidths, summarize
 from fabricprobe.store.schema import EMPTY, POINT_ERROR, POINT_NOT_RUNNABLE, POINT_OK, POINT_WRONG
 from fabricprobe.timing import loops, native
 from fabricprobe.timing.batch import TimerUnavailable
@@ -31,7 +31,7 @@ from fabricprobe.timing.choice import timer_for
 @dataclass
 class PointResult:
     row: dict[str, Any] | None  # rank 0 only
-    samples: np.ndarray | None  # rank 0 only
+    times: PointTimes | None  # rank 0 only
     failed: bool  # wrong elements or an error, on any rank
 
 
@@ -189,7 +189,7 @@ def run_point(
         if validated and validation.steady_checkable(spec, point):
             tally.after_timed_calls(spec, case, dev, device)
         if point.collective != EMPTY and spec.nonblocking and dev is None and point.algorithm == LIBRARY:
-            pure = float(np.median(per_iteration(measurement.samples))) if comm.rank == 0 else None
+            pure = float(np.median(measurement.times.iteration_times())) if comm.rank == 0 else None
             overlap = measure_overlap(
                 lambda seconds: overlap_batch(case, timer, seconds), comm, pure, measurement.iterations
             )
@@ -250,14 +250,14 @@ def run_point(
         checked=int(totals[1]),
         started_unix=started,
     )
-    samples = None
+    times = None
     if unrunnable and not first_error:
         row.update(status=POINT_NOT_RUNNABLE, note=unrunnable[:200])
     elif first_error:
         row.update(status=POINT_ERROR, note=first_error[:200])
     else:
-        samples = measurement.samples
-        summary = summarize(samples)
+        times = measurement.times
+        summary = summarize(times)
         algbw, busbw = bandwidths(point.layout.nbytes, summary.median_s, factor)
         row.update(summary.as_dict())
         row.pop("n")
@@ -283,4 +283,4 @@ def run_point(
                 f"(w up to {measurement.window_s * 1e6:.3g} µs); nothing was timed",
             )
     row["duration_s"] = time.time() - started
-    return PointResult(row, samples, any_failed)
+    return PointResult(row, times, any_failed)

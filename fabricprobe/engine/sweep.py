@@ -105,7 +105,7 @@ def execute(
                             served.refresh()  # the point's own settings, as the switch left them
                         row = result.row
                         row["served_by"] = served.of(row["collective"], row["algorithm"], row["nranks"])
-                    writer.append_point(result.row, result.samples)
+                    writer.append_point(result.row, result.times)
                 progress.finished(point.label, result.row)
                 measured += 1
                 failed += int(result.failed)

@@ -13,10 +13,9 @@ import time
 from typing import Any, Callable
 
 import h5py
-import numpy as np
 
 from fabricprobe.errors import DamagedError, UsageError
-from fabricprobe.store import journal
+from fabricprobe.store import journal, timings
 from fabricprobe.store.attrs import AttrsDamaged, write_attrs
 from fabricprobe.store.safety import deferred_signals
 from fabricprobe.store.schema import FORMAT, POINT_DTYPE, SCHEMA_VERSION
@@ -92,21 +91,6 @@ def new_run_group(runs: h5py.Group, run_id: str) -> h5py.Group:
     return group
 
 
-def write_samples(group: h5py.Group, index: int, samples: np.ndarray) -> None:
-    name = f"{index:06d}"
-    if name in group["samples"]:
-        del group["samples"][name]
-    group["samples"].create_dataset(
-        name,
-        data=samples,
-        compression="gzip" if samples.size > 1024 else None,
-        compression_opts=4 if samples.size > 1024 else None,
-        shuffle=samples.size > 1024,
-        chunks=True,
-        fletcher32=True,
-    )
-
-
 def apply(f: h5py.File, records: list[journal.Record]) -> int:
     """Apply journal records to an open file, idempotently (a record already folded changes nothing:
     a run that exists is not made again, a point whose index is in the table is not added again)."""
@@ -128,8 +112,8 @@ def apply(f: h5py.File, records: list[journal.Record]) -> int:
             seen = known.setdefault(r.run, {int(i) for i in group["points"]["index"]})
             if r.index in seen:
                 continue
-            if r.samples is not None and r.samples.size:
-                write_samples(group, r.index, r.samples)
+            if r.times is not None:
+                timings.write(group, r.index, r.times)
             table = group["points"]
             n = table.shape[0]
             table.resize((n + 1,))

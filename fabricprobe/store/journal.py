@@ -8,7 +8,8 @@ and fsync'd: that is the moment the point is complete. The journal is folded int
 writing a copy and renaming it over the original (fabricprobe.store.fold), which is atomic.
 
 A record: b"FPJ1", the payload's length (uint64, little-endian), its CRC-32 (uint32), the payload:
-a JSON header line, then the point's row and its samples (raw float64). The header names the row's
+a JSON header line, then the point's row and its timings (raw float64: the samples, then for a point
+of many ranks each iteration's maximum and every rank's row, stats.PointTimes). The header names the row's
 fields and their types (`row_fields`): a reader whose schema gained or lost a field since reads
 every field by name (before, the raw row of one version was unreadable to the next: an interrupted
 run's journal written before `served_by` was added lost every point, skipped as damaged). Each
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from fabricprobe.inputs import regular_file
+from fabricprobe.stats import PointTimes
 from fabricprobe.store.schema import POINT_DTYPE
 
 MAGIC = b"FPJ1"
@@ -92,7 +94,7 @@ class Record:
     run: str
     attrs: dict[str, Any] | None = None  # START and UPDATE
     row: np.ndarray | None = None  # POINT: one POINT_DTYPE row
-    samples: np.ndarray | None = None  # POINT: float64 (iterations × ranks), or None
+    times: PointTimes | None = None  # POINT: its timings (stats.PointTimes), or None
 
     @property
     def index(self) -> int:
@@ -107,10 +109,15 @@ class Record:
             body = np.ascontiguousarray(self.row, POINT_DTYPE).tobytes()
             header["row_bytes"] = len(body)
             header["row_fields"] = ROW_FIELDS
-            if self.samples is not None:
-                samples = np.ascontiguousarray(self.samples, np.float64)
+            if self.times is not None:
+                samples = np.ascontiguousarray(self.times.samples, np.float64)
                 header["samples_shape"] = list(samples.shape)
                 body += samples.tobytes()
+                if not self.times.full:  # the kept ranks' columns, then each iteration's maximum and every rank's row
+                    header["kept_ranks"] = list(self.times.ranks)
+                    header["per_rank_shape"] = list(self.times.per_rank.shape)
+                    body += np.ascontiguousarray(self.times.maxima, np.float64).tobytes()
+                    body += np.ascontiguousarray(self.times.per_rank, np.float64).tobytes()
         payload = json.dumps(header, default=_plain, sort_keys=True).encode() + b"\n" + body
         return _HEAD.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
 
@@ -118,13 +125,25 @@ class Record:
     def decode(cls, payload: bytes) -> Record:
         line, _, body = payload.partition(b"\n")
         header = json.loads(line)
-        row = samples = None
+        row = times = None
         if "row_bytes" in header:
             n = header["row_bytes"]
             row = current_row(np.frombuffer(body[:n], _row_dtype(header.get("row_fields"), n)))
             if "samples_shape" in header:
-                samples = np.frombuffer(body[n:], np.float64).reshape(header["samples_shape"]).copy()
-        return cls(header["kind"], header["run"], header.get("attrs"), row, samples)
+                times = _times(np.frombuffer(body[n:], np.float64), header)
+        return cls(header["kind"], header["run"], header.get("attrs"), row, times)
+
+
+def _times(values: np.ndarray, header: dict[str, Any]) -> PointTimes:
+    """A POINT record's timings from the floats after its row, laid out as Record.encode wrote them."""
+    shape = header["samples_shape"]
+    size = int(np.prod(shape))
+    samples = values[:size].reshape(shape).copy()
+    if "kept_ranks" not in header:
+        return PointTimes(samples)
+    maxima = values[size : size + shape[0]].copy()
+    per_rank = values[size + shape[0] :].reshape(header["per_rank_shape"]).copy()
+    return PointTimes(samples, tuple(int(r) for r in header["kept_ranks"]), maxima, per_rank)
 
 
 def append(path: str, record: Record) -> None:

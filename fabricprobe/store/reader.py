@@ -13,7 +13,8 @@ import numpy as np
 
 from fabricprobe.errors import DamagedError, UsageError
 from fabricprobe.inputs import is_digits, regular_file
-from fabricprobe.store import damage, journal
+from fabricprobe.stats import RANK_FIELDS, PointTimes
+from fabricprobe.store import damage, journal, timings
 from fabricprobe.store.attrs import AttrsDamaged, read_attrs, shown_as_text
 from fabricprobe.store.plausible import left_out
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
@@ -62,7 +63,7 @@ class Run:
     id: str
     attrs: dict[str, Any]
     points: list[dict[str, Any]] = field(default_factory=list)
-    journal_samples: dict[int, np.ndarray] = field(default_factory=dict)  # points not folded yet
+    journal_times: dict[int, PointTimes] = field(default_factory=dict)  # points not folded yet
     damage: list[str] = field(default_factory=list)  # what the file lost (store.damage), the same for each run
 
     @property
@@ -75,8 +76,14 @@ class Run:
         return config if isinstance(config, dict) else {}
 
     def samples(self, index: int) -> np.ndarray | None:
-        if index in self.journal_samples:
-            return self.journal_samples[index]
+        """A point's stored sample matrix: every rank's column, or the kept ranks' (times())."""
+        times = self.times(index)
+        return None if times is None else times.samples
+
+    def times(self, index: int) -> PointTimes | None:
+        """A point's timings as stored (stats.PointTimes), None where none were."""
+        if index in self.journal_times:
+            return self.journal_times[index]
         if not os.path.exists(self.path):
             return None
         try:
@@ -84,15 +91,14 @@ class Run:
                 # `in`, then [...]: h5py's Group.get returns None for an object whose header fails its
                 # checksum as for one that is absent, and a damaged sample array read as "no samples"
                 # (bitflip_study: 1 silent corruption in 20 flips)
-                name = f"{index:06d}"
-                if self.id not in f["runs"] or name not in f["runs"][self.id]["samples"]:
+                if self.id not in f["runs"]:
                     return None
-                samples = f["runs"][self.id]["samples"][name][()]
+                times = timings.read(f["runs"][self.id], index)
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
             raise damaged(self.path, exc) from None
-        if not _times_matrix(samples):
+        if times is not None and not _times_of_a_sweep(times):
             raise damaged(self.path, ValueError(f"run {self.id} point {index}'s samples are not a matrix of times"))
-        return samples
+        return times
 
     @property
     def label(self) -> str:
@@ -105,6 +111,23 @@ def _times_matrix(samples: Any) -> bool:
         return False
     finite = samples[np.isfinite(samples)]
     return not (finite < 0).any()
+
+
+def _times_of_a_sweep(times: PointTimes) -> bool:
+    """The samples a matrix of times; for a point of many ranks, one maximum per iteration, one row of
+    RANK_FIELDS per rank, and kept ranks among them."""
+    if not _times_matrix(times.samples):
+        return False
+    if times.full:
+        return True
+    iterations, ranks = times.samples.shape[0], times.per_rank.shape[0]
+    return (
+        times.maxima.shape == (iterations,)
+        and _times_matrix(times.maxima.reshape(-1, 1))
+        and times.per_rank.shape == (ranks, len(RANK_FIELDS))
+        and len(times.ranks) == times.samples.shape[1]
+        and all(0 <= r < ranks for r in times.ranks)
+    )
 
 
 def load_runs(path: str, since: int = 0) -> list[Run]:
@@ -235,8 +258,8 @@ def _overlay(runs: dict[str, Run], records: list[journal.Record], path: str) -> 
             runs[r.run].attrs.update(_as_read(r.attrs or {}))
         elif all(p["index"] != r.index for p in runs[r.run].points):
             runs[r.run].points.append(row_to_dict(r.row[0]))
-            if r.samples is not None and r.samples.size:
-                runs[r.run].journal_samples[r.index] = r.samples
+            if r.times is not None and r.times.samples.size:
+                runs[r.run].journal_times[r.index] = r.times
     return orphans
 
 

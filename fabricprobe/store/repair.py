@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import h5py
 
 from fabricprobe.errors import UsageError
-from fabricprobe.store import journal
+from fabricprobe.store import journal, timings
 from fabricprobe.store.attrs import AttrsDamaged, read_attrs, write_attrs
 from fabricprobe.store.fold import (
     WriterLock,
@@ -23,7 +23,6 @@ from fabricprobe.store.fold import (
     fold,
     new_run_group,
     rewrite,
-    write_samples,
 )
 from fabricprobe.store.plausible import left_out
 from fabricprobe.store.schema import FORMAT, SCHEMA_VERSION, row_to_dict
@@ -71,8 +70,9 @@ def _whole(path: str) -> bool:
             for run in f["runs"].values():
                 read_attrs(run)
                 run["points"][()]
-                for ds in run["samples"].values():
-                    ds[()]
+                for part in ("samples", *timings.REDUCED_PARTS):
+                    for ds in run[part].values() if part in run else ():
+                        ds[()]
         return True
     except Exception:  # noqa: BLE001 - any failure to read is damage
         return False
@@ -230,12 +230,11 @@ def _salvage(path: str, out: h5py.File, report: RepairReport) -> int:
             group["points"].resize((len(rows),))
             for i, row in enumerate(rows):
                 group["points"][i] = row
-                name = f"{int(row['index']):06d}"
                 try:
-                    samples = run["samples"][name][()] if name in run["samples"] else None
+                    times = timings.read(run, int(row["index"]))
                 except Exception:  # noqa: BLE001
                     report.lost_samples.append(f"{run_id}/{int(row['index'])}")
                     continue
-                if samples is not None:
-                    write_samples(group, int(row["index"]), samples)
+                if times is not None:
+                    timings.write(group, int(row["index"]), times)
     return 0

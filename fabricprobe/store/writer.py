@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fabricprobe.errors import StorageError, UsageError
+from fabricprobe.stats import PointTimes
 from fabricprobe.store import journal
 from fabricprobe.store.fold import WriterLock, fold
 from fabricprobe.store.reader import check_results_file, load_runs
@@ -87,8 +88,11 @@ class ResultsWriter:
         """Continue an existing run (resume)."""
         self.run_id = run_id
 
-    def append_point(self, values: dict[str, Any], samples: np.ndarray | None) -> None:
-        self._append(journal.Record(journal.POINT, self.run_id, row=make_row(values), samples=samples))
+    def append_point(self, values: dict[str, Any], times: PointTimes | np.ndarray | None) -> None:
+        """Add a point's row and its timings (a plain array: every rank's samples)."""
+        if isinstance(times, np.ndarray):
+            times = PointTimes(times)
+        self._append(journal.Record(journal.POINT, self.run_id, row=make_row(values), times=times))
         if time.monotonic() - self._folded > FOLD_EVERY_S:
             self._fold()  # so plain HDF5 readers (h5py, pandas) follow a long run too
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from fabricprobe.errors import UsageError
-from fabricprobe.stats import median_ci, per_iteration
+from fabricprobe.stats import median_ci
 from fabricprobe.store import Run
 from fabricprobe.tuning import COLLECTIVES
 from fabricprobe.tuning.choose.rules import MIN_GAIN, job_points, usable
@@ -52,8 +52,8 @@ def observed(p: dict, screening: bool = False) -> Observation:
 def screened(run: Run, p: dict) -> Observation:
     """What a screening measurement of this point would have given: its first SCREEN_ITERS timed
     calls (the harness stores every call), at the point's overhead plus those calls' time."""
-    samples = run.samples(int(p["index"]))
-    times = per_iteration(samples)[:SCREEN_ITERS] if samples is not None else np.empty(0)
+    stored = run.times(int(p["index"]))
+    times = stored.iteration_times()[:SCREEN_ITERS] if stored is not None else np.empty(0)
     if times.size == 0:
         return observed(p, screening=True)
     low, high = median_ci(np.sort(times))
