@@ -53,7 +53,8 @@ def _ranks(root: int) -> list[int]:
     return out
 
 
-def _pss_kib(pid: int) -> int | None:
+def pss_kib(pid: int) -> int | None:
+    """A process's proportional set size in KiB (None when it has gone)."""
     try:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
             if line.startswith("Pss:"):
@@ -76,7 +77,7 @@ def one(n: int, folder: Path) -> dict:
     reader.start()
     series: list[tuple[float, int, str]] = []  # (seconds, PSS sum in MiB, the last point finished)
     while proc.poll() is None:
-        sizes = [s for s in (_pss_kib(p) for p in _ranks(proc.pid)) if s is not None]
+        sizes = [s for s in (pss_kib(p) for p in _ranks(proc.pid)) if s is not None]
         done = next((line.split("]")[1].split(":")[0].strip() for line in reversed(lines) if line[:1] == "["), "")
         series.append((round(time.monotonic() - started, 1), sum(sizes) // 1024, done))
         if len(sizes) >= n and sum(sizes) > peak["sum_kib"]:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from many_ranks import pss_kib  # noqa: E402  (this folder: a script's own is first on sys.path)
 from mpirun import fabricprobe_argv, launcher, mpi_env  # noqa: E402
 
 BARE = "import numpy\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"
@@ -95,16 +96,6 @@ def launches(folder: Path, pairs: int) -> dict:
     }
 
 
-def _pss_kib(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
 def _processes_running(marker: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -131,7 +122,7 @@ def memory(folder: Path, n: int) -> dict:
         def sample(marker=markers[name], peaks=peaks, done=done):
             while not done.is_set():
                 for pid in _processes_running(marker):
-                    size = _pss_kib(pid)
+                    size = pss_kib(pid)
                     if size is not None:
                         peaks[pid] = max(peaks.get(pid, 0), size)
                 time.sleep(0.1)
