@@ -511,3 +511,30 @@ def test_a_probe_whose_launcher_is_killed_says_so(tmp_path):
     while time.monotonic() < deadline and alive():
         time.sleep(0.1)
     assert not alive(), "the rank the launcher left runs on"
+
+
+def test_the_one_launchs_state_file_and_its_temporary_leave_nothing_when_interrupted(tmp_path, monkeypatch):
+    """Rank 0 killed between writing the state's temporary file and renaming it (a launcher's SIGKILL
+    after its SIGTERM) left `<results>.switching.tmp` beside the results (clean-clone CI, MPICH): the
+    driver discards the state and its temporary file whatever ended the job."""
+    from fabricprobe.tuning.measure import onelaunch, switch_state
+
+    output = str(tmp_path / "t.h5")
+    state = switch_state.state_path(output)
+    switch_state.note(state, "allreduce", "ring", 4)
+    assert switch_state.culprit(state) == ("allreduce", "ring", 4)
+
+    def killed_mid_note(base, argv, env, timeout, line):
+        with open(f"{state}.tmp", "w") as f:
+            f.write('{"collective": "allre')  # the rank's half-written note, never renamed
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(onelaunch, "run_fabricprobe", killed_mid_note)
+    with pytest.raises(KeyboardInterrupt):
+        onelaunch.launch_job(["fabricprobe"], output, {"parts": [], "state": state}, {}, 10.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    switch_state.note(state, "bcast", "binomial", 2)
+    open(f"{state}.tmp", "w").close()
+    switch_state.discard(state)
+    switch_state.discard(state)  # nothing there: no error
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -9,7 +9,6 @@ reads an exhaustive one."""
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import replace
 
 from fabricprobe import interrupts
@@ -23,15 +22,14 @@ from fabricprobe.tuning.economy import search as economy
 from fabricprobe.tuning.economy.replay import observations
 from fabricprobe.tuning.economy.rounds import round_line, screening
 from fabricprobe.tuning.economy.search import Grid, Key, Observation, State
+from fabricprobe.tuning.measure import switch_state
 from fabricprobe.tuning.measure.launch import job_config, library_in_use, run_job
 from fabricprobe.tuning.measure.onelaunch import (
-    STATE_SUFFIX,
     Fallback,
     TuneSweep,
     finish,
     launch_job,
     part_config,
-    read_culprit,
     runs_of,
 )
 from fabricprobe.tuning.plan.libraries import for_vendor
@@ -153,7 +151,7 @@ def _in_one_launch(
     (said so in the outcome's fallbacks, not measured) and the search starts again without it."""
     result = TuneSweep(library.vendor, plan.method)
     known = [r.id for r in runs_of(output)]
-    state = output + STATE_SUFFIX
+    state = switch_state.state_path(output)
     switched_labels = {(v.collective, _label(v)) for v in variants if v.name == DEFAULT}
     for _ in range(len(variants) + 1):
         switched = switched_labels | {(c, f"{LIBRARY}:{lab}") for c in collectives for lab in plan.switched(c)}
@@ -181,7 +179,7 @@ def _in_one_launch(
             break
         if launch.returncode == EXIT_USAGE:
             raise UsageError(launch.stderr_tail)
-        culprit = read_culprit(state)
+        culprit = switch_state.culprit(state)
         if culprit is None or culprit[1] not in plan.switched(culprit[0]):
             raise UsageError(
                 f"the one launch failed outside a switched algorithm (exit {launch.returncode}): "
@@ -193,8 +191,7 @@ def _in_one_launch(
         result.fallbacks.append(Fallback(coll, label, [], why))
         if progress is not None:
             progress(f"{coll}/{label} {why}; searching again without it")
-    if os.path.exists(state):
-        os.unlink(state)
+    switch_state.discard(state)
     result.runs = [r.id for r in runs_of(output) if r.id not in set(known)]
     finish(output, result)
     return result

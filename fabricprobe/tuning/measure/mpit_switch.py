@@ -21,13 +21,12 @@ name the variant that hung or crashed the job and measure it in a launch of its 
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 from fabricprobe.mpienv import topology
 from fabricprobe.mpienv.mpit import MpitError, ToolInterface
 from fabricprobe.specs import SPECS
+from fabricprobe.tuning.measure import switch_state
 from fabricprobe.tuning.verify import probe
 
 PROOF_BYTES = 64 * 1024  # the traced call's size: large enough that the algorithms' steps differ
@@ -115,10 +114,7 @@ class MpitSwitch:
         if self.state_path is None or self.MPI.COMM_WORLD.rank != 0 or now == self.noted:
             return
         self.noted = now
-        tmp = f"{self.state_path}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"collective": collective, "variant": variant, "nranks": nranks}, f)
-        os.replace(tmp, self.state_path)
+        switch_state.note(self.state_path, collective, variant, nranks)
 
     def restore(self) -> None:
         """Every rank, at the end of each run: the default back, the duplicates freed, and the run's

@@ -16,7 +16,6 @@ sweeps are not repeated, and an incomplete one is measured again for its missing
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -30,6 +29,7 @@ from fabricprobe.errors import EXIT_USAGE, UsageError
 from fabricprobe.store import ResultsWriter, check_output_path, load_runs
 from fabricprobe.store.journal import journal_path
 from fabricprobe.store.schema import EMPTY, POINT_ERROR, STATUS_COMPLETE
+from fabricprobe.tuning.measure import switch_state
 from fabricprobe.tuning.measure.launch import (
     Launch,
     completed_launches,
@@ -41,8 +41,6 @@ from fabricprobe.tuning.measure.launch import (
 from fabricprobe.tuning.plan.library import Library, Variant
 from fabricprobe.tuning.plan.switch import SwitchPlan, describe_variables, plan_switch, variables_of
 from fabricprobe.tuning.plan.variants import variant_label
-
-STATE_SUFFIX = ".switching"  # beside the results: the variant the one launch switched to last
 
 
 @dataclass
@@ -149,7 +147,7 @@ def measure_one_launch(
 
     errors(prior)  # --resume: what failed when switched before the interruption
     known = {r.id for r in prior}
-    state = output + STATE_SUFFIX
+    state = switch_state.state_path(output)
     for _ in range(len(variants) + 1):
         pending = [c for c in collectives if c not in done]
         if not pending:
@@ -171,7 +169,7 @@ def measure_one_launch(
             break  # every sweep ran to its end (1: some points failed; their variants fall back)
         if launch.returncode == EXIT_USAGE:
             raise UsageError(launch.stderr_tail)
-        culprit = read_culprit(state)
+        culprit = switch_state.culprit(state)
         if culprit is None or not culprit[1] or culprit[1] not in plan.switched(culprit[0]):
             where = f" in {culprit[0]}" if culprit else ""
             raise UsageError(
@@ -184,8 +182,7 @@ def measure_one_launch(
         fallbacks[(coll, label)] = Fallback(coll, label, comm_sizes, why)
         del plan.writes[coll][label]
         parts[coll] = part_config(template, coll, comm_sizes, own.get(coll, []), plan.switched(coll))
-    if os.path.exists(state):
-        os.unlink(state)
+    switch_state.discard(state)
     by_name = {(v.collective, variant_label(v.name)): v for v in variants}
     measured = completed_launches(prior)
     for (coll, label), fb in sorted(fallbacks.items()):
@@ -270,8 +267,8 @@ def launch_job(base: list[str], output: str, spec: dict, launch_env: dict[str, s
     """Start the one launch's ranks on `spec` (tuning.sweep_job); its lines shown by progress(text) as
     they come (each warning once). A Launch of ONE_LAUNCH."""
     path = job_file(output, json.dumps(spec))
-    if spec.get("state") and os.path.exists(spec["state"]):
-        os.unlink(spec["state"])  # an earlier job's: it must not name this one's culprit
+    if spec.get("state"):
+        switch_state.discard(spec["state"])  # an earlier job's: it must not name this one's culprit
     shown: set[str] = set()
 
     def line(text: str) -> None:
@@ -290,20 +287,10 @@ def launch_job(base: list[str], output: str, spec: dict, launch_env: dict[str, s
         return Launch("*", ONE_LAUNCH, 124, f"no result within {timeout:g} s")
     except KeyboardInterrupt:  # interrupted: no culprit to read; nothing of this job is left beside the results
         if spec.get("state"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(spec["state"])
+            switch_state.discard(spec["state"])
         raise
     finally:
         os.unlink(path)
-
-
-def read_culprit(state: str) -> tuple[str, str, int] | None:
-    try:
-        with open(state) as f:
-            found = json.load(f)
-        return found["collective"], found["variant"], int(found["nranks"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def _error_fallbacks(runs: list, plan: SwitchPlan) -> list[Fallback]:
