@@ -48,6 +48,7 @@ ONE_WHEEL = {
     "test_library_check.py": "the library mpi4py loaded against the launcher's family, from planted variables",
     "test_hostile_files.py": "what readers are given that no writer makes: files and environment, no MPI job",
     "test_numbers.py": "numbers held against independent computations on planted input, no MPI job",
+    "test_compiled_loops.py": "the compiled timing loops against planted C functions, no MPI job",
     "test_allocations.py": "fabricprobe's buffers (tracemalloc sees numpy's, not the library's)",
     "test_architecture.py": "imports and the engine's extension points",
     "test_arena.py": "the early-buffer arena (no MPI)",

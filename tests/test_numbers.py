@@ -26,7 +26,7 @@ from fabricprobe.report import export, nccl_tests
 from fabricprobe.specs import SPECS
 from fabricprobe.store.reader import Run
 from fabricprobe.store.schema import make_row, row_to_dict
-from fabricprobe.timing import loops
+from fabricprobe.timing import compiled, loops
 
 # ---- a planted clock: the barrier costs 1,000 s, the timed call 1 s, nothing else moves the clock ----
 
@@ -71,7 +71,7 @@ def check_timed_regions() -> None:
     """Only the call lies between the two clock reads: barrier mode's barrier and loop mode's one
     barrier are outside (OMB, nccl-tests)."""
     for mode in (loops.BARRIER, loops.LOOP):
-        assert list(native_loop_times(loops.native_timed_calls, mode)) == [CALL_S] * 5, ("compiled", mode)
+        assert list(native_loop_times(compiled.native_timed_calls, mode)) == [CALL_S] * 5, ("compiled", mode)
         assert list(python_loop_times(loops.python_timed_calls, mode)) == [CALL_S] * 5, ("python", mode)
 
 
@@ -287,8 +287,8 @@ def _nccl_measurement_in(unit_bytes: float):
 _MEDIAN_CI = stats.median_ci  # the real one, which a mutant calls at another confidence
 
 MUTANTS = {
-    "compiled loop: clock read before the barrier": (loops, "native_timed_calls", _clock_before_barrier),
-    "compiled loop mode: clock read before its barrier": (loops, "native_timed_calls", _loop_clock_before_barrier),
+    "compiled loop: clock read before the barrier": (compiled, "native_timed_calls", _clock_before_barrier),
+    "compiled loop mode: clock read before its barrier": (compiled, "native_timed_calls", _loop_clock_before_barrier),
     "Python loop: clock read before the barrier": (loops, "python_timed_calls", _python_clock_before_barrier),
     "an iteration's time the mean over ranks, not the slowest": (
         stats,

@@ -1,8 +1,8 @@
 """The MPI library's own collectives and point-to-point tests, as fabricprobe's "library" algorithm.
 
 Two timing paths over the same buffers, both built from the collective's spec: "native" calls the C
-API from a Numba loop (what a C benchmark times), "python" calls mpi4py with pre-built buffer specs
-(what a Python program pays). Results are identical; only the timed overhead differs. The
+API from a compiled loop (timing/compiled.py: what a C benchmark times), "python" calls mpi4py with
+pre-built buffer specs (what a Python program pays). Results are identical; only the timed overhead differs. The
 point-to-point tests are OMB's loops, natively and through mpi4py.
 """
 
@@ -16,7 +16,7 @@ from fabricprobe.collectives.algorithm import LIBRARY, Algorithm
 from fabricprobe.memory import on_device
 from fabricprobe.specs import SPECS, pt2pt
 from fabricprobe.specs.base import Case
-from fabricprobe.timing import loops, native
+from fabricprobe.timing import compiled, loops, native
 from fabricprobe.timing.batch import Batch, Call, TimerUnavailable, idle
 
 
@@ -60,14 +60,15 @@ def _compiled_collective(case: Case) -> Batch:
 
         def started(out: np.ndarray, mode: int) -> None:
             _check(
-                loops.native_timed_start_wait(wtime, barrier, comm, start, args, wait, req, status_at, mode, out), nat
+                compiled.native_timed_start_wait(wtime, barrier, comm, start, args, wait, req, status_at, mode, out),
+                nat,
             )
 
         return started
     func, args = spec.native_call(case, nat, MPI)
 
     def batch(out: np.ndarray, mode: int) -> None:
-        _check(loops.native_timed_calls(wtime, barrier, comm, func, args, mode, out), nat)
+        _check(compiled.native_timed_calls(wtime, barrier, comm, func, args, mode, out), nat)
 
     return batch
 
@@ -88,7 +89,7 @@ def overlap_batch(case: Case, timer: str, seconds: float) -> OverlapBatch:
         wtime, barrier, comm, wait = nat.wtime, nat.barrier, nat.handle(case.comm), nat.wait
 
         def native_batch(out: np.ndarray, out_compute: np.ndarray) -> None:
-            rc = loops.native_overlap(
+            rc = compiled.native_overlap(
                 wtime, barrier, comm, start, args, wait, req, _ptr(status), seconds, out, out_compute
             )
             _check(rc, nat)
@@ -117,7 +118,7 @@ def _compiled_pt2pt(case: Case) -> Batch:
 
         def batch(out: np.ndarray, mode: int) -> None:
             _check(
-                loops.native_pingpong(
+                compiled.native_pingpong(
                     nat.wtime, nat.send, nat.recv, send, recv, n, byte, peer, comm, _ptr(status), initiator, out
                 ),
                 nat,
@@ -132,7 +133,7 @@ def _compiled_pt2pt(case: Case) -> Batch:
 
     def batch(out: np.ndarray, mode: int) -> None:
         _check(
-            loops.native_window(
+            compiled.native_window(
                 nat.wtime,
                 nat.isend,
                 nat.irecv,

@@ -20,7 +20,7 @@ from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
 from fabricprobe.specs.pt2pt import ROLE_INITIATOR, ROLE_RESPONDER
 from fabricprobe.specs.rma import ORIGIN, TARGET, mpi_datatype
-from fabricprobe.timing import loops
+from fabricprobe.timing import compiled
 from fabricprobe.timing.batch import Batch, idle
 
 _TAG_DONE = 19
@@ -123,21 +123,21 @@ def _native_loop(case: Case, nat: Any, MPI: Any) -> Callable[[np.ndarray], int]:
     if spec.kind in ("put", "get"):
         op, base = (nat.put, send) if spec.kind == "put" else (nat.get, recv)
         stride, windows = case.count * case.send.dtype.itemsize, spec.messages(case)
-        return partial(loops.native_rma, *first, op, nat.win_flush, base, stride, case.count, dt, TARGET, w, windows)
+        return partial(compiled.native_rma, *first, op, nat.win_flush, base, stride, case.count, dt, TARGET, w, windows)
     total = nat.handle(MPI.SUM)
     if spec.kind == "acc":
         return partial(
-            loops.native_accumulate, *first, nat.accumulate, nat.win_flush, send, case.count, dt, total, TARGET, w
+            compiled.native_accumulate, *first, nat.accumulate, nat.win_flush, send, case.count, dt, total, TARGET, w
         )
     if spec.kind == "fop":
         return partial(
-            loops.native_fetch_and_op, *first, nat.fetch_and_op, nat.win_flush, send, recv, dt, total, TARGET, w
+            compiled.native_fetch_and_op, *first, nat.fetch_and_op, nat.win_flush, send, recv, dt, total, TARGET, w
         )
     compare = np.array([1000 + case.peer], dtype=case.dtype)  # the target's first value (specs.rma)
 
     def compare_and_swap(out: np.ndarray, compare: np.ndarray = compare) -> int:  # holds `compare` alive
         at = int(compare.ctypes.data)
-        return loops.native_compare_and_swap(
+        return compiled.native_compare_and_swap(
             *first, nat.compare_and_swap, nat.win_flush, send, at, recv, dt, TARGET, w, out
         )
 

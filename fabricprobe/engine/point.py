@@ -23,7 +23,7 @@ from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
 from fabricprobe.stats import PointTimes, bandwidths, summarize
 from fabricprobe.store.schema import EMPTY, POINT_ERROR, POINT_NOT_RUNNABLE, POINT_OK, POINT_WRONG
-from fabricprobe.timing import loops, native
+from fabricprobe.timing import compiled, loops, native
 from fabricprobe.timing.batch import TimerUnavailable
 from fabricprobe.timing.choice import timer_for
 
@@ -53,7 +53,7 @@ def _empty_batch(timer: str, comm: Any, MPI: Any):
     if timer == "native":
         nat = native.load(MPI)
         handle = nat.handle(comm)
-        return lambda out, mode: loops.native_empty(nat.wtime, nat.barrier, handle, mode, out)
+        return lambda out, mode: compiled.native_empty(nat.wtime, nat.barrier, handle, mode, out)
     return lambda out, mode: loops.python_empty(comm.Barrier, MPI.Wtime, mode, out)
 
 

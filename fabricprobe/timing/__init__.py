@@ -1,2 +1,2 @@
-"""The timing layer below the algorithms: Numba-compiled loops that call the MPI C API (native.py,
-loops.py), their Python twins, and the one choice of timer for a point (batch.py)."""
+"""The timing layer below the algorithms: loops compiled in the rank that call the MPI C API (native.py,
+compiled.py), their Python twins (loops.py), and the one choice of timer for a point (batch.py)."""

@@ -1,4 +1,5 @@
-"""The MPI library's C entry points, typed for calls from Numba-compiled timing loops.
+"""The MPI library's C entry points, typed for the compiled timing loops
+(timing/compiled.py, which reads each function's argtypes).
 
 mpi4py parses every buffer argument on every call (~0.4-1 us), which would be timed along
 with an 8-byte collective that itself takes ~0.3 us. The native timer calls the C functions

@@ -16,12 +16,19 @@ import numpy as np
 
 from fabricprobe import kernels
 from fabricprobe.collectives.blocks.common import scratch
-from fabricprobe.kernels import sparse_cpu
 from fabricprobe.memory import DIRECT
 from fabricprobe.sparse import traffic
 from fabricprobe.sparse.vector import INDEX, SparseResult, capacity, decode, encode_dense, encode_sparse
 
 TAG = 171
+
+
+def _scatter_add_offset(dense, idx, val, offset) -> None:
+    """dense[idx - offset] += val (kernels/sparse_cpu.py), Numba loaded on the first call only: a rank
+    that never runs a sparse algorithm never imports it (docs/scale.md, "Start-up")."""
+    from fabricprobe.kernels import sparse_cpu
+
+    sparse_cpu.scatter_add_offset(dense, idx, val, offset)
 
 
 class Arena:
@@ -94,7 +101,7 @@ class State:
             return self
         dense = _buffer(self.length, self.dtype)
         dense.fill(0)
-        sparse_cpu.scatter_add_offset(dense, self.idx, self.val, self.offset)
+        _scatter_add_offset(dense, self.idx, self.val, self.offset)
         return State(self.offset, self.length, self.dtype, dense=dense)
 
     def switch_if_full(self) -> "State":
@@ -121,7 +128,7 @@ def merge(a: State, b: State, reselect: int | None = None) -> State:
         if other.is_dense:
             kernels.reduce_into(out, other.dense, "sum")
         else:
-            sparse_cpu.scatter_add_offset(out, other.idx, other.val, a.offset)
+            _scatter_add_offset(out, other.idx, other.val, a.offset)
         return State(a.offset, a.length, a.dtype, dense=out)
     total = a.nnz + b.nnz
     out_i = _buffer(total, INDEX)
@@ -209,7 +216,7 @@ def store_regions(pieces: list[State], result: SparseResult) -> None:
             if p.is_dense:
                 full[p.offset : p.offset + p.length] = p.dense
             else:
-                sparse_cpu.scatter_add_offset(full, p.idx, p.val, 0)
+                _scatter_add_offset(full, p.idx, p.val, 0)
         return
     idx, val = result.sparse_buffers(sum(p.nnz for p in pieces))
     at = 0
