@@ -5,10 +5,11 @@
 Every rank runs the same stages in order, a barrier after each, and reads its own
 /proc/self/smaps_rollup: PSS (pages shared with the other ranks counted as a share) and USS (the
 rank's private pages: what one more rank adds). Rank 0 prints the mean over ranks after each stage
-and the growth from the previous one. The stages follow a sweep rank's start: numpy, MPI_Init,
-Numba, the engine's modules, the first native timing loop (Numba loads it from its cache, or
-compiles it), the reduction kernel, then a whole one-point sweep in the same process (every
-algorithm's loops and buffers, the bound probe, validation; on rank 0 the writer and the report)."""
+and the growth from the previous one. The stages follow a sweep rank's start: numpy, MPI_Init, the
+engine's modules, the first native timing loop (llvmlite builds and compiles it), then a whole
+one-point sweep in the same process (the library's loops and buffers, the bound probe, validation;
+on rank 0 the writer and the report), and last what only a rank running fabricprobe's own
+algorithms loads: Numba and its reduction kernel."""
 
 from __future__ import annotations
 
@@ -37,12 +38,12 @@ def _mpi():
 
 
 def _native_loop(MPI) -> None:
-    from fabricprobe.timing import loops, native
+    from fabricprobe.timing import compiled, loops, native
 
     nat = native.load(MPI)
     comm = nat.handle(MPI.COMM_WORLD)
     out = np.empty(10)
-    loops.native_timed_calls(nat.wtime, nat.barrier, comm, nat.barrier, (comm,), loops.BARRIER, out)
+    compiled.native_timed_calls(nat.wtime, nat.barrier, comm, nat.barrier, (comm,), loops.BARRIER, out)
 
 
 def _kernel() -> None:
@@ -65,11 +66,10 @@ def main() -> int:
     folder = sys.argv[1] if len(sys.argv) > 1 else "."
     stages = [
         ("python, numpy, MPI_Init: the bare rank", lambda: None),
-        ("import numba", lambda: __import__("numba")),
         ("a sweep rank's modules (engine.sweep)", lambda: __import__("fabricprobe.engine.sweep")),
-        ("first native timing loop (Numba cache)", lambda: _native_loop(MPI)),
-        ("the reduction kernel", _kernel),
+        ("first native timing loop (llvmlite)", lambda: _native_loop(MPI)),
         ("then a one-point sweep (allreduce 8 B)", lambda: _sweep(folder)),
+        ("Numba and its reduction kernel", _kernel),
     ]
     rows = []
     for name, step in stages:

@@ -174,3 +174,29 @@ def test_the_memo_is_forgotten_when_the_sweep_moves_on():
     patterns.forget()
     assert patterns._MEMO.bytes == 0 and not patterns._MEMO.arrays
     assert patterns.data_at(0, 0, 1000) is not kept and np.array_equal(patterns.data_at(0, 0, 1000), kept)
+
+
+def _sentinels_whole(dtype: np.dtype, count: int, owner: int, role: int) -> np.ndarray:
+    """The sentinels' definition over the whole buffer at once (what patterns computed before it went
+    CHUNK positions at a time)."""
+    dtype = np.dtype(dtype)
+    key = np.arange(count, dtype=np.uint64) + np.uint64(((owner * 2 + role) * 0x9E3779B1) % (1 << 40))
+    if dtype.kind == "f":
+        utype, quiet, mask = {2: (np.uint16, 0x7E00, 0x1FF), 4: (np.uint32, 0x7FC00000, 0x3FFFFF)}.get(
+            dtype.itemsize, (np.uint64, 0x7FF8 << 48, (1 << 51) - 1)
+        )
+        return ((key & np.uint64(mask)) | np.uint64(quiet)).astype(utype).view(dtype)
+    bits = 8 * dtype.itemsize
+    if dtype.kind == "u":
+        span = min((1 << bits) - 251, 1 << 30)
+        return ((np.uint64(252) + key % np.uint64(span)) % np.uint64(1 << bits)).astype(dtype)
+    return (-(1 << 24) - 2 - (key % np.uint64(1 << 30)).astype(np.int64)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "uint8", "uint16", "int8", "int32", "int64"])
+def test_sentinels_computed_a_chunk_at_a_time_are_bit_for_bit_the_whole_buffers(dtype):
+    count = 2 * patterns.CHUNK + 3
+    for owner, role in ((0, patterns.RECV), (5, 0), (130, 1)):
+        got = patterns._sentinels(np.dtype(dtype), count, owner, role)
+        want = _sentinels_whole(dtype, count, owner, role)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (dtype, owner, role)

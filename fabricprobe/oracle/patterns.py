@@ -108,8 +108,18 @@ _NAN_BITS = {
 
 
 def _sentinels(dtype: np.dtype, count: int, owner: int, role: int) -> np.ndarray:
+    """CHUNK positions at a time: over all of a 1 MiB buffer at once, the uint64 temporaries peaked at
+    24 MiB on every rank of the bound probe (docs/scale.md, "Memory per rank")."""
     dtype = np.dtype(dtype)
-    key = np.arange(count, dtype=np.uint64) + np.uint64(((owner * 2 + role) * 0x9E3779B1) % (1 << 40))
+    offset = np.uint64(((owner * 2 + role) * 0x9E3779B1) % (1 << 40))
+    out = np.empty(count, dtype=dtype)
+    for first in range(0, count, CHUNK):
+        n = min(CHUNK, count - first)
+        out[first : first + n] = _sentinel_values(dtype, np.arange(first, first + n, dtype=np.uint64) + offset)
+    return out
+
+
+def _sentinel_values(dtype: np.dtype, key: np.ndarray) -> np.ndarray:
     if dtype.kind == "f":  # quiet NaNs whose payload is the key
         utype, quiet, mask = _NAN_BITS[dtype.itemsize]
         return ((key & np.uint64(mask)) | np.uint64(quiet)).astype(utype).view(dtype)
