@@ -101,7 +101,8 @@ def test_a_started_call_is_waited_on_and_a_failed_start_is_not():
     wait = p.function("wait", 0.5, PTR, PTR)
     out = _times(3)
     req, status = BIG, BIG + 64
-    assert compiled.native_timed_start_wait(p.wtime, p.barrier, 0, start, (4, req), wait, req, status, BARRIER, out) == 0
+    rc = compiled.native_timed_start_wait(p.wtime, p.barrier, 0, start, (4, req), wait, req, status, BARRIER, out)
+    assert rc == 0
     assert list(out) == [1.5] * 3
     assert [e[0] for e in p.log] == ["barrier", "start", "wait"] * 3 and p.calls("wait") == [(req, status)] * 3
     p = Planted(fail={"start": 2})
@@ -190,7 +191,8 @@ def test_a_bandwidth_window_posts_its_requests_in_turn_waits_for_all_and_acknowl
     assert compiled.native_window(*fns, *rest, role, out) == 0
     receives = [(BIG + 200, 64, byte, 1, TAG_DATA, 5, reqs + k * req_size) for k in range(3)] if role else []
     first = 3 if role == 2 else 0
-    sends = [(BIG + 100, 64, byte, 1, TAG_DATA, 5, reqs + (first + k) * req_size) for k in range(3)] if role != 1 else []
+    sends = [(BIG + 100, 64, byte, 1, TAG_DATA, 5, reqs + (first + k) * req_size) for k in range(3)]
+    sends = sends if role != 1 else []
     assert p.calls("irecv") == receives * 2 and p.calls("isend") == sends * 2
     assert p.calls("waitall") == [(6 if role == 2 else 3, reqs, statuses)] * 2
     assert p.calls("recv") == ([(ack, 4, byte, 1, TAG_ACK, 5, status)] * 2 if role == 0 else [])

@@ -1,7 +1,9 @@
 """What a rank loads to start (issue 68: start-up at scale, where every rank's imports hit a shared file
 system at once): ranks other than 0 of a sweep never import the report, tuning, trainers or doctor
-packages, rich or h5py, which only rank 0 uses (it draws and writes); a command line names its
-subcommand, and only that one's parser is built."""
+packages, rich or h5py, which only rank 0 uses (it draws and writes); no rank of a sweep of the
+library's collectives imports Numba (the timing loops are compiled by llvmlite: timing/compiled.py),
+which only fabricprobe's own algorithms' kernels load; a command line names its subcommand, and only
+that one's parser is built."""
 
 from __future__ import annotations
 
@@ -30,6 +32,18 @@ def test_ranks_other_than_0_import_none_of_what_rank_0_alone_uses(tmp_path):
     assert _packages(rank1) == [], _packages(rank1)
     assert {"h5py", "rich", "fabricprobe.report"} <= set(_packages(rank0))  # the check sees them where they are
     assert len(rank1) < len(rank0)
+    assert _packages(rank0, ("numba",)) == _packages(rank1, ("numba",)) == []
+
+
+def test_numba_is_loaded_where_a_hand_written_algorithm_reduces(tmp_path):
+    """The other side of the check above: a sweep of fabricprobe's ring allreduce loads Numba for its
+    reduction kernel, on every rank."""
+    out = run_mpi(
+        2, [], python_args=[DRIVER, str(tmp_path), *SWEEP, "--algorithms", "ring", "-o", str(tmp_path / "r.h5")]
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    for r in (0, 1):
+        assert _packages((tmp_path / f"modules.{r}").read_text().split(), ("numba",)) == ["numba"]
 
 
 def test_a_command_line_builds_its_subcommands_parser_only():
