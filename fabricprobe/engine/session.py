@@ -241,9 +241,9 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     device = None
     if memory is not None:
         # Rank 0's answer for every rank: ranks that disagreed would part ways inside a collective.
-        reason = comm.bcast(
-            direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware), root=0
-        )
+        root = comm.rank == 0  # rank 0 alone asks the library (provenance.collect)
+        mine = direct_reason(prov["cuda_aware"], prov["cuda_aware_method"], config.assume_cuda_aware) if root else None
+        reason = comm.bcast(mine, root=0)
         device = DeviceContext(memory, reason, config.stage_chunk)
         if writer is not None and reason and config.gpudirect != "off":
             warn(f"GPUDirect points will be recorded as not runnable: {reason}")

@@ -7,7 +7,6 @@ import json
 import os
 import platform
 import sys
-from importlib import metadata
 from typing import Any
 
 from fabricprobe.lab import state as lab_state
@@ -46,6 +45,8 @@ def mpi_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _version(package: str) -> str:
+    from importlib import metadata  # rank 0 alone asks (collect)
+
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -104,21 +105,21 @@ def build_mismatch(prov: dict[str, Any]) -> str:
 def collect(
     MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: list[str] | None = None
 ) -> dict[str, Any]:
-    """The provenance of a run on `comm` (call on every rank; values are rank 0's view)."""
+    """The provenance of a run on `comm` (call on every rank; values are rank 0's view). Ranks other
+    than 0 get only what every rank uses (the library, the placement, oversubscription, the thread
+    level): the rest (software versions, the library's build, the OS, CPU and environment, CUDA
+    support) is asked by rank 0 alone, since at scale every rank asking is every rank's file-system
+    lookups at once (docs/scale.md, "Start-up")."""
     lib = library_info(MPI)
     nat = native.load(MPI)
     hw = topo.hardware
     lab = lab_state.from_environment()
-    aware, aware_how = gpu_info.cuda_aware(lib.vendor)
-    built, built_how = gpu_info.library_built_with_cuda(lib.vendor, lib.version_string)
     gpus = gpu_info.devices()
     rank_gpus = comm.allgather(gpus.get("gpu_device", -1))
     # Emulated hosts share one machine's cores: oversubscription is counted against the machine.
     oversubscribed = topo.oversubscribed or bool(lab and comm.size > int(lab.get("machine_cores") or comm.size))
-    mpi_build = build.collect(lib.vendor, lib.version_string) if comm.rank == 0 else {}
-    job = slurm_env.provenance()
     startup = startup_record(comm)
-    return {
+    shared = {
         **({"startup": startup} if startup else {}),
         "fabricprobe_version": __version__,
         "mpi_vendor": lib.vendor,
@@ -126,15 +127,7 @@ def collect(
         "mpi_library_version": lib.version_string,
         "mpi_standard": lib.mpi_standard,
         "mpi4py_built_for": built_for(MPI),
-        "mpi_build": json.dumps(mpi_build) if mpi_build else "",
-        "scheduler": job.get("scheduler", ""),
-        "scheduler_job": json.dumps(job) if job else "",
         "placement_check": topo.placement,
-        "mpi4py_version": _version("mpi4py"),
-        "numpy_version": _version("numpy"),
-        "numba_version": _version("numba"),
-        "h5py_version": _version("h5py"),
-        "python_version": platform.python_version(),
         "thread_level_requested": thread_requested,
         "thread_level_provided": provided_thread_level(MPI),
         "nranks": comm.size,
@@ -148,11 +141,6 @@ def collect(
         "topology_ranks_per_node": topo.ranks_per_node,
         "oversubscribed": oversubscribed,
         "lab": lab["description"] if lab else "",
-        "cuda_aware": aware,
-        "cuda_aware_method": aware_how,
-        "cuda_library": built,  # built with CUDA support, whatever it answers at run time
-        "cuda_library_method": built_how,
-        "cuda": gpu_info.summary(aware, built, gpus),
         "gpu": gpus,
         "rank_gpus": rank_gpus,
         "lab_spec": json.dumps(lab) if lab else "",
@@ -161,6 +149,29 @@ def collect(
         "wtime_is_global": bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL) or False),
         "native_timer": nat is not None,
         "native_timer_unavailable": native.unavailable_reason() or "",
+    }
+    return shared | _asked_by_rank_0(lib, gpus, argv) if comm.rank == 0 else shared
+
+
+def _asked_by_rank_0(lib: Any, gpus: dict[str, Any], argv: list[str] | None) -> dict[str, Any]:
+    aware, aware_how = gpu_info.cuda_aware(lib.vendor)
+    built, built_how = gpu_info.library_built_with_cuda(lib.vendor, lib.version_string)
+    mpi_build = build.collect(lib.vendor, lib.version_string)
+    job = slurm_env.provenance()
+    return {
+        "mpi_build": json.dumps(mpi_build) if mpi_build else "",
+        "scheduler": job.get("scheduler", ""),
+        "scheduler_job": json.dumps(job) if job else "",
+        "mpi4py_version": _version("mpi4py"),
+        "numpy_version": _version("numpy"),
+        "numba_version": _version("numba"),
+        "h5py_version": _version("h5py"),
+        "python_version": platform.python_version(),
+        "cuda_aware": aware,
+        "cuda_aware_method": aware_how,
+        "cuda_library": built,  # built with CUDA support, whatever it answers at run time
+        "cuda_library_method": built_how,
+        "cuda": gpu_info.summary(aware, built, gpus),
         "command_line": " ".join(argv if argv is not None else sys.argv),
         "cpu_model": cpu_model(),
         "transparent_hugepages": transparent_hugepages(),
