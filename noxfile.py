@@ -87,14 +87,19 @@ def reframe(session: nox.Session) -> None:
 # A site's MPI and scheduler: Debian's packages (root installs them with apt-get when missing), loaded
 # by mpi4py's binary wheel as the README's site path does (no compiler): tests/site_modules.py stands for
 # the site's `module load`, and tests/site/test_readme_site_path.py runs that path as written.
-# lmod: the site files' modulefile and the README's `module load` are read by Debian's Lmod
-DEBIAN = ("slurm-wlm", "munge", "openmpi-bin", "libopenmpi-dev", "libpmix-dev", "mpich", "libmpich-dev", "lmod")
+# lmod: the site files' modulefile and the README's `module load` are read by Debian's Lmod; fuse3: the
+# lab's slow shared file system (benchmarks/slowfs.py, through mfusepy)
+DEBIAN = (
+    *("slurm-wlm", "munge", "openmpi-bin", "libopenmpi-dev", "libpmix-dev", "mpich", "libmpich-dev"),
+    *("lmod", "fuse3"),
+)
 DEBIAN_FILES = (
     "/usr/bin/mpirun.openmpi",
     "/usr/bin/mpirun.mpich",
     "/usr/sbin/slurmctld",
     "/usr/sbin/munged",
     "/usr/share/lmod/lmod/init/bash",
+    "/usr/bin/fusermount3",
 )
 SITE_MODULES = runpy.run_path(str(Path(__file__).parent / "tests" / "site_modules.py"))
 
@@ -113,7 +118,8 @@ def _debian_packages(session: nox.Session) -> None:
 @nox.parametrize("mpi", ["openmpi", "mpich"], ids=["openmpi-4.1", "mpich-4.0"])
 def site(session: nox.Session, mpi: str) -> None:
     _debian_packages(session)
-    session.install("mpi4py", "-e", ".[test,reframe]")  # reframe: the check run by ReFrame through the lab's Slurm
+    # reframe: the check run by ReFrame through the lab's Slurm; mfusepy: the lab's slow file system
+    session.install("mpi4py", "mfusepy", "-e", ".[test,reframe]")
     # absolute: a job's tasks run in folders of their own (a relative LD_LIBRARY_PATH found Open MPI there)
     module = SITE_MODULES["environment"](Path(session.virtualenv.location).resolve() / "site-modules", mpi)
     module["PATH"] = f"{session.bin}{os.pathsep}{module['PATH']}"  # the session's Python, then the module's mpirun

@@ -101,4 +101,5 @@ SITE = {
     "site/test_slurm_lab.py": "a site's MPIs under Slurm",
     "site/test_reframe_slurm.py": "the ReFrame check through Slurm",
     "site/test_site_files_lab.py": "the site files read by Debian's MPIs, Lmod and Slurm's TaskProlog",
+    "site/test_slow_fs.py": "the lab's slow shared file system (Debian's fuse3)",
 }
