@@ -35,6 +35,7 @@ def test_ranks_other_than_0_import_none_of_what_rank_0_alone_uses(tmp_path):
     assert _packages(rank0, ("numba",)) == _packages(rank1, ("numba",)) == []
 
 
+@pytest.mark.mpi
 def test_numba_is_loaded_where_a_hand_written_algorithm_reduces(tmp_path):
     """The other side of the check above: a sweep of fabricprobe's ring allreduce loads Numba for its
     reduction kernel, on every rank."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from fabricprobe.memory.host import POOL, BufferPool
 from fabricprobe.oracle import patterns
 from fabricprobe.specs.base import Case, CollectiveSpec
 
@@ -31,7 +32,18 @@ class PointToPoint(CollectiveSpec):
     def roles(self, first: bool) -> int:
         return ROLE_INITIATOR if first else ROLE_RESPONDER
 
+    def allocate(self, case: Case, pool: BufferPool = POOL) -> None:
+        """A rank in no pair sits the point out: empty buffers (the bound probe's 1 MiB bw point held
+        4 MiB of buffers and their patterns on each of 8 ranks, 6 of them idle: docs/scale.md)."""
+        if case.role >= 0:
+            super().allocate(case, pool)
+            return
+        case.send = pool.get("send", 0, case.dtype, case.hugepages)
+        case.recv = pool.get("recv", 0, case.dtype, case.hugepages)
+
     def prepare(self, case: Case) -> None:
+        if case.role < 0:
+            return  # sits the point out: its buffers are empty (allocate)
         if case.send is not None:
             case.send[:] = patterns.data_at(case.rank, 0, case.count)
         patterns.sentinel_fill(case.recv, case.rank)

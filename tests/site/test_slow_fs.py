@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.process  # the FUSE server and a Python that imports through it
 SLOWFS = Path(__file__).resolve().parents[2] / "benchmarks" / "slowfs.py"
 LATENCY_MS = 30.0
 
