@@ -71,6 +71,8 @@ FOREIGN_OPTIONS = {
     "--check": "ruff format",
     "--omb": "benchmarks/omb_imb_side_by_side.py",
     "--per-side": "benchmarks/compare_drift.py",
+    "--env": "benchmarks/slow_fs_startup.py",
+    "--repeats": "benchmarks/slow_fs_startup.py",
     "--imb": "benchmarks/omb_imb_side_by_side.py",
     "--aa": "benchmarks/omb_imb_side_by_side.py",
     "--probe": "benchmarks/omb_imb_side_by_side.py",

@@ -178,8 +178,9 @@ def _at_home(argv: list[str], home: Path) -> list[str]:
 
 def test_the_environment_staged_with_sbcast_runs_from_each_nodes_own_tmp(cluster):
     """docs/site.md's staging lines as written, on the lab's 2 × 2 (each node has a /tmp of its own):
-    the site path's environment packed, sbcast to every node, unpacked once per node, the sweep started
-    by the staged bin/python; every rank imported fabricprobe and Numba from its node's /tmp/fp."""
+        the site path's environment packed, sbcast to every node, unpacked once per node, the sweep started
+        by the staged bin/python; every rank imported fabricprobe, llvmlite (the timing loops' compiler) and
+    Numba (fabricprobe's own algorithms' kernels) from its node's /tmp/fp."""
     library, work = cluster
     home = work / "stage-home"
     home.mkdir()
@@ -192,8 +193,8 @@ def test_the_environment_staged_with_sbcast_runs_from_each_nodes_own_tmp(cluster
     staged = [[_client(argv[0]), *(plugin if w.startswith("--mpi=") else w for w in argv[1:])] for argv in steps]
     staged[-1] += ["--collectives", "allreduce,bcast", "--sizes", "8,64K", "--iters", "20", "--max-time", "0.05"]
     staged[-1] += ["--progress", "none", "--quiet"]
-    where = "import socket, sys, fabricprobe, numba\n"
-    where += "print(socket.gethostname(), sys.prefix, fabricprobe.__file__, numba.__file__)"
+    where = "import socket, sys, fabricprobe, llvmlite, numba\n"
+    where += "print(socket.gethostname(), sys.prefix, fabricprobe.__file__, llvmlite.__file__, numba.__file__)"
     script = [*map(shlex.join, staged), shlex.join([_client("srun"), "/tmp/fp/bin/python", "-c", where])]
     allocation = [_client("salloc"), "-N", "2", "--ntasks-per-node", "2", "bash", "-ec", "\n".join(script)]
     out = _run(allocation, home)  # its fabric.h5 there: the README path's test writes one in `work`
