@@ -2,8 +2,8 @@
 
 Two timing paths over the same buffers, both built from the collective's spec: "native" calls the C
 API from a compiled loop (timing/compiled.py: what a C benchmark times), "python" calls mpi4py with
-pre-built buffer specs (what a Python program pays). Results are identical; only the timed overhead differs. The
-point-to-point tests are OMB's loops, natively and through mpi4py.
+pre-built buffer specs (what a Python program pays). Results are identical; only the timed overhead
+differs. The point-to-point tests are OMB's loops, natively and through mpi4py.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Callable, Iterator
 
 import llvmlite.binding as llvm
@@ -115,13 +116,22 @@ class _Emitter:
         self.b.branch(test)
         self.b.position_at_end(done)
 
-    def spin_until(self, wtime: int, moment: ir.Value) -> None:
-        """while wtime() < moment: pass"""
-        test, done = self.fn.append_basic_block("spin"), self.fn.append_basic_block("spun")
+    @contextmanager
+    def loop_while(self, condition: Callable[[], ir.Value]) -> Iterator[None]:
+        """while condition(): the body emitted inside the with-block (condition emits its test)."""
+        test, body, done = (self.fn.append_basic_block(name) for name in ("while", "do", "done"))
         self.b.branch(test)
         self.b.position_at_end(test)
-        self.b.cbranch(self.b.fcmp_ordered("<", self.call(wtime), moment), test, done)
+        self.b.cbranch(condition(), body, done)
+        self.b.position_at_end(body)
+        yield
+        self.b.branch(test)
         self.b.position_at_end(done)
+
+    def spin_until(self, wtime: int, moment: ir.Value) -> None:
+        """while wtime() < moment: pass"""
+        with self.loop_while(lambda: self.b.fcmp_ordered("<", self.call(wtime), moment)):
+            pass
 
     def at(self, array: ir.Value, i: ir.Value) -> ir.Value:
         return self.b.gep(array, [i])
@@ -227,16 +237,10 @@ def _build_overlap(e: _Emitter, nargs: int) -> None:
         t0 = e.call(0)
         e.check(e.call(3, *args))
         tc = e.call(0)
-        test, body, done = (e.fn.append_basic_block(n) for n in ("compute", "madd", "computed"))
-        b.branch(test)
-        b.position_at_end(test)
-        b.cbranch(b.fcmp_ordered("<", b.fsub(e.call(0), tc), e.x), body, done)
-        b.position_at_end(body)
-        with e.repeat(ir.Constant(I64, 64)):
-            x = b.load(sink)
-            b.store(b.fadd(b.fmul(x, ir.Constant(F64, 1.0000001)), ir.Constant(F64, 1e-9)), sink)
-        b.branch(test)
-        b.position_at_end(done)
+        with e.loop_while(lambda: b.fcmp_ordered("<", b.fsub(e.call(0), tc), e.x)):
+            with e.repeat(ir.Constant(I64, 64)):
+                x = b.load(sink)
+                b.store(b.fadd(b.fmul(x, ir.Constant(F64, 1.0000001)), ir.Constant(F64, 1e-9)), sink)
         b.store(b.fsub(e.call(0), tc), e.at(e.out2, i))
         rc = e.call(4, req, status)
         b.store(b.fsub(e.call(0), t0), e.at(e.out, i))
@@ -339,18 +343,25 @@ def _loop(shape: tuple, signatures: dict[int, Signature], build: Callable[[_Emit
     return _compiled[key]
 
 
-def _run(loop: Any, slots: list[int], out: np.ndarray, out2: np.ndarray | None = None, x: float = 0.0) -> int:
-    packed = np.array([int(s) & 0xFFFFFFFFFFFFFFFF for s in slots], dtype=np.uint64)
+def _run(
+    shape: tuple,
+    build: Callable[[_Emitter], None],
+    slots: list[Any],
+    out: np.ndarray,
+    out2: np.ndarray | None = None,
+    x: float = 0.0,
+) -> int:
+    """Run the loop of this shape on `slots`: ctypes functions (passed as their addresses, their
+    signatures part of the shape) and integers."""
     second = out if out2 is None else out2
     for array in (out, second):
         if array.dtype != np.float64 or not array.flags.c_contiguous or not array.flags.writeable:
             raise TypeError("a timing loop writes contiguous, writable float64 arrays")
+    functions = {k: s for k, s in enumerate(slots) if isinstance(s, ctypes._CFuncPtr)}
+    loop = _loop(shape, {k: signature(f) for k, f in functions.items()}, build)
+    values = [address(functions[k]) if k in functions else int(s) for k, s in enumerate(slots)]
+    packed = np.array([v & 0xFFFFFFFFFFFFFFFF for v in values], dtype=np.uint64)
     return int(loop(packed.ctypes.data, out.ctypes.data, second.ctypes.data, out.size, x))
-
-
-def _functions(*fns: Any) -> dict[int, Signature]:
-    """The signatures of the slots that hold functions (slot number -> signature)."""
-    return {k: signature(fn) for k, fn in fns}
 
 
 # ---- the loops, called as their Numba forerunners were ----
@@ -358,34 +369,28 @@ def _functions(*fns: Any) -> dict[int, Signature]:
 
 def native_timed_calls(wtime, barrier, comm, call, args, mode, out) -> int:
     """Time `call(*args)` out.size times; `call` is any typed MPI C function."""
-    sigs = _functions((0, wtime), (1, barrier), (3, call))
-    loop = _loop(("calls", mode, len(args)), sigs, lambda e: _build_calls(e, mode, len(args)))
-    return _run(loop, [address(wtime), address(barrier), comm, address(call), *args], out)
+    build = partial(_build_calls, mode=mode, nargs=len(args))
+    return _run(("calls", mode, len(args)), build, [wtime, barrier, comm, call, *args], out)
 
 
 def native_timed_start_wait(wtime, barrier, comm, start, args, wait, req, status, mode, out) -> int:
     """Time `start(*args)` then `wait(req, status)` out.size times: a non-blocking call (args end with
     req) or a persistent one (start is MPI_Start, args (req,)), completed at once."""
-    sigs = _functions((0, wtime), (1, barrier), (3, start), (4, wait))
-    loop = _loop(("start_wait", mode, len(args)), sigs, lambda e: _build_start_wait(e, mode, len(args)))
-    slots = [address(wtime), address(barrier), comm, address(start), address(wait), req, status, *args]
-    return _run(loop, slots, out)
+    build = partial(_build_start_wait, mode=mode, nargs=len(args))
+    return _run(("start_wait", mode, len(args)), build, [wtime, barrier, comm, start, wait, req, status, *args], out)
 
 
 def native_rma(wtime, barrier, comm, op, flush, base, stride, count, dt, target, win, messages, out) -> int:
     """OMB's put/get loop with flush: after a barrier of the pair, per iteration `messages` calls of op
     (MPI_Put or MPI_Get: block j at base + j·stride, target displacement j·count) and MPI_Win_flush;
     out[i] is the time per message."""
-    sigs = _functions((0, wtime), (1, barrier), (3, op), (4, flush))
-    loop = _loop(("rma",), sigs, _build_rma)
-    slots = [address(wtime), address(barrier), comm, address(op), address(flush), base, stride, count, dt, target, win]
-    return _run(loop, [*slots, messages], out)
+    slots = [wtime, barrier, comm, op, flush, base, stride, count, dt, target, win, messages]
+    return _run(("rma",), _build_rma, slots, out)
 
 
 def _one_sided(wtime, barrier, comm, op, flush, target, win, args, out) -> int:
-    sigs = _functions((0, wtime), (1, barrier), (3, op), (4, flush))
-    loop = _loop(("one_sided", len(args)), sigs, lambda e: _build_one_sided(e, len(args)))
-    return _run(loop, [address(wtime), address(barrier), comm, address(op), address(flush), target, win, *args], out)
+    build = partial(_build_one_sided, nargs=len(args))
+    return _run(("one_sided", len(args)), build, [wtime, barrier, comm, op, flush, target, win, *args], out)
 
 
 def native_accumulate(wtime, barrier, comm, op, flush, origin, count, dt, mpi_op, target, win, out) -> int:
@@ -413,24 +418,21 @@ def native_overlap(wtime, barrier, comm, start, args, wait, req, status, seconds
     whole (OMB's Overall), out_compute[i] the computation alone."""
     if out_compute.size < out.size:
         raise ValueError("out_compute is shorter than out")
-    sigs = _functions((0, wtime), (1, barrier), (3, start), (4, wait))
-    loop = _loop(("overlap", len(args)), sigs, lambda e: _build_overlap(e, len(args)))
-    slots = [address(wtime), address(barrier), comm, address(start), address(wait), req, status, *args, 0]
-    return _run(loop, slots, out, out_compute, float(seconds))
+    build = partial(_build_overlap, nargs=len(args))
+    slots = [wtime, barrier, comm, start, wait, req, status, *args, 0]  # the last: the computation's sink
+    return _run(("overlap", len(args)), build, slots, out, out_compute, float(seconds))
 
 
 def native_empty(wtime, barrier, comm, mode, out) -> int:
     """The harness floor: a timed region with nothing in it."""
-    loop = _loop(("empty", mode), _functions((0, wtime), (1, barrier)), lambda e: _build_empty(e, mode))
-    return _run(loop, [address(wtime), address(barrier), comm], out)
+    return _run(("empty", mode), partial(_build_empty, mode=mode), [wtime, barrier, comm], out)
 
 
 def native_pingpong(wtime, send, recv, sbuf, rbuf, count, dtype, peer, comm, status, initiator, out) -> int:
     """OMB osu_latency: blocking send/recv round trips; the initiator records half of each."""
     who = bool(initiator)
-    sigs = _functions((0, wtime), (1, send), (2, recv))
-    loop = _loop(("pingpong", who), sigs, lambda e: _build_pingpong(e, who))
-    return _run(loop, [address(wtime), address(send), address(recv), sbuf, rbuf, count, dtype, peer, comm, status], out)
+    slots = [wtime, send, recv, sbuf, rbuf, count, dtype, peer, comm, status]
+    return _run(("pingpong", who), partial(_build_pingpong, initiator=who), slots, out)
 
 
 def native_window(
@@ -458,8 +460,6 @@ def native_window(
 ) -> int:
     """OMB osu_bw (role 0 sender, 1 receiver) and osu_bibw (role 2, both directions): each iteration one
     window of `window` non-blocking messages; out[i] is the window's time divided by the window."""
-    sigs = _functions((0, wtime), (1, isend), (2, irecv), (3, waitall), (4, send), (5, recv))
-    loop = _loop(("window", int(role)), sigs, lambda e: _build_window(e, int(role)))
-    fns = [address(f) for f in (wtime, isend, irecv, waitall, send, recv)]
-    rest = [sbuf, rbuf, count, dtype, peer, comm, reqs, req_size, statuses, status, ack, ack_type, window]
-    return _run(loop, [*fns, *rest], out)
+    slots = [wtime, isend, irecv, waitall, send, recv, sbuf, rbuf, count, dtype, peer, comm]
+    slots += [reqs, req_size, statuses, status, ack, ack_type, window]
+    return _run(("window", int(role)), partial(_build_window, role=int(role)), slots, out)
