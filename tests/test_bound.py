@@ -14,7 +14,19 @@ from mpirun import launcher, run_local, run_mpi
 from test_compare_plot import point as make_point
 
 from fabricprobe.collectives.cost import lg
-from fabricprobe.report.bound import FASTER_MARK, Fabric, Link, beyond, bound_of, doubts, fabric_of, furthest, percents
+from fabricprobe.report.bound import (
+    FASTER_MARK,
+    Fabric,
+    Link,
+    beyond,
+    bound_of,
+    describe,
+    doubts,
+    fabric_of,
+    furthest,
+    percents,
+    trust_line,
+)
 from fabricprobe.store import ResultsWriter, load_runs
 
 S = 1 << 20
@@ -124,6 +136,22 @@ def test_the_probe_stands_in_for_missing_point_to_point_points(tmp_path):
         (2, 2),
     )
     assert "bound probe" in with_probe.intra.source
+
+
+def test_a_probe_of_latency_alone_bounds_by_alpha_and_says_beta_is_left_out(tmp_path):
+    """A sweep of rows of 64 B or less probes latency alone (no bw window, no γ): the bound is the
+    latency term, a lower bound still, and every place that shows it says β was not measured."""
+    probe = {"points": [pt2pt("latency", "intra", 8, 2 * US), pt2pt("latency", "inter", 8, 7 * US)]}
+    small = row("allreduce", 4, size=64, median=50 * US)
+    run = _run(tmp_path, [small], {"bound_probe": {**probe, "reduce_s_per_byte": 0.0}})
+    fabric = fabric_of(run)
+    assert fabric.intra.seconds_per_byte == 0 and fabric.inter.seconds_per_byte == 0
+    assert "no bandwidth measure" in fabric.intra.source and fabric.reduce_s_per_byte == 0
+    found = bound_of(small, fabric)
+    assert found.seconds == pytest.approx(7 * US + 2 * US) and found.formula == "1·α_inter + 1·α_intra"
+    assert describe(fabric) == "intra-node α 2 µs, no β; inter-node α 7 µs, no β"
+    line = trust_line(run, fabric, percents(run, fabric))
+    assert "trusted" in line and "no β measured" in line and "α and β" not in line
 
 
 def test_report_exports_summary_and_compare_carry_the_bound(tmp_path):
@@ -261,6 +289,19 @@ def test_a_sweep_without_point_to_point_tests_probes_for_the_bound(tmp_path):
         + ["--max-time", "0.05", "-o", str(tmp_path / "c.h5")],
     )
     assert own.returncode == 0 and "bound_probe" not in load_runs(str(tmp_path / "c.h5"))[0].attrs
+    # rows of 64 B or less: the latency alone (no 1 MiB window, no γ), and the rows still bounded
+    small = run_mpi(
+        2,
+        ["sweep", "--collectives", "allreduce", "--sizes", "8,64", "--iters", "20", "--quiet"]
+        + ["--max-time", "0.05", "-o", str(tmp_path / "d.h5")],
+    )
+    assert small.returncode == 0, small.stderr[-2000:]
+    (run,) = load_runs(str(tmp_path / "d.h5"))
+    probe = run.attrs["bound_probe"]
+    assert [(p["collective"], p["bytes"]) for p in probe["points"]] == [("latency", 8)]
+    assert probe["reduce_s_per_byte"] == 0
+    fabric = fabric_of(run)
+    assert all(bound_of(p, fabric) is not None for p in run.points if p["collective"] == "allreduce")
 
 
 def test_a_row_faster_than_its_bound_has_no_percent_in_any_export(tmp_path):

@@ -7,8 +7,11 @@ These are ordinary points, measured by the same engine as every other (engine/po
 budget of at most 0.15 s each (the bound takes the least latency and the best bandwidth seen: fewer
 iterations can only leave it lower, never above what the fabric allows); they are stored in the run's
 `bound_probe` attribute, not as its points, so a run's points stay the ones asked for. Only the two
-points the bound reads are measured (it measured latency and bw at both sizes before: twice the time).
-What it costs a launch: docs/scale.md, "A launch"."""
+points the bound reads are measured (it measured latency and bw at both sizes before: twice the time),
+and for a sweep whose rows are all SMALL_ROW_BYTES or less only the latency: there the bandwidth and
+reduction terms are a few percent of the bound at most (64 B at 10 GB/s is 6.4 ns against an α of
+0.2 µs or more), the report leaves them out and says so, and the launch is spared the 1 MiB window
+(most of the probe's time) and its buffers. What it costs a launch: docs/scale.md, "A launch"."""
 
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from fabricprobe.specs import SPECS
 SIZES = [8, 1 << 20]
 WANTED = {("latency", SIZES[0]), ("bw", SIZES[-1])}  # α and β of each pair kind (report/bound.py)
 BUDGET_S = 0.15
+SMALL_ROW_BYTES = 64  # a sweep with no larger row probes α alone
 KEPT = ("collective", "pair", "bytes", "median_s", "algbw_gbps", "status", "nranks")
 
 
@@ -42,12 +46,15 @@ def wanted(config: SweepConfig, nranks: int) -> bool:
 
 
 def measure(config: SweepConfig, MPI: Any, comm: Any, topo: Topology) -> dict[str, Any]:
-    """Every rank calls it; rank 0's answer: {"points": [...], "reduce_s_per_byte": γ}."""
+    """Every rank calls it; rank 0's answer: {"points": [...], "reduce_s_per_byte": γ} (γ 0: not measured)."""
+    small = largest_row(config) <= SMALL_ROW_BYTES
+    sizes = SIZES[:1] if small else SIZES
+    wanted_points = {w for w in WANTED if w[1] in sizes}
     probe = replace(
         config,
         collectives=["latency", "bw"],
         algorithms=[LIBRARY],
-        sizes=SIZES,
+        sizes=sizes,
         comm_sizes=None,
         points=None,
         library_variant="",
@@ -58,12 +65,19 @@ def measure(config: SweepConfig, MPI: Any, comm: Any, topo: Topology) -> dict[st
     )
     planned, _ = make_plan(probe, topo, [])
     rows = []
-    for point in [p for p in planned if (p.collective, p.requested_bytes) in WANTED]:
+    for point in [p for p in planned if (p.collective, p.requested_bytes) in wanted_points]:
         row = run_point(point, probe, comm, MPI, topo).row  # None on ranks other than 0
         if row is not None:
             rows.append({k: row[k] for k in KEPT if k in row})
     patterns.forget()  # the oracle's arrays of the probe's 1 MiB points: no point of the sweep uses them
-    return {"points": rows, "reduce_s_per_byte": _reduce_time(SIZES[-1]) if comm.rank == 0 else 0.0}
+    gamma = _reduce_time(SIZES[-1]) if comm.rank == 0 and not small else 0.0
+    return {"points": rows, "reduce_s_per_byte": gamma}
+
+
+def largest_row(config: SweepConfig) -> int:
+    """The most bytes any point of the sweep moves (its explicit points' sizes, else its sizes)."""
+    sizes = [int(p[-1]) for p in config.points] if config.points else list(config.sizes)
+    return max(sizes, default=0)
 
 
 def _reduce_time(nbytes: int) -> float:

@@ -91,9 +91,10 @@ def _links(points: list[dict[str, Any]], source: str) -> dict[str, Link]:
             beta, how = 1.0 / (big["algbw_gbps"] * 1e9), f"bw {big['algbw_gbps']:.3g} GB/s at {big['bytes']} B"
         else:
             big = max(lat, key=lambda p: p["bytes"])
-            if big["bytes"] <= small["bytes"]:
-                continue
-            beta, how = max(big["median_s"] - alpha, 0.0) / big["bytes"], f"latency at {big['bytes']} B"
+            if big["bytes"] > small["bytes"]:
+                beta, how = max(big["median_s"] - alpha, 0.0) / big["bytes"], f"latency at {big['bytes']} B"
+            else:  # one size (the probe of a sweep of small rows): α alone, the bandwidth term left out
+                beta, how = 0.0, "no bandwidth measure (β left out)"
         settled = all(_settled(p) for p in (small, big))
         out[pair] = Link(alpha, beta, f"{source}: α {alpha * 1e6:.3g} µs at {small['bytes']} B, {how}", settled)
     return out
@@ -174,9 +175,9 @@ def bound_of(point: dict[str, Any], fabric: Fabric) -> Bound | None:
         seconds += (rounds - inter_rounds) * fabric.intra.latency_s
         terms.append(f"{rounds - inter_rounds}·α_intra")
     moved = []
-    if fabric.intra is not None:
+    if fabric.intra is not None and fabric.intra.seconds_per_byte > 0:
         moved.append((spec.busbw_factor(p) * size * fabric.intra.seconds_per_byte, "F(p)·S·β_intra"))
-    if nodes > 1:
+    if nodes > 1 and fabric.inter.seconds_per_byte > 0:
         beyond = max(spec.busbw_factor(nodes) * size - fabric.inter_burst_bytes, 0.0)
         name = "(F(N)·S − burst)·β_inter" if fabric.inter_burst_bytes else "F(N)·S·β_inter"
         moved.append((beyond * fabric.inter.seconds_per_byte, name))
@@ -283,15 +284,20 @@ def trust_line(run: Run, fabric: Fabric, found: dict[int, float]) -> str:
     why = doubts(run, fabric, found)
     if why:
         return f"% of bound: doubtful here ({FASTER_MARK}: faster than its bound) — " + "; ".join(why)
-    return "% of bound: trusted (α and β measured in this run, settled, a core per rank; no row beats its bound)"
+    links = [link for link in (fabric.intra, fabric.inter) if link is not None]
+    if all(link.seconds_per_byte > 0 for link in links):
+        return "% of bound: trusted (α and β measured in this run, settled, a core per rank; no row beats its bound)"
+    return "% of bound: trusted (α measured in this run, settled, a core per rank; no row beats it; no β measured)"
 
 
 def describe(fabric: Fabric) -> str:
     """One line: the parameters the bounds use and where they come from."""
     parts = []
     for name, link in (("intra-node", fabric.intra), ("inter-node", fabric.inter)):
-        if link is not None:
+        if link is not None and link.seconds_per_byte > 0:
             parts.append(f"{name} α {link.latency_s * 1e6:.3g} µs, β 1/{1e-9 / link.seconds_per_byte:.3g} GB/s")
+        elif link is not None:
+            parts.append(f"{name} α {link.latency_s * 1e6:.3g} µs, no β")
     if fabric.reduce_s_per_byte > 0:
         parts.append(f"γ 1/{1e-9 / fabric.reduce_s_per_byte:.3g} GB/s")
     return "; ".join(parts) if parts else "no point-to-point measure in this run (no bound)"
