@@ -21,7 +21,7 @@ BOTH_WHEELS = {
     # start-up and the launcher
     "test_early_buffers_mpi.py": "start-up: message buffers before MPI_Init, RssAnon after the library's own",
     "test_launch_retry.py": "start-up: a launcher that fails before any rank runs (Open MPI's session folders)",
-    "test_startup.py": "start-up: what each rank imports, its rank read from each launcher's variables",
+    "test_startup.py": "start-up: what each rank imports, the build tools run beside rank 0's set-up",
     "test_console.py": "the launcher: how each one forwards a rank's output to a terminal or a file",
     "test_bad_input_mpi.py": "the launcher: one line and exit 2 under each launcher (banners, non-root ranks)",
     "test_resume.py": "the launcher: a job killed under each launcher, then resumed",

@@ -7,13 +7,19 @@ that one's parser is built."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import sys
+import time
 from pathlib import Path
 
+import h5py
+import numpy as np
 import pytest
 from mpirun import run_mpi
 
 from fabricprobe.cli.main import SUBCOMMANDS, build_parser, subcommand_modules
+from fabricprobe.store import load_runs
 
 DRIVER = str(Path(__file__).parent / "drivers" / "modules_at_exit.py")
 ROOT_ONLY = ("h5py", "rich", "fabricprobe.report", "fabricprobe.tuning", "fabricprobe.trainers", "fabricprobe.doctor")
@@ -33,6 +39,11 @@ def test_ranks_other_than_0_import_none_of_what_rank_0_alone_uses(tmp_path):
     assert {"h5py", "rich", "fabricprobe.report"} <= set(_packages(rank0))  # the check sees them where they are
     assert len(rank1) < len(rank0)
     assert _packages(rank0, ("numba",)) == _packages(rank1, ("numba",)) == []
+    (run,) = load_runs(str(tmp_path / "r.h5"))
+    assert run.attrs["numba_version"] == "not loaded"  # the run says which Numba ran: none
+    assert run.attrs["numpy_version"] == np.__version__ and run.attrs["h5py_version"] == h5py.__version__
+    if run.attrs["mpi_vendor"] == "Open MPI":  # ompi_info, started after MPI_Init, read in the provenance
+        assert json.loads(run.attrs["mpi_build"])["configure"]
 
 
 @pytest.mark.mpi
@@ -45,6 +56,8 @@ def test_numba_is_loaded_where_a_hand_written_algorithm_reduces(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     for r in (0, 1):
         assert _packages((tmp_path / f"modules.{r}").read_text().split(), ("numba",)) == ["numba"]
+    (run,) = load_runs(str(tmp_path / "r.h5"))
+    assert run.attrs["numba_version"] == importlib.metadata.version("numba")  # recorded when the run ended
 
 
 def test_a_command_line_builds_its_subcommands_parser_only():
@@ -72,3 +85,49 @@ def test_every_subcommand_is_built_by_the_module_the_table_names():
 def test_the_import_check_finds_a_planted_package():
     assert _packages(["numpy", "h5py._conv", "fabricprobe.tuning.plan"]) == ["fabricprobe.tuning", "h5py"]
     assert _packages([sys.__name__, "richly"]) == []
+
+
+def _tool(folder: Path, name: str, body: str) -> str:
+    path = folder / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_librarys_build_tools_run_at_once_and_are_read_when_needed(tmp_path, monkeypatch):
+    """rank 0 starts ompi_info and the compiler wrapper right after MPI_Init and reads them in the
+    provenance (mpienv/build.py: Asked): both are running before either is read, their answers are
+    the ones collect() gave, and a tool that fails or is missing is left out."""
+    from fabricprobe.mpienv import build
+
+    started = tmp_path / "started"
+    tools = {
+        "mpicc": _tool(tmp_path, "mpicc", f"echo wrapper >> {started}; sleep 0.3; echo 'cc -lmpi'"),
+        "ompi_info": _tool(tmp_path, "ompi_info", f"echo info >> {started}; sleep 0.3; echo 'config:cli: --with-x'"),
+    }
+    monkeypatch.setattr(build, "tool", lambda name, vendor: tools.get(name))
+    asked = build.Asked("Open MPI", "Open MPI v5")
+    for _ in range(200):  # both started before anything is read
+        if started.exists() and sorted(started.read_text().split()) == ["info", "wrapper"]:
+            break
+        time.sleep(0.01)
+    assert sorted(started.read_text().split()) == ["info", "wrapper"]
+    expected = {"wrapper": tools["mpicc"], "wrapper_command": "cc -lmpi", "configure": "--with-x"}
+    assert asked.result() == expected == build.collect("Open MPI", "Open MPI v5")
+    tools["ompi_info"] = _tool(tmp_path, "ompi_info", "exit 1")
+    tools["mpicc"] = str(tmp_path / "no-such-mpicc")
+    assert build.collect("Open MPI", "") == {}
+    mpich = "MPICH Version: 4.0\nconfigure: --with-device=ch4"
+    assert build.collect("MPICH", mpich) == {"configure": "--with-device=ch4"}  # MPICH says it itself
+
+
+def test_a_run_refused_before_its_provenance_leaves_no_build_tool_running(tmp_path, monkeypatch):
+    from fabricprobe.mpienv import build
+
+    hang = _tool(tmp_path, "ompi_info", "exec sleep 60")
+    monkeypatch.setattr(build, "tool", lambda name, vendor: hang if name == "ompi_info" else None)
+    asked = build.Asked("Open MPI", "")
+    (proc,) = [p for p in (asked._wrapper, asked._info) if p is not None]
+    assert proc.poll() is None
+    asked.discard()
+    assert proc.poll() is not None  # ended and reaped

@@ -448,12 +448,11 @@ def run(args: argparse.Namespace) -> int:
         progress=args.progress,
     )
     if outcome.is_root and outcome.exit_code not in INTERRUPTED_STATUSES:
-        # rank 0 alone reads the run back and draws it: the other ranks never load the report, rich or h5py
-        from fabricprobe.console import make_console
-        from fabricprobe.report.tables import render_end_of_sweep
-        from fabricprobe.store import load_runs, select_run
+        if not args.quiet:  # rank 0 alone reads the run back and draws it (the report, rich); --quiet: nothing
+            from fabricprobe.console import make_console
+            from fabricprobe.report.tables import render_end_of_sweep
+            from fabricprobe.store import load_runs, select_run
 
-        if not args.quiet:
             render_end_of_sweep(select_run(load_runs(outcome.path), outcome.run_id, outcome.path), make_console())
         if outcome.failed:
             warn_line(f"{outcome.failed} point(s) failed validation or raised errors; exit status 1")

@@ -18,13 +18,13 @@ everyone (each step waits for the slowest neighbour)."""
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
 
 from fabricprobe.doctor.schedule import Pair
 from fabricprobe.kernels import reduce_into
+from fabricprobe.mpienv.waiting import quiet_barrier
 
 TAG = 4242
 # A rank's speed is timed in blocks of back-to-back reductions of the ring's chunk, this many bytes
@@ -42,20 +42,10 @@ BLOCK_BYTES = 256 << 20
 # (2.49e-11 s/B against its peers' 2.30-2.38e-11). So a block is also at least this long at the
 # fastest rank's speed: 3 periods of the lab's CPU cap, several of a busy core's time slices.
 BLOCK_MIN_S = 0.03
-QUIET_POLL_S = 0.0005
 # Latency is the 10th percentile of the half round trips: on a shared machine a small message waits
 # for a core now and then (seen here: medians of one pair 2× its peers' while its 10th percentile
 # matched them), and what the link can do is the low end. A large message's time is the median.
 LATENCY_PERCENTILE = 10
-
-
-def quiet_barrier(comm: Any) -> None:
-    """A barrier that sleeps while it waits. A rank that waits in MPI_Barrier polls, and where ranks
-    share cores its polling takes time from the ranks being measured (seen in the lab, 4 ranks on 2
-    cores: one rank's reduction blocks took 2.0 to 7.8 ms depending on who was polling beside it)."""
-    req = comm.Ibarrier()
-    while not req.Test():
-        time.sleep(QUIET_POLL_S)
 
 
 def _pingpong(comm: Any, MPI: Any, peer: int, initiator: bool, buf: np.ndarray, iters: int, warmup: int) -> np.ndarray:

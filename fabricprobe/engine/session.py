@@ -26,10 +26,12 @@ from fabricprobe.engine.switching import LibrarySwitch
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import INTERRUPTED_STATUSES, DamagedError, StorageError, UsageError
 from fabricprobe.memory import arena
-from fabricprobe.mpienv import provenance, topology
+from fabricprobe.mpienv import build, provenance, topology
 from fabricprobe.mpienv.init import first_collective, init_mpi
 from fabricprobe.mpienv.launcher import env_rank, env_size, launched_by_mpiexec
+from fabricprobe.mpienv.library import library_info
 from fabricprobe.mpienv.spinning import spin_warning
+from fabricprobe.mpienv.waiting import quiet_barrier
 from fabricprobe.store.schema import STATUS_ABORTED, STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_RUNNING
 from fabricprobe.timing import windows
 
@@ -76,6 +78,8 @@ def run_sweep(
     finally:
         setup.stop()
         backstop.stop()
+        if job.asked is not None:
+            job.asked.discard()  # a run refused before provenance read them leaves none running
 
 
 @dataclass
@@ -93,6 +97,7 @@ class _Job:
     skip: frozenset[str] = frozenset()
     backstop: SetupWatch | None = None
     writer: ResultsWriter | None = None  # holds the file's lock from its opening to the end
+    asked: build.Asked | None = None  # rank 0: the library's build tools, started after MPI_Init
 
     def phase(self, label: str) -> None:
         """The set-up begins `label`: both watchdogs name it if it does not end in time."""
@@ -121,6 +126,9 @@ def _run(job: _Job) -> SessionOutcome:
     _the_job_launched(comm)
     job.phase("the options agreed between ranks")
     _same_everywhere(comm, {"config": job.config.to_json(), "output": job.path, "resume_run": job.run_id})
+    if comm.rank == 0:  # the library's build tools run while rank 0 opens the file (provenance reads them)
+        lib = library_info(MPI)
+        job.asked = build.Asked(lib.vendor, lib.version_string)
     try:
         with _interrupts_end_the_run(job):
             outcome = _measure(job, MPI, comm)
@@ -191,7 +199,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
             "skipped; use `mpiexec -n N fabricprobe sweep` to measure the fabric"
         )
     job.phase("provenance")
-    prov = provenance.collect(MPI, comm, topo, config.thread_level)
+    prov = provenance.collect(MPI, comm, topo, config.thread_level, asked=job.asked)
     writer = job.writer
     served = ServedBy(MPI, prov["mpi_vendor"], topo) if writer is not None else None
     if served is not None:
@@ -238,6 +246,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
             warn(provenance.build_mismatch(prov))
         if prov["thread_level_provided"] != config.thread_level:
             warn(f"requested thread level {config.thread_level}, the library provided {prov['thread_level_provided']}")
+    quiet_barrier(comm)  # the others sleep while rank 0 asks the library's build and writes the run's start
     device = None
     if memory is not None:
         # Rank 0's answer for every rank: ranks that disagreed would part ways inside a collective.
@@ -275,6 +284,7 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
                 "rank0_peak_rss_mib": round(rss[0], 1),
                 "peak_rss_mib": round(max(rss), 1),
                 "buffer_memory": {key: [b[key] for b in buffers] for key in buffers[0]},
+                "numba_version": provenance.loaded_version("numba"),  # own algorithms' kernels load it
                 **({"bound_probe": probe} if probe else {}),
                 **({"clock_sync": sync} if sync is not None else {}),
                 **({"runtime_switch": job.switch.record()} if job.switch is not None else {}),
@@ -414,6 +424,7 @@ def _root_decides(comm: Any, decide: Callable[[], Any]) -> Any:
             outcome = (None, decide(), False)
         except UsageError as exc:
             outcome = (str(exc), None, isinstance(exc, DamagedError))
+    quiet_barrier(comm)  # the others sleep while rank 0 decides (it opens the file: h5py's import)
     message, value, damaged = comm.bcast(outcome, root=0)
     if message is not None:
         raise (DamagedError if damaged else UsageError)(message)

@@ -45,12 +45,24 @@ def mpi_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _version(package: str) -> str:
-    from importlib import metadata  # rank 0 alone asks (collect)
+    """The version of a package the run uses: the loaded module's own, else the installed one's
+    (importlib.metadata: 20 ms of imports and a scan of the path, on rank 0 alone)."""
+    found = getattr(sys.modules.get(package), "__version__", None)
+    if isinstance(found, str):
+        return found
+    from importlib import metadata
 
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+def loaded_version(package: str) -> str:
+    """The version of a package this process loaded, "not loaded" if it loaded none: Numba, which only
+    fabricprobe's own algorithms' kernels load (a sweep records it when it ends)."""
+    module = sys.modules.get(package)
+    return str(getattr(module, "__version__", "unknown")) if module is not None else "not loaded"
 
 
 def cpu_model() -> str:
@@ -103,13 +115,19 @@ def build_mismatch(prov: dict[str, Any]) -> str:
 
 
 def collect(
-    MPI: Any, comm: Any, topo: Topology, thread_requested: str, argv: list[str] | None = None
+    MPI: Any,
+    comm: Any,
+    topo: Topology,
+    thread_requested: str,
+    argv: list[str] | None = None,
+    asked: build.Asked | None = None,
 ) -> dict[str, Any]:
     """The provenance of a run on `comm` (call on every rank; values are rank 0's view). Ranks other
     than 0 get only what every rank uses (the library, the placement, oversubscription, the thread
     level): the rest (software versions, the library's build, the OS, CPU and environment, CUDA
     support) is asked by rank 0 alone, since at scale every rank asking is every rank's file-system
-    lookups at once (docs/scale.md, "Start-up")."""
+    lookups at once (docs/scale.md, "Start-up"). `asked`: the library's build tools rank 0 started
+    earlier (build.Asked), else they are started here."""
     lib = library_info(MPI)
     nat = native.load(MPI)
     hw = topo.hardware
@@ -150,13 +168,13 @@ def collect(
         "native_timer": nat is not None,
         "native_timer_unavailable": native.unavailable_reason() or "",
     }
-    return shared | _asked_by_rank_0(lib, gpus, argv) if comm.rank == 0 else shared
+    return shared | _asked_by_rank_0(lib, gpus, argv, asked) if comm.rank == 0 else shared
 
 
-def _asked_by_rank_0(lib: Any, gpus: dict[str, Any], argv: list[str] | None) -> dict[str, Any]:
+def _asked_by_rank_0(lib: Any, gpus: dict[str, Any], argv: list[str] | None, asked: Any) -> dict[str, Any]:
     aware, aware_how = gpu_info.cuda_aware(lib.vendor)
     built, built_how = gpu_info.library_built_with_cuda(lib.vendor, lib.version_string)
-    mpi_build = build.collect(lib.vendor, lib.version_string)
+    mpi_build = (asked or build.Asked(lib.vendor, lib.version_string)).result()
     job = slurm_env.provenance()
     return {
         "mpi_build": json.dumps(mpi_build) if mpi_build else "",
@@ -164,8 +182,8 @@ def _asked_by_rank_0(lib: Any, gpus: dict[str, Any], argv: list[str] | None) -> 
         "scheduler_job": json.dumps(job) if job else "",
         "mpi4py_version": _version("mpi4py"),
         "numpy_version": _version("numpy"),
-        "numba_version": _version("numba"),
         "h5py_version": _version("h5py"),
+        "numba_version": loaded_version("numba"),
         "python_version": platform.python_version(),
         "cuda_aware": aware,
         "cuda_aware_method": aware_how,

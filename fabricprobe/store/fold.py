@@ -93,18 +93,22 @@ def new_run_group(runs: h5py.Group, run_id: str) -> h5py.Group:
 
 def apply(f: h5py.File, records: list[journal.Record]) -> int:
     """Apply journal records to an open file, idempotently (a record already folded changes nothing:
-    a run that exists is not made again, a point whose index is in the table is not added again)."""
+    a run that exists is not made again, a point whose index is in the table is not added again). A
+    run's attributes from all its records are written at once, after its points: the caller applies
+    to a copy (replace_whole), so a damaged run's refusal still leaves the file as it was."""
     runs = f.require_group("runs")
     known: dict[str, set[int]] = {}
+    attrs: dict[str, dict] = {}  # each run's attributes, later records over earlier: written once a run
     applied = 0
     for r in records:
         if r.kind == journal.START:
-            group = runs[r.run] if r.run in runs else new_run_group(runs, r.run)
-            write_attrs(group, r.attrs or {})
+            if r.run not in runs:
+                new_run_group(runs, r.run)
+            attrs.setdefault(r.run, {}).update(r.attrs or {})
         elif r.kind == journal.UPDATE:
             if r.run not in runs:
                 continue
-            write_attrs(runs[r.run], r.attrs or {})
+            attrs.setdefault(r.run, {}).update(r.attrs or {})
         else:
             if r.run not in runs:
                 continue
@@ -122,6 +126,8 @@ def apply(f: h5py.File, records: list[journal.Record]) -> int:
             table[n] = journal.with_fields(r.row, table.dtype)[0]
             seen.add(r.index)
         applied += 1
+    for run, values in attrs.items():  # checksummed: each write reads every attribute back (twice)
+        write_attrs(runs[run], values)
     return applied
 
 

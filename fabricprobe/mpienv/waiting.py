@@ -1,0 +1,22 @@
+"""Waiting for other ranks without taking a core from them.
+
+A rank that waits inside an MPI collective polls (Open MPI and MPICH spin on their progress engine),
+so a rank waiting while rank 0 alone works (opens the results file, asks the library how it was
+built, writes a run's start) burns a core the whole time; where ranks share cores its polling also
+takes time from the ranks being measured (seen in the fabric lab, 4 ranks on 2 cores: one rank's
+reduction blocks took 2.0 to 7.8 ms depending on who was polling beside it). What it costs a launch:
+docs/scale.md, "A launch"."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+QUIET_POLL_S = 0.0005  # the most a quiet barrier adds to the wait
+
+
+def quiet_barrier(comm: Any) -> None:
+    """A barrier that sleeps while it waits (MPI_Ibarrier, tested every QUIET_POLL_S)."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(QUIET_POLL_S)
