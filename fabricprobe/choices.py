@@ -3,7 +3,6 @@ what exists (the command line and stored configurations alike), with a "did you 
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 from fabricprobe.errors import UsageError
@@ -42,6 +41,8 @@ def check_choices(
     allowed = list(choices)
     for name in values:
         if name not in allowed:
+            import difflib  # for the error's hint only
+
             near = difflib.get_close_matches(name, allowed + list(groups or {}), n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
             raise UsageError(f"unknown {what} {name!r} (choose from {', '.join(allowed)}){hint}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shlex
 import stat
 from typing import Callable
 
@@ -64,6 +63,8 @@ def real(text: str, option: str, lo: float | None = None, hi: float | None = LAR
 def launcher_args(text: str, option: str = "--mpiexec-args") -> list[str]:
     """Extra launcher arguments as the shell would split them (the one parser of --mpiexec-args), or
     UsageError: an unbalanced quote was shlex's "No closing quotation" traceback."""
+    import shlex  # a launcher's arguments: not every rank's
+
     try:
         return shlex.split(str(text))
     except ValueError as e:

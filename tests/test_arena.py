@@ -172,3 +172,14 @@ def test_a_reservation_the_kernel_refuses_is_said_in_one_line_when_the_sweep_sta
     assert fresh.EARLY is None and fresh.record()["early_mib"] == 0
     with pytest.raises(UsageError, match=r"--early-buffers 8: could not map 8 MiB \(Cannot allocate memory\)"):
         _early_buffers_applied(SweepConfig(early_buffers=8))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_freed_heap_memory_is_given_back_without_starting_a_process(monkeypatch):
+    """memory/heap.py finds glibc's malloc_trim among the process's own symbols: it ran ldconfig -p in
+    a subprocess on every rank before (the unit session refuses any process a test starts)."""
+    from fabricprobe.memory import heap
+
+    monkeypatch.setattr(heap, "_libc", None)
+    assert heap._glibc() is not None and heap._glibc().malloc_trim(0) in (0, 1)
+    heap.release_freed()

@@ -1,6 +1,8 @@
 """What a rank loads to start (issue 68: start-up at scale, where every rank's imports hit a shared file
 system at once): ranks other than 0 of a sweep never import the report, tuning, trainers or doctor
-packages, rich or h5py, which only rank 0 uses (it draws and writes); no rank of a sweep of the
+packages, rich or h5py, which only rank 0 uses (it draws and writes), nor what only rank 0 asks with
+(json, subprocess) or only an error needs (difflib); a sweep of the library's collectives imports no
+algorithm file of fabricprobe's own (the registry loads them when one is asked for); no rank of a sweep of the
 library's collectives imports Numba (the timing loops are compiled by llvmlite: timing/compiled.py),
 which only fabricprobe's own algorithms' kernels load; a command line names its subcommand, and only
 that one's parser is built."""
@@ -23,6 +25,7 @@ from fabricprobe.store import load_runs
 
 DRIVER = str(Path(__file__).parent / "drivers" / "modules_at_exit.py")
 ROOT_ONLY = ("h5py", "rich", "fabricprobe.report", "fabricprobe.tuning", "fabricprobe.trainers", "fabricprobe.doctor")
+LIBRARY_ONLY = {f"fabricprobe.collectives.{m}" for m in ("algorithm", "registry", "cost", "library", "library_rma")}
 SWEEP = ["sweep", "--collectives", "allreduce", "--sizes", "8", "--iters", "10", "--max-time", "0.05"]
 
 
@@ -39,6 +42,9 @@ def test_ranks_other_than_0_import_none_of_what_rank_0_alone_uses(tmp_path):
     assert {"h5py", "rich", "fabricprobe.report"} <= set(_packages(rank0))  # the check sees them where they are
     assert len(rank1) < len(rank0)
     assert _packages(rank0, ("numba",)) == _packages(rank1, ("numba",)) == []
+    own = [m for m in rank1 if m.startswith("fabricprobe.collectives.") and m not in LIBRARY_ONLY]
+    assert own == []  # no algorithm file of fabricprobe's own: the library's alone (collectives/registry.py)
+    assert _packages(rank1, ("json", "subprocess", "difflib", "glob", "secrets", "fabricprobe.lab.state")) == []
     (run,) = load_runs(str(tmp_path / "r.h5"))
     assert run.attrs["numba_version"] == "not loaded"  # the run says which Numba ran: none
     assert run.attrs["numpy_version"] == np.__version__ and run.attrs["h5py_version"] == h5py.__version__
@@ -55,7 +61,9 @@ def test_numba_is_loaded_where_a_hand_written_algorithm_reduces(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     for r in (0, 1):
-        assert _packages((tmp_path / f"modules.{r}").read_text().split(), ("numba",)) == ["numba"]
+        modules = (tmp_path / f"modules.{r}").read_text().split()
+        assert _packages(modules, ("numba",)) == ["numba"]
+        assert "fabricprobe.collectives.allreduce_ring" in modules  # the registry loaded it when asked
     (run,) = load_runs(str(tmp_path / "r.h5"))
     assert run.attrs["numba_version"] == importlib.metadata.version("numba")  # recorded when the run ended
 
@@ -94,6 +102,7 @@ def _tool(folder: Path, name: str, body: str) -> str:
     return str(path)
 
 
+@pytest.mark.process
 def test_the_librarys_build_tools_run_at_once_and_are_read_when_needed(tmp_path, monkeypatch):
     """rank 0 starts ompi_info and the compiler wrapper right after MPI_Init and reads them in the
     provenance (mpienv/build.py: Asked): both are running before either is read, their answers are
@@ -121,6 +130,7 @@ def test_the_librarys_build_tools_run_at_once_and_are_read_when_needed(tmp_path,
     assert build.collect("MPICH", mpich) == {"configure": "--with-device=ch4"}  # MPICH says it itself
 
 
+@pytest.mark.process
 def test_a_run_refused_before_its_provenance_leaves_no_build_tool_running(tmp_path, monkeypatch):
     from fabricprobe.mpienv import build
 
@@ -131,3 +141,31 @@ def test_a_run_refused_before_its_provenance_leaves_no_build_tool_running(tmp_pa
     assert proc.poll() is None
     asked.discard()
     assert proc.poll() is not None  # ended and reaped
+
+
+def test_the_registry_loads_an_algorithm_file_when_one_of_its_algorithms_is_asked_for(monkeypatch):
+    """collectives/registry.py, from the state a rank starts in (the library's files alone): the
+    library's names check without loading anything more; an algorithm not registered, an unknown name,
+    "all", or a question about every algorithm load every file, once."""
+    from fabricprobe.collectives import registry
+
+    monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_loaded", set())
+    monkeypatch.setattr(registry, "_everything", False)
+    loads: list[str] = []
+    real = registry.importlib.import_module
+
+    def counted(name: str):
+        loads.append(name)
+        return real(name)
+
+    monkeypatch.setattr(registry.importlib, "import_module", counted)
+    registry.load(registry.FIRST)
+    assert registry.get("allreduce", "library") is not None and registry.choices(["library"]) == ["library", "mpi4py"]
+    assert loads == [f"{registry.PACKAGE}.{m}" for m in registry.FIRST]
+    ring = registry.get("allreduce", "ring")
+    assert ring is not None and ring.collective == "allreduce" and "ring" in registry.choices(["library"])
+    every = len(loads)
+    assert registry.get("bcast", "ring") is None and registry.all_names() == registry.choices(["nope"])
+    assert len(loads) == every  # loaded once: a name no file defines does not scan again
+    assert {a.name for a in registry.algorithms()} == set(registry.all_names())

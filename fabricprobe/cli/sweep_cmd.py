@@ -382,7 +382,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
             )
         return SweepConfig.from_file(args.config)
     base = QUICK if args.quick else FULL
-    algorithm_names = collectives.all_names()
+    algorithm_names = collectives.choices(list_items(args.algorithms, "algorithm"))  # "all": every one
     algorithms = choice_list(args.algorithms, algorithm_names, "algorithm", {"all": algorithm_names})
     chosen = choice_list(args.collectives, KNOWN, "collective", GROUPS)
     return SweepConfig(

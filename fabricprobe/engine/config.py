@@ -6,7 +6,6 @@ is compared across ranks before anything is measured.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field, fields
 
@@ -133,6 +132,8 @@ class SweepConfig:
         return asdict(self)
 
     def to_json(self) -> str:
+        import json
+
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
@@ -148,7 +149,7 @@ class SweepConfig:
         for the command line and for configurations read from a file (--config, --resume)."""
         self._check_types()
         check_choices(self.collectives, KNOWN, "collective", GROUPS)
-        check_choices(self.algorithms, collectives.all_names(), "algorithm")
+        check_choices(self.algorithms, collectives.choices(self.algorithms), "algorithm")
         check_choices(self.dtypes, DTYPES, "datatype")
         check_choices(self.ops, OPS, "op")
         check_choices(self.modes, MODES, "mode")
@@ -284,6 +285,8 @@ class SweepConfig:
     @classmethod
     def from_file(cls, path: str) -> SweepConfig:
         """A configuration written as JSON (a results file's run config, as `report --format json` shows it)."""
+        import json
+
         try:
             if not regular_file(path, "--config"):
                 raise UsageError(f"cannot read --config {path}: no such file")

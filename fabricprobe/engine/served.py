@@ -8,7 +8,6 @@ coll/tuned is about the points tuned served."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fabricprobe.collectives import LIBRARY
@@ -75,6 +74,8 @@ class ServedBy:
 
     def provenance(self, nranks: int) -> dict[str, str]:
         """For the run's attributes: the settings read, and each collective's path on the whole job."""
+        import json  # rank 0 alone writes it
+
         paths = {c: self.of(c, LIBRARY, nranks) for c in SPECS if api_name(c, self.vendor)}
         return {
             "coll_settings": json.dumps(self.settings.values, sort_keys=True, default=str),

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-import secrets
 import sys
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
@@ -26,7 +25,7 @@ from fabricprobe.engine.switching import LibrarySwitch
 from fabricprobe.engine.watchdog import Watchdog
 from fabricprobe.errors import INTERRUPTED_STATUSES, DamagedError, StorageError, UsageError
 from fabricprobe.memory import arena
-from fabricprobe.mpienv import build, provenance, topology
+from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import first_collective, init_mpi
 from fabricprobe.mpienv.launcher import env_rank, env_size, launched_by_mpiexec
 from fabricprobe.mpienv.library import library_info
@@ -97,7 +96,7 @@ class _Job:
     skip: frozenset[str] = frozenset()
     backstop: SetupWatch | None = None
     writer: ResultsWriter | None = None  # holds the file's lock from its opening to the end
-    asked: build.Asked | None = None  # rank 0: the library's build tools, started after MPI_Init
+    asked: Any = None  # rank 0: the library's build tools (mpienv/build.py Asked), started after MPI_Init
 
     def phase(self, label: str) -> None:
         """The set-up begins `label`: both watchdogs name it if it does not end in time."""
@@ -125,8 +124,10 @@ def _run(job: _Job) -> SessionOutcome:
     set_rank(comm.rank)
     _the_job_launched(comm)
     job.phase("the options agreed between ranks")
-    _same_everywhere(comm, {"config": job.config.to_json(), "output": job.path, "resume_run": job.run_id})
+    _same_everywhere(comm, {"config": job.config.to_dict(), "output": job.path, "resume_run": job.run_id})
     if comm.rank == 0:  # the library's build tools run while rank 0 opens the file (provenance reads them)
+        from fabricprobe.mpienv import build
+
         lib = library_info(MPI)
         job.asked = build.Asked(lib.vendor, lib.version_string)
     try:
@@ -172,6 +173,8 @@ def _measure(job: _Job, MPI: Any, comm: Any) -> SessionOutcome:
     else:
         _root_decides(comm, lambda: (_check_output_path(path), job.open_writer()))
     if config.order == "random" and config.seed < 0:  # rank 0's draw, stored with the run: reproducible
+        import secrets
+
         config = replace(config, seed=comm.bcast(secrets.randbits(32) if comm.rank == 0 else None, root=0))
     if config.library_variants and job.switch is None:
         raise UsageError(

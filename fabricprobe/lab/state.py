@@ -18,10 +18,10 @@ import shutil
 from pathlib import Path
 
 from fabricprobe.errors import UsageError
+from fabricprobe.lab import ENV_VAR
 from fabricprobe.lab.config import LabConfig, check_name
 
 STATE_ROOT = Path(os.environ.get("FABRICPROBE_LAB_STATE", "/run/fabricprobe-lab"))
-ENV_VAR = "FABRICPROBE_LAB"  # set for every rank a lab launches: the path of its lab.json
 OWNER = "OWNER"  # the record `lab up` writes first: this lab's name and the namespaces it makes
 MADE_BY = "fabricprobe lab up"
 

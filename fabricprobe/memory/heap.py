@@ -11,7 +11,6 @@ large call map fresh pages, which is not what an application's calls see."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 _libc = None
 
@@ -20,7 +19,9 @@ def _glibc():
     global _libc
     if _libc is None:
         try:
-            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            # the process's own symbols, libc's among them (ctypes.util.find_library ran ldconfig -p
+            # in a subprocess: a process spawned by every rank, and subprocess's imports)
+            lib = ctypes.CDLL(None)
             lib.malloc_trim  # noqa: B018 - glibc has it, musl does not
             _libc = lib
         except (OSError, AttributeError):

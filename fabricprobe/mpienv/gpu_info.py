@@ -9,7 +9,6 @@ built with CUDA: both answer "no" here."""
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 from typing import Any
 
@@ -73,6 +72,8 @@ def library_built_with_cuda(vendor: str, version_string: str = "", libmpi_path: 
     path = libmpi_path or next(iter(loaded_libmpi_paths()), None)
     if path is None:
         return "unknown", "libmpi not found among the loaded libraries"
+    import glob  # rank 0's question (provenance)
+
     folder = os.path.dirname(os.path.realpath(path))
     found = [hit for pattern in _OPEN_MPI_CUDA_FILES for hit in glob.glob(os.path.join(folder, pattern))]
     if found:

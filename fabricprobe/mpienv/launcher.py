@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 from pathlib import Path
 
@@ -335,6 +334,8 @@ def launcher(mpiexec: str | None, extra: str, n: int, vendor: str) -> list[str]:
 
     args = launcher_args(extra)
     if mpiexec is None and slurm_env.in_allocation():
+        import shutil
+
         path = shutil.which("srun")
         if path is None:
             raise UsageError("inside a Slurm allocation but srun is not on PATH; give --mpiexec")

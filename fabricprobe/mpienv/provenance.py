@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 import sys
 from typing import Any
 
-from fabricprobe.lab import state as lab_state
-from fabricprobe.mpienv import build, gpu_info, slurm_env
+from fabricprobe import lab as fabric_lab
+from fabricprobe.mpienv import gpu_info, slurm_env
 from fabricprobe.mpienv.init import provided_thread_level, startup_record
 from fabricprobe.mpienv.library import library_info
 from fabricprobe.mpienv.topology import Topology
@@ -120,7 +119,7 @@ def collect(
     topo: Topology,
     thread_requested: str,
     argv: list[str] | None = None,
-    asked: build.Asked | None = None,
+    asked: Any = None,
 ) -> dict[str, Any]:
     """The provenance of a run on `comm` (call on every rank; values are rank 0's view). Ranks other
     than 0 get only what every rank uses (the library, the placement, oversubscription, the thread
@@ -131,7 +130,7 @@ def collect(
     lib = library_info(MPI)
     nat = native.load(MPI)
     hw = topo.hardware
-    lab = lab_state.from_environment()
+    lab = _lab_record()
     gpus = gpu_info.devices()
     rank_gpus = comm.allgather(gpus.get("gpu_device", -1))
     # Emulated hosts share one machine's cores: oversubscription is counted against the machine.
@@ -161,7 +160,7 @@ def collect(
         "lab": lab["description"] if lab else "",
         "gpu": gpus,
         "rank_gpus": rank_gpus,
-        "lab_spec": json.dumps(lab) if lab else "",
+        "lab_spec": _json(lab) if lab else "",
         "topology": topo.describe(),
         "wtick_s": MPI.Wtick(),
         "wtime_is_global": bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL) or False),
@@ -174,12 +173,14 @@ def collect(
 def _asked_by_rank_0(lib: Any, gpus: dict[str, Any], argv: list[str] | None, asked: Any) -> dict[str, Any]:
     aware, aware_how = gpu_info.cuda_aware(lib.vendor)
     built, built_how = gpu_info.library_built_with_cuda(lib.vendor, lib.version_string)
+    from fabricprobe.mpienv import build  # its tools and subprocess: rank 0's alone
+
     mpi_build = (asked or build.Asked(lib.vendor, lib.version_string)).result()
     job = slurm_env.provenance()
     return {
-        "mpi_build": json.dumps(mpi_build) if mpi_build else "",
+        "mpi_build": _json(mpi_build) if mpi_build else "",
         "scheduler": job.get("scheduler", ""),
-        "scheduler_job": json.dumps(job) if job else "",
+        "scheduler_job": _json(job) if job else "",
         "mpi4py_version": _version("mpi4py"),
         "numpy_version": _version("numpy"),
         "h5py_version": _version("h5py"),
@@ -196,3 +197,18 @@ def _asked_by_rank_0(lib: Any, gpus: dict[str, Any], argv: list[str] | None, ask
         "os": platform.platform(),
         "environment": mpi_environment(),
     }
+
+
+def _json(value: Any) -> str:
+    import json  # only for what is there to write (a lab, a build, a scheduler's job): not on every rank
+
+    return json.dumps(value)
+
+
+def _lab_record() -> dict | None:
+    """The fabric lab's record where a lab launched this rank (lab/state.py, only then imported)."""
+    if not os.environ.get(fabric_lab.ENV_VAR):
+        return None
+    from fabricprobe.lab import state
+
+    return state.from_environment()
