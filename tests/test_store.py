@@ -84,11 +84,23 @@ def test_plain_h5py_and_pandas_read_it(results):
     assert frame.loc[0, "collective"] == b"allreduce"
 
 
-def test_runs_append(results):
+def test_runs_append(results, monkeypatch):
     for _ in range(3):
         ResultsWriter(str(results)).start_run({"nranks": 1})
     runs = load_runs(str(results))
     assert [r.id for r in runs] == ["0001", "0002", "0003"]
+    from fabricprobe.store import reader
+
+    def unread(*args):
+        raise AssertionError("a new run's number read a run of the file")
+
+    ResultsWriter(str(results)).close()  # the three runs folded into the file
+    writer = ResultsWriter(str(results))
+    monkeypatch.setattr(reader, "_read_run", unread)  # numbered from the runs' names alone
+    assert writer.start_run({"nranks": 1}) == "0004"
+    monkeypatch.undo()
+    writer.close()
+    assert [r.id for r in load_runs(str(results))] == ["0001", "0002", "0003", "0004"]
     assert select_run(runs, "-1", "f").id == "0003"
     assert select_run(runs, "2", "f").id == "0002"
     with pytest.raises(UsageError):

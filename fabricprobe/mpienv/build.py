@@ -67,11 +67,22 @@ class Asked:
 def _start(argv: list[str]) -> subprocess.Popen | None:
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
         )
     except OSError:
         return None
+    _unbind(proc.pid)
+    return proc
+
+
+def _unbind(pid: int) -> None:
+    """Let a tool run on any core of the node, not rank 0's alone (launchers bind ranks to cores, and a
+    child inherits the binding): the other ranks sleep meanwhile (mpienv/waiting.py)."""
+    try:
+        os.sched_setaffinity(pid, range(os.cpu_count() or 1))  # the kernel keeps it within the cpuset
+    except (AttributeError, OSError):  # not Linux, or the tool already ended
+        pass
 
 
 def _finish(proc: subprocess.Popen | None) -> str:

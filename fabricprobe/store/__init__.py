@@ -13,6 +13,7 @@ _WHERE = {
     "Run": "reader",
     "check_results_file": "reader",
     "count_runs": "reader",
+    "run_ids": "reader",
     "load_runs": "reader",
     "no_runs": "reader",
     "select_run": "reader",

@@ -146,6 +146,12 @@ def count_runs(path: str) -> int:
     return len(_load(path, since=None))
 
 
+def run_ids(path: str) -> list[str]:
+    """The ids of the file's and its journal's runs, oldest first, none of them read (a run whose
+    attributes are damaged keeps its id: a new run must not take it)."""
+    return [run.id for run in _load(path, since=None)]
+
+
 def _load(path: str, since: int | None) -> list[Run]:
     """Every run, oldest first; read for those from the since-th on (None: for none) and for any a
     damaged journal record names (its loss says which points it is missing); the others are names."""

@@ -15,7 +15,7 @@ from fabricprobe.errors import StorageError, UsageError
 from fabricprobe.stats import PointTimes
 from fabricprobe.store import journal
 from fabricprobe.store.fold import WriterLock, fold
-from fabricprobe.store.reader import check_results_file, load_runs
+from fabricprobe.store.reader import check_results_file, load_runs, run_ids
 from fabricprobe.store.safety import deferred_signals
 from fabricprobe.store.schema import STATUS_RUNNING, make_row
 
@@ -75,7 +75,7 @@ class ResultsWriter:
             raise
 
     def start_run(self, attrs: dict[str, Any]) -> str:
-        existing = [run.id for run in load_runs(self.path)] if _has_results(self.path) else []
+        existing = run_ids(self.path) if _has_results(self.path) else []  # not read: a file of many runs
         number = max((int(k) for k in existing if k.isdigit()), default=0) + 1
         run_id = f"{number:04d}"
         start = journal.Record(journal.START, run_id, attrs={**attrs, "status": STATUS_RUNNING})
