@@ -1,15 +1,19 @@
 """docs/scale.md: what one rank and one point cost as the job grows, against a bare mpi4py rank.
 
     python benchmarks/scale_costs.py OUT.json [--ranks 2,4,8,16,32,64] [--pairs 7] [--pss-ranks 8]
+        [--parts startup,launch,memory,results] [--bound]
 
 - start-up: one 2-rank, one-point sweep (allreduce, 8 B) and one bare 2-rank job (`import numpy;
   from mpi4py import MPI; barrier`), each rank under `strace -f -e trace=%file,getdents64`: the
   file-system metadata calls of rank 1 (every traced call but execve), the failed ones (= -1), and the
   modules it imported (`python -X importtime` lines). Run once untraced first, so bytecode is cached.
 - launch: `--pairs` interleaved pairs of the same two launches, untraced: wall seconds and CPU seconds
-  (user + system of every process the launcher waited for).
+  (user + system of every process the launcher waited for). The suite's launcher passes Open MPI's
+  --oversubscribe, which leaves ranks unbound; `--bound` launches with `mpiexec -n N` alone, each rank
+  bound to a core as Open MPI does by default.
 - memory: `--pss-ranks` ranks of each, every rank's PSS (/proc/PID/smaps_rollup) sampled every 0.1 s;
-  the mean over ranks of each rank's peak. The sweep measures 8 B to 1 MiB so that it runs a while.
+  the mean over ranks of each rank's peak. The sweep measures allreduce at 8 B, 1 KiB, 64 KiB and
+  1 MiB, so that it runs a while.
 - results: for each --ranks count, `sweep --collectives allreduce --algorithms library --sizes 8,64K
   --iters 400 --ci-target 0` (the same iterations at every count) into a fresh file: per point the
   stored timings (samples, and beyond 16 ranks maxima and per-rank rows), their bytes raw and as
@@ -51,11 +55,12 @@ def _commands(folder: Path, n: int, bare_text: str = BARE) -> dict[str, list[str
     }
 
 
-def _launch(n: int, argv: list[str], folder: Path) -> tuple[float, float]:
+def _launch(n: int, argv: list[str], folder: Path, bound: bool = False) -> tuple[float, float]:
     """(wall s, CPU s of everything the launcher waited for)."""
+    start = [launcher().mpiexec, "-n", str(n)] if bound else launcher().argv(n)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(launcher().argv(n) + argv, cwd=folder, env=mpi_env(), capture_output=True, text=True)
+    done = subprocess.run(start + argv, cwd=folder, env=mpi_env(), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -84,12 +89,12 @@ def startup(folder: Path) -> dict:
     return out
 
 
-def launches(folder: Path, pairs: int) -> dict:
+def launches(folder: Path, pairs: int, bound: bool = False) -> dict:
     commands = _commands(folder, 2)
     got: dict[str, list] = {name: [] for name in commands}
     for _ in range(pairs):
         for name, argv in commands.items():
-            got[name].append(_launch(2, argv, folder))
+            got[name].append(_launch(2, argv, folder, bound))
     return {
         name: {"wall_s": [round(w, 3) for w, _ in xs], "cpu_s": [round(c, 3) for _, c in xs]}
         for name, xs in got.items()
@@ -172,17 +177,24 @@ def main() -> int:
     ap.add_argument("--ranks", default="2,4,8,16,32,64")
     ap.add_argument("--pairs", type=int, default=7)
     ap.add_argument("--pss-ranks", type=int, default=8)
+    ap.add_argument("--parts", default="startup,launch,memory,results", help="which measurements")
+    ap.add_argument("--bound", action="store_true", help="launch: mpiexec -n N, ranks bound to cores")
     args = ap.parse_args()
+    parts = args.parts.split(",")
     report: dict = {}
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         folder = Path(tmp)
-        report["startup"] = startup(folder)
-        print(json.dumps(report["startup"]), flush=True)
-        report["launch"] = launches(folder, args.pairs)
-        print(json.dumps(report["launch"]), flush=True)
-        report["memory"] = memory(folder, args.pss_ranks)
-        print(json.dumps(report["memory"]), flush=True)
-        report["results"] = results(folder, [int(x) for x in args.ranks.split(",")])
+        if "startup" in parts:
+            report["startup"] = startup(folder)
+            print(json.dumps(report["startup"]), flush=True)
+        if "launch" in parts:
+            report["launch"] = launches(folder, args.pairs, args.bound)
+            print(json.dumps(report["launch"]), flush=True)
+        if "memory" in parts:
+            report["memory"] = memory(folder, args.pss_ranks)
+            print(json.dumps(report["memory"]), flush=True)
+        if "results" in parts:
+            report["results"] = results(folder, [int(x) for x in args.ranks.split(",")])
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     return 0
 

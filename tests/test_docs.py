@@ -73,6 +73,8 @@ FOREIGN_OPTIONS = {
     "--per-side": "benchmarks/compare_drift.py",
     "--env": "benchmarks/slow_fs_startup.py",
     "--repeats": "benchmarks/slow_fs_startup.py",
+    "--parts": "benchmarks/scale_costs.py",
+    "--bound": "benchmarks/scale_costs.py",
     "--imb": "benchmarks/omb_imb_side_by_side.py",
     "--aa": "benchmarks/omb_imb_side_by_side.py",
     "--probe": "benchmarks/omb_imb_side_by_side.py",

@@ -95,8 +95,3 @@ def _finish(proc: subprocess.Popen | None) -> str:
         proc.wait()
         return ""
     return out.strip() if proc.returncode == 0 else ""
-
-
-def collect(vendor: str, version_string: str) -> dict[str, str]:
-    """Asked(...).result(), for a caller with nothing to do meanwhile."""
-    return Asked(vendor, version_string).result()
