@@ -88,10 +88,10 @@ def reframe(session: nox.Session) -> None:
 # by mpi4py's binary wheel as the README's site path does (no compiler): tests/site_modules.py stands for
 # the site's `module load`, and tests/site/test_readme_site_path.py runs that path as written.
 # lmod: the site files' modulefile and the README's `module load` are read by Debian's Lmod; fuse3: the
-# lab's slow shared file system (benchmarks/slowfs.py, through mfusepy)
+# lab's slow shared file system (benchmarks/slowfs.py, through mfusepy); strace: a rank's start-up calls
 DEBIAN = (
     *("slurm-wlm", "munge", "openmpi-bin", "libopenmpi-dev", "libpmix-dev", "mpich", "libmpich-dev"),
-    *("lmod", "fuse3"),
+    *("lmod", "fuse3", "strace"),
 )
 DEBIAN_FILES = (
     "/usr/bin/mpirun.openmpi",
@@ -100,6 +100,7 @@ DEBIAN_FILES = (
     "/usr/sbin/munged",
     "/usr/share/lmod/lmod/init/bash",
     "/usr/bin/fusermount3",
+    "/usr/bin/strace",
 )
 SITE_MODULES = runpy.run_path(str(Path(__file__).parent / "tests" / "site_modules.py"))
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import resource
 import subprocess
 import sys
@@ -36,13 +35,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import startup_calls  # noqa: E402
 from many_ranks import pss_kib  # noqa: E402  (this folder: a script's own is first on sys.path)
 from mpirun import fabricprobe_argv, launcher, mpi_env  # noqa: E402
 
 BARE = "import numpy\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"
 BARE_WAITING = BARE + "import time\ntime.sleep(3)\nMPI.COMM_WORLD.Barrier()\n"
 QUIET_ALLREDUCE = ["sweep", "--collectives", "allreduce", "--progress", "none", "--quiet"]
-RANK = "${OMPI_COMM_WORLD_RANK:-$PMI_RANK}"
 FIXED_ITERATIONS = 400
 
 
@@ -72,20 +71,10 @@ def startup(folder: Path) -> dict:
     out = {}
     for name, argv in _commands(folder, 2).items():
         _launch(2, argv, folder)  # bytecode cached, as after `pip install`
-        traced = folder / name
-        traced.mkdir()
-        python, *rest = argv
-        inner = f"exec strace -f -e trace=%file,getdents64 -o {traced}/st.{RANK} {python} -X importtime " + " ".join(
-            rest
-        )
-        _launch(2, ["sh", "-c", f"{inner} 2>{traced}/imp.{RANK}"], folder)
-        calls = [x for x in (traced / "st.1").read_text().splitlines() if not re.match(r"\d+ (execve|\+\+\+|---)", x)]
-        modules = [x for x in (traced / "imp.1").read_text().splitlines() if x.startswith("import time:")][1:]
-        out[name] = {
-            "metadata_calls": len(calls),
-            "failed": sum(" = -1 " in x for x in calls),
-            "modules": len(modules),
-        }
+        trace = startup_calls.traced(launcher().argv(2), argv, folder / name, mpi_env(), importtime=True)
+        calls, failed = startup_calls.counted(trace)
+        modules = [x for x in (trace / "imp.1").read_text().splitlines() if x.startswith("import time:")][1:]
+        out[name] = {"metadata_calls": calls, "failed": failed, "modules": len(modules)}
     return out
 
 

@@ -102,4 +102,5 @@ SITE = {
     "site/test_reframe_slurm.py": "the ReFrame check through Slurm",
     "site/test_site_files_lab.py": "the site files read by Debian's MPIs, Lmod and Slurm's TaskProlog",
     "site/test_slow_fs.py": "the lab's slow shared file system (Debian's fuse3)",
+    "site/test_startup_calls.py": "a sweep rank's file-system metadata calls against a bare rank's (strace)",
 }
