@@ -243,8 +243,8 @@ def add_parser(sub: Any) -> None:
     t.add_argument(
         "--no-bound-probe",
         action="store_true",
-        help="skip the short point-to-point probe (latency 8 B, bw 1 MiB) that gives each collective row its "
-        "%% of bound when the sweep measures no point-to-point test",
+        help="skip the short point-to-point probe (latency 8 B, and bw 1 MiB when a row is over 64 B) that "
+        "gives each collective row its %% of bound when the sweep measures no point-to-point test",
     )
     t.add_argument(
         "--point-timeout",
