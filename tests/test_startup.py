@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -169,3 +170,46 @@ def test_the_registry_loads_an_algorithm_file_when_one_of_its_algorithms_is_aske
     assert registry.get("bcast", "ring") is None and registry.all_names() == registry.choices(["nope"])
     assert len(loads) == every  # loaded once: a name no file defines does not scan again
     assert {a.name for a in registry.algorithms()} == set(registry.all_names())
+
+
+@pytest.mark.process
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs 2 cores")
+def test_the_build_tools_run_on_any_core_though_rank_0_is_bound(tmp_path, monkeypatch):
+    """A launcher binds rank 0 to a core and its children inherit it: ompi_info would take rank 0's
+    core while the others sleep. Asked lets the tools run on every core of the node."""
+    from fabricprobe.mpienv import build
+
+    hang = _tool(tmp_path, "ompi_info", "exec sleep 60")
+    monkeypatch.setattr(build, "tool", lambda name, vendor: hang if name == "ompi_info" else None)
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mine)})  # as a launcher binds a rank
+    try:
+        asked = build.Asked("Open MPI", "")
+    finally:
+        os.sched_setaffinity(0, mine)
+    try:
+        assert os.sched_getaffinity(asked._info.pid) == mine  # every core this process may use
+    finally:
+        asked.discard()
+
+
+def test_the_quiet_barrier_sleeps_until_every_rank_arrived(monkeypatch):
+    """mpienv/waiting.py: the others wait for rank 0 sleeping between tests of an MPI_Ibarrier (they
+    spun inside MPI, a core each), and return once it completes."""
+    from fabricprobe.mpienv import waiting
+
+    class Request:
+        tests = 0
+
+        def Test(self) -> bool:
+            Request.tests += 1
+            return Request.tests > 3
+
+    class Comm:
+        def Ibarrier(self) -> Request:
+            return Request()
+
+    slept: list[float] = []
+    monkeypatch.setattr(waiting.time, "sleep", slept.append)
+    waiting.quiet_barrier(Comm())
+    assert Request.tests == 4 and slept == [waiting.QUIET_POLL_S] * 3
