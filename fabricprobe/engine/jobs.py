@@ -56,11 +56,12 @@ def _written(output: str | None) -> bool:
 
 
 def _run_ids(output: str | None) -> set[str] | None:
-    """The runs already in output (None where it cannot be read: nothing is marked then)."""
-    from fabricprobe.store import load_runs
+    """The runs already in output, by name, none read (None where it cannot be read: nothing is marked
+    then). A tune-sweep launches many jobs into one file, each of them after this."""
+    from fabricprobe.store import run_ids
 
     try:
-        return {r.id for r in load_runs(output)} if _written(output) else set()
+        return set(run_ids(output)) if _written(output) else set()
     except (UsageError, StorageError, OSError):
         return None
 
