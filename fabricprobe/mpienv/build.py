@@ -38,7 +38,7 @@ class Asked:
         cc, flag = tool("mpicc", vendor), _SHOW.get(vendor)
         info = tool("ompi_info", vendor) if vendor == "Open MPI" else None
         self.cc = cc if cc and flag else None
-        self._wrapper = _start([cc, flag]) if self.cc and flag else None
+        self._wrapper = _start([cc, flag]) if self.cc else None
         self._info = _start([info, "--parsable", "-c"]) if info else None
 
     def result(self) -> dict[str, str]:
