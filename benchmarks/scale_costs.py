@@ -39,7 +39,7 @@ import startup_calls  # noqa: E402
 from many_ranks import pss_kib  # noqa: E402  (this folder: a script's own is first on sys.path)
 from mpirun import fabricprobe_argv, launcher, mpi_env  # noqa: E402
 
-BARE = "import numpy\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"
+BARE = startup_calls.BARE
 BARE_WAITING = BARE + "import time\ntime.sleep(3)\nMPI.COMM_WORLD.Barrier()\n"
 QUIET_ALLREDUCE = ["sweep", "--collectives", "allreduce", "--progress", "none", "--quiet"]
 FIXED_ITERATIONS = 400

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+BARE = "import numpy\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n"  # the bare rank compared against
 RANK = "${OMPI_COMM_WORLD_RANK:-$PMI_RANK}"
 TRACE = ["strace", "-f", "-e", "trace=%file,getdents64"]
 
