@@ -8,7 +8,7 @@ is adding a file (docs/architecture.md walks through it).
 
 from fabricprobe.collectives import registry
 from fabricprobe.collectives.algorithm import LIBRARY, Algorithm
-from fabricprobe.collectives.registry import algorithms, all_names, choices, get, names_for, register
+from fabricprobe.collectives.registry import algorithms, choices, get, names_for, register
 from fabricprobe.timing.batch import Batch, TimerUnavailable
 
 registry.load(registry.FIRST)
@@ -19,7 +19,6 @@ __all__ = [
     "Batch",
     "TimerUnavailable",
     "algorithms",
-    "all_names",
     "choices",
     "get",
     "names_for",

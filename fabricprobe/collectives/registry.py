@@ -61,11 +61,6 @@ def names_for(collective: str, buffer: str = "host") -> list[str]:
     return sorted(names, key=lambda n: (n != LIBRARY, n))
 
 
-def all_names() -> list[str]:
-    load()
-    return _names()
-
-
 def choices(asked: Iterable[str]) -> list[str]:
     """The names to check `asked` against: the registered ones when they include every name asked (a
     sweep of the library's algorithms loads no other module), else every algorithm's."""
