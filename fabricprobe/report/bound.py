@@ -57,9 +57,14 @@ from fabricprobe.store.schema import EMPTY
 @dataclass(frozen=True)
 class Link:
     latency_s: float  # α: the least latency (half a round trip) the run measured
-    seconds_per_byte: float  # β: 1 / the best bandwidth it measured
+    seconds_per_byte: float  # β: 1 / the best bandwidth it measured; 0: none measured
     source: str  # where the two numbers come from, for the report
     settled: bool = True  # False: a point they come from stopped at its time cap before converging
+
+    @property
+    def has_beta(self) -> bool:
+        """Whether β was measured (a probe of small rows measures α alone: the bandwidth term is left out)."""
+        return self.seconds_per_byte > 0
 
 
 @dataclass(frozen=True)
@@ -175,9 +180,9 @@ def bound_of(point: dict[str, Any], fabric: Fabric) -> Bound | None:
         seconds += (rounds - inter_rounds) * fabric.intra.latency_s
         terms.append(f"{rounds - inter_rounds}·α_intra")
     moved = []
-    if fabric.intra is not None and fabric.intra.seconds_per_byte > 0:
+    if fabric.intra is not None and fabric.intra.has_beta:
         moved.append((spec.busbw_factor(p) * size * fabric.intra.seconds_per_byte, "F(p)·S·β_intra"))
-    if nodes > 1 and fabric.inter.seconds_per_byte > 0:
+    if nodes > 1 and fabric.inter.has_beta:
         beyond = max(spec.busbw_factor(nodes) * size - fabric.inter_burst_bytes, 0.0)
         name = "(F(N)·S − burst)·β_inter" if fabric.inter_burst_bytes else "F(N)·S·β_inter"
         moved.append((beyond * fabric.inter.seconds_per_byte, name))
@@ -285,7 +290,7 @@ def trust_line(run: Run, fabric: Fabric, found: dict[int, float]) -> str:
     if why:
         return f"% of bound: doubtful here ({FASTER_MARK}: faster than its bound) — " + "; ".join(why)
     links = [link for link in (fabric.intra, fabric.inter) if link is not None]
-    if all(link.seconds_per_byte > 0 for link in links):
+    if all(link.has_beta for link in links):
         return "% of bound: trusted (α and β measured in this run, settled, a core per rank; no row beats its bound)"
     return "% of bound: trusted (α measured in this run, settled, a core per rank; no row beats it; no β measured)"
 
@@ -294,7 +299,7 @@ def describe(fabric: Fabric) -> str:
     """One line: the parameters the bounds use and where they come from."""
     parts = []
     for name, link in (("intra-node", fabric.intra), ("inter-node", fabric.inter)):
-        if link is not None and link.seconds_per_byte > 0:
+        if link is not None and link.has_beta:
             parts.append(f"{name} α {link.latency_s * 1e6:.3g} µs, β 1/{1e-9 / link.seconds_per_byte:.3g} GB/s")
         elif link is not None:
             parts.append(f"{name} α {link.latency_s * 1e6:.3g} µs, no β")
