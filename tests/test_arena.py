@@ -144,24 +144,20 @@ def test_the_arena_module_imports_no_numpy():
 
 def test_a_run_whose_options_and_process_disagree_on_early_buffers_is_refused(fresh):
     """--config and --resume bring a stored early_buffers: the process must have reserved just that."""
-    from fabricprobe.engine.config import SweepConfig
-    from fabricprobe.engine.session import _early_buffers_applied
     from fabricprobe.errors import UsageError
 
-    _early_buffers_applied(SweepConfig())  # neither: nothing to say
+    fresh.check_applied(0)  # neither: nothing to say
     with pytest.raises(UsageError, match="give --early-buffers 8 on the fabricprobe command line"):
-        _early_buffers_applied(SweepConfig(early_buffers=8))
+        fresh.check_applied(8)
     fresh.reserve(4)
     with pytest.raises(UsageError, match="--early-buffers 4 was given but the run's options"):
-        _early_buffers_applied(SweepConfig())
+        fresh.check_applied(0)
     with pytest.raises(UsageError, match="give --early-buffers 8"):
-        _early_buffers_applied(SweepConfig(early_buffers=8))
-    _early_buffers_applied(SweepConfig(early_buffers=4))
+        fresh.check_applied(8)
+    fresh.check_applied(4)
 
 
 def test_a_reservation_the_kernel_refuses_is_said_in_one_line_when_the_sweep_starts(fresh, monkeypatch):
-    from fabricprobe.engine.config import SweepConfig
-    from fabricprobe.engine.session import _early_buffers_applied
     from fabricprobe.errors import UsageError
 
     def refused(nbytes):
@@ -171,7 +167,7 @@ def test_a_reservation_the_kernel_refuses_is_said_in_one_line_when_the_sweep_sta
     fresh.reserve(8)
     assert fresh.EARLY is None and fresh.record()["early_mib"] == 0
     with pytest.raises(UsageError, match=r"--early-buffers 8: could not map 8 MiB \(Cannot allocate memory\)"):
-        _early_buffers_applied(SweepConfig(early_buffers=8))
+        fresh.check_applied(8)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")

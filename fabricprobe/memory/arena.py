@@ -176,6 +176,22 @@ def note_buffer(nbytes: int) -> None:
         SETTING.written_before_mib = rss_anon_mib()
 
 
+def check_applied(asked: int) -> None:
+    """--early-buffers acts at the process's first step (cli/start.py), before any configuration is read:
+    a run's stored options or a --config file can ask for it (`asked` MiB, 0: none) but not apply it, so
+    what they ask must be what this process did. UsageError otherwise."""
+    if SETTING.failed:
+        raise UsageError(SETTING.failed)
+    reserved = SETTING.early_mib
+    if asked and asked != reserved:
+        raise UsageError(
+            f"the run's options ask for --early-buffers {asked}, which acts at start-up: "
+            f"give --early-buffers {asked} on the fabricprobe command line too"
+        )
+    if reserved and not asked:
+        raise UsageError(f"--early-buffers {reserved} was given but the run's options (stored or --config) have none")
+
+
 def record() -> dict[str, float | int]:
     """This rank's setting, for the run's `buffer_memory` attribute (engine/session.py gathers it):
     early_mib (0: late buffers), written_before_mib (-1: not read), missed, and peak_used_mib: the most
