@@ -52,6 +52,7 @@ ONE_WHEEL = {
     "test_allocations.py": "fabricprobe's buffers (tracemalloc sees numpy's, not the library's)",
     "test_architecture.py": "imports and the engine's extension points",
     "test_arena.py": "the early-buffer arena (no MPI)",
+    "test_shared_imports.py": "modules rank 0 reads for every rank, both roles in one process (no MPI)",
     "test_bad_input.py": "option and file checks before any MPI",
     "test_bound.py": "the bound's arithmetic and its report",
     "test_budget_mpi.py": "the budgeted search's rounds (the switch itself: test_onelaunch_mpi.py)",
