@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,12 +70,54 @@ def test_numba_is_loaded_where_a_hand_written_algorithm_reduces(tmp_path):
     assert run.attrs["numba_version"] == importlib.metadata.version("numba")  # recorded when the run ended
 
 
+@pytest.mark.mpi
+def test_rank_0_reads_the_measurements_modules_for_every_rank(tmp_path):
+    """Once MPI has started, rank 0 imports the measurement's modules (the engine, llvmlite and what they
+    import) and the other ranks are given their code (mpienv/shared_imports.py): none of them is read
+    from the file system by rank 1."""
+    out = run_mpi(2, [], python_args=[DRIVER, str(tmp_path), *SWEEP, "-o", str(tmp_path / "r.h5")])
+    assert out.returncode == 0, out.stderr[-3000:]
+    rank0, rank1 = (dict(line.split() for line in (tmp_path / f"loaders.{r}").read_text().splitlines()) for r in (0, 1))
+    kept = {name for name, loader in rank0.items() if loader == "_KeepingLoader"}
+    served = {name for name, loader in rank1.items() if loader == "_ServedLoader"}
+    assert {"fabricprobe.engine.measurement", "fabricprobe.engine.sweep", "llvmlite.binding"} <= kept
+    assert kept & set(rank1) == served  # every module rank 0 read that rank 1 imported, rank 1 was given
+    assert len(served) > 50 and not any(loader == "_ServedLoader" for loader in rank0.values())
+    assert (tmp_path / "r.h5").exists() and load_runs(str(tmp_path / "r.h5"))[0].status == "complete"
+
+
 def test_a_command_line_builds_its_subcommands_parser_only():
     assert subcommand_modules(["sweep", "--quick"]) == ["sweep_cmd"]
     assert subcommand_modules(["tune-sweep", "-n", "4"]) == ["tune_cmd"]
     every = subcommand_modules(["--help"])
     assert every == subcommand_modules([]) == subcommand_modules(["no-such-command"]) == list(dict.fromkeys(every))
     assert set(every) == set(SUBCOMMANDS.values())
+
+
+@pytest.mark.process
+def test_building_and_reading_the_sweeps_command_line_imports_no_shutil_nor_shlex():
+    """Every rank parses its command line: argparse's formatter imported shutil (and bz2, lzma) for the
+    terminal's width, and the launcher arguments' default was split by shlex."""
+    code = (
+        "import sys\nfrom fabricprobe.cli.main import build_parser\n"
+        "build_parser(['sweep']).parse_args(['sweep', '--sizes', '8'])\n"
+        "print(sorted(m for m in ('shutil', 'bz2', 'lzma', 'shlex') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("columns", [None, "57", "0", "wide"])
+def test_the_help_is_as_wide_as_shutil_says_the_terminal_is(columns, monkeypatch):
+    import shutil
+
+    from fabricprobe.cli.parser import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
 
 
 def test_every_subcommand_is_built_by_the_module_the_table_names():

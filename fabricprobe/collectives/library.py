@@ -8,7 +8,7 @@ differs. The point-to-point tests are OMB's loops, natively and through mpi4py.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -16,8 +16,11 @@ from fabricprobe.collectives.algorithm import LIBRARY, Algorithm
 from fabricprobe.memory import on_device
 from fabricprobe.specs import SPECS, pt2pt
 from fabricprobe.specs.base import Case
-from fabricprobe.timing import compiled, loops, native
+from fabricprobe.timing import loops
 from fabricprobe.timing.batch import Batch, Call, TimerUnavailable, idle
+
+if TYPE_CHECKING:
+    from fabricprobe.timing import native
 
 
 class MPICallError(RuntimeError):
@@ -29,6 +32,8 @@ def _ptr(arr: np.ndarray | None) -> int:
 
 
 def _native(MPI: Any) -> native.NativeMPI:
+    from fabricprobe.timing import native  # the C API's loops, once MPI has started
+
     nat = native.load(MPI)
     if nat is None:
         raise TimerUnavailable(f"the native timer is unavailable here: {native.unavailable_reason()}")
@@ -48,6 +53,8 @@ def _call(case: Case) -> Call:
 
 def _compiled_collective(case: Case) -> Batch:
     from mpi4py import MPI
+
+    from fabricprobe.timing import compiled  # llvmlite's, once MPI has started (engine/session.py)
 
     nat = _native(MPI)
     spec = SPECS[case.collective]
@@ -81,6 +88,8 @@ def overlap_batch(case: Case, timer: str, seconds: float) -> OverlapBatch:
     the call, computes for `seconds`, waits; out gets each whole, out_compute each computation."""
     from mpi4py import MPI
 
+    from fabricprobe.timing import compiled  # llvmlite's, once MPI has started (engine/session.py)
+
     spec = SPECS[case.collective]
     if timer == "native":
         nat = _native(MPI)
@@ -105,6 +114,8 @@ def overlap_batch(case: Case, timer: str, seconds: float) -> OverlapBatch:
 
 def _compiled_pt2pt(case: Case) -> Batch:
     from mpi4py import MPI
+
+    from fabricprobe.timing import compiled  # llvmlite's, once MPI has started (engine/session.py)
 
     if case.role < 0:
         return idle

@@ -20,7 +20,6 @@ from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case
 from fabricprobe.specs.pt2pt import ROLE_INITIATOR, ROLE_RESPONDER
 from fabricprobe.specs.rma import ORIGIN, TARGET, mpi_datatype
-from fabricprobe.timing import compiled
 from fabricprobe.timing.batch import Batch, idle
 
 _TAG_DONE = 19
@@ -115,6 +114,8 @@ def python_rma(case: Case) -> Batch:
 def _native_loop(case: Case, nat: Any, MPI: Any) -> Callable[[np.ndarray], int]:
     """The compiled loop of the case's one-sided call with flush, as a function of the output times:
     puts or gets to consecutive blocks, or one accumulate, fetch-and-op or compare-and-swap."""
+    from fabricprobe.timing import compiled  # llvmlite's, once MPI has started (engine/session.py)
+
     spec = SPECS[case.collective]
     pair, win, _ = case.keep
     dt, w, comm = nat.handle(mpi_datatype(case, MPI)), nat.handle(win), nat.handle(pair)

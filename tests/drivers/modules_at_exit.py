@@ -1,5 +1,6 @@
 """Run under mpiexec: `fabricprobe ARGS` as `python -m fabricprobe` runs it, and at exit each rank writes
-the modules it imported, one per line, to OUT/modules.RANK (the launcher's rank, as fabricprobe reads it).
+the modules it imported, one per line, to OUT/modules.RANK (the launcher's rank, as fabricprobe reads it),
+and to OUT/loaders.RANK each one's loader class beside its name.
 
     mpiexec -n 2 python tests/drivers/modules_at_exit.py OUT sweep --collectives allreduce --sizes 8
 """
@@ -18,6 +19,8 @@ OUT = Path(sys.argv[1])
 
 def _write() -> None:
     (OUT / f"modules.{env_rank()}").write_text("\n".join(sorted(sys.modules)) + "\n")
+    loaders = {name: type(getattr(module, "__loader__", None)).__name__ for name, module in list(sys.modules.items())}
+    (OUT / f"loaders.{env_rank()}").write_text("".join(f"{n} {c}\n" for n, c in sorted(loaders.items())))
 
 
 atexit.register(_write)
