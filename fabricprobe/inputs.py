@@ -63,6 +63,8 @@ def real(text: str, option: str, lo: float | None = None, hi: float | None = LAR
 def launcher_args(text: str, option: str = "--mpiexec-args") -> list[str]:
     """Extra launcher arguments as the shell would split them (the one parser of --mpiexec-args), or
     UsageError: an unbalanced quote was shlex's "No closing quotation" traceback."""
+    if not str(text).strip():  # the default: argparse checks it on every rank
+        return []
     import shlex  # a launcher's arguments: not every rank's
 
     try:

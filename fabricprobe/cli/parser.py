@@ -4,6 +4,7 @@ text is printed by rank 0 only, however many ranks parse the same command line."
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 from typing import IO
@@ -55,11 +56,31 @@ class Parser(argparse.ArgumentParser):
             (file or sys.stdout).write(message)
 
 
+def terminal_columns() -> int:
+    """The terminal's width as shutil.get_terminal_size gives it: $COLUMNS, else the terminal standard
+    output is, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """Fills descriptions to the terminal's width (argparse's own width: $COLUMNS or the terminal,
     80 when there is none), so no line is wrapped again by the terminal mid-word: paragraphs are
     separated by blank lines, and an indented line (an example command) is kept as written. Appends
     "(default: X)" only where X says something."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        # argparse's own width, found without its `import shutil` (and bz2 and lzma with it): every
+        # rank of a job builds the parser, and at scale each module is file-system lookups at once
+        super().__init__(prog, indent_increment, max_help_position, terminal_columns() - 2 if width is None else width)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         out: list[str] = []

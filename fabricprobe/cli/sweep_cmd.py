@@ -28,7 +28,6 @@ from fabricprobe.inputs import (
 from fabricprobe.memory import BUFFER_KINDS, arena
 from fabricprobe.mpienv.datatypes import DTYPES, OPS
 from fabricprobe.mpienv.init import THREAD_LEVELS
-from fabricprobe.mpienv.topology import parse_ranks_per_node
 from fabricprobe.sizes import parse_size, size_list, size_range
 from fabricprobe.specs import SPECS, family
 from fabricprobe.specs.base import OMB_WINDOW
@@ -408,7 +407,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         window=args.window,
         pairs=choice_list(args.pairs, PAIRS, "pair kind"),
         rma_syncs=choice_list(args.rma_sync, SYNCS, "one-sided synchronization"),
-        ranks_per_node=parse_ranks_per_node(args.ranks_per_node) if args.ranks_per_node is not None else None,
+        ranks_per_node=_ranks_per_node(args.ranks_per_node),
         comm_sizes=parse_comm_sizes(args.comm_sizes) if args.comm_sizes is not None else None,
         library_variant=args.library_variant,
         root=args.root,
@@ -495,3 +494,12 @@ def _launches(args: argparse.Namespace) -> int:
         flush=True,
     )
     return outcome.exit_code
+
+
+def _ranks_per_node(text: str | None) -> list[int] | None:
+    """--ranks-per-node's node sizes (None: the hardware's); the topology module is imported only if asked."""
+    if text is None:
+        return None
+    from fabricprobe.mpienv.topology import parse_ranks_per_node
+
+    return parse_ranks_per_node(text)

@@ -20,8 +20,6 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from fabricprobe.memory import DIRECT, PIPELINED, STAGED, TRANSFERS, on_device
-from fabricprobe.mpienv import topology
-from fabricprobe.mpienv.comm_cache import per_communicator
 from fabricprobe.specs import SPECS
 from fabricprobe.specs.base import Case, Layout
 
@@ -98,6 +96,8 @@ _proxies: dict[tuple, tuple[Any, SyncComm]] = {}
 def sync_comm(comm: Any, memory: Any) -> SyncComm:
     """One SyncComm per communicator and memory kind, on the communicator's active topology (so the
     hierarchical algorithms build their sub-communicators once, on the virtual nodes if any)."""
+    from fabricprobe.mpienv import topology  # a device point's: the options' parser reads GPUDIRECT alone
+    from fabricprobe.mpienv.comm_cache import per_communicator
 
     def make() -> SyncComm:
         proxy = SyncComm(comm, memory)
