@@ -1,8 +1,9 @@
 """What a rank costs the file system to start, as a check that can fail (issue 68; docs/scale.md,
-"Start-up"): rank 1 of a 2-rank sweep of the library's allreduce makes at most twice the file-system
+"Start-up"): rank 1 of a 2-rank sweep of the library's allreduce makes at most 1.5× the file-system
 metadata calls of a bare mpi4py rank (`import numpy; from mpi4py import MPI; barrier`) and at most
-1.5× its failed lookups, counted by strace (tests/startup_calls.py) on the site's MPI; a rank that
-imports what only rank 0 needs (h5py, the report) is counted as more."""
+1.5× its failed lookups, counted by strace (tests/startup_calls.py) on the site's MPI (the
+measurement's modules are rank 0's, broadcast: mpienv/shared_imports.py); a rank that imports what
+only rank 0 needs (h5py, the report) is counted as more."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from mpirun import launcher, mpi_env
 
 pytestmark = pytest.mark.process
 SWEEP = ["-m", "fabricprobe", "sweep", "--collectives", "allreduce", "--sizes", "8", "--progress", "none"]
-CALLS_AT_MOST = 2.0  # 1.79 with the Open MPI wheel (docs/scale.md); the issue asks 1.5, not reached
+CALLS_AT_MOST = 1.5  # as issue 68 asks (docs/scale.md: the Open MPI wheel's, Debian's in the site sessions)
 FAILED_AT_MOST = 1.5
 
 
@@ -44,7 +45,7 @@ def bare(tmp_path_factory) -> tuple[int, int]:
     return _calls([sys.executable, str(folder / "bare.py")], folder, _env())
 
 
-def test_a_sweep_rank_makes_at_most_twice_a_bare_ranks_metadata_calls(bare, tmp_path):
+def test_a_sweep_rank_makes_at_most_1_5_times_a_bare_ranks_metadata_calls(bare, tmp_path):
     sweep = _calls([sys.executable, *SWEEP, "-o", str(tmp_path / "r.h5")], tmp_path, _env())
     assert sweep[0] <= CALLS_AT_MOST * bare[0], (sweep, bare)
     assert sweep[1] <= FAILED_AT_MOST * bare[1], (sweep, bare)
