@@ -11,9 +11,9 @@
   (user + system of every process the launcher waited for). The suite's launcher passes Open MPI's
   --oversubscribe, which leaves ranks unbound; `--bound` launches with `mpiexec -n N` alone, each rank
   bound to a core as Open MPI does by default.
-- memory: `--pss-ranks` ranks of each, every rank's PSS (/proc/PID/smaps_rollup) sampled every 0.1 s;
-  the mean over ranks of each rank's peak. The sweep measures allreduce at 8 B, 1 KiB, 64 KiB and
-  1 MiB, so that it runs a while.
+- memory: `--pss-ranks` ranks of each, every rank's PSS (/proc/PID/smaps_rollup) sampled every 0.1 s
+  while all of them are alive (the ranks, not processes they fork); the mean over ranks of each rank's
+  peak. The sweep measures allreduce at 8 B, 1 KiB, 64 KiB and 1 MiB, so that it runs a while.
 - results: for each --ranks count, `sweep --collectives allreduce --algorithms library --sizes 8,64K
   --iters 400 --ci-target 0` (the same iterations at every count) into a fresh file: per point the
   stored timings (samples, and beyond 16 ranks maxima and per-rank rows), their bytes raw and as
@@ -90,17 +90,20 @@ def launches(folder: Path, pairs: int, bound: bool = False) -> dict:
     }
 
 
-def _processes_running(marker: str) -> list[int]:
-    found = []
+def _ranks_running(marker: str) -> list[int]:
+    """The python processes whose command line holds `marker` and whose parent is not one of them: the
+    ranks, not a process a rank forked (the set-up's watcher, engine/setup_watch.py, is a fork)."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
             if cmd and cmd[0].endswith(b"python") and marker.encode() in b" ".join(cmd):
-                found.append(int(entry.name))
-    return found
+                found[int(entry.name)] = parent
+    return [pid for pid, parent in found.items() if parent not in found]
 
 
 def memory(folder: Path, n: int) -> dict:
@@ -115,9 +118,12 @@ def memory(folder: Path, n: int) -> dict:
 
         def sample(marker=markers[name], peaks=peaks, done=done):
             while not done.is_set():
-                for pid in _processes_running(marker):
-                    size = pss_kib(pid)
-                    if size is not None:
+                ranks = _ranks_running(marker)
+                sizes = [(pid, pss_kib(pid)) for pid in ranks]
+                if len(ranks) == n and all(size is not None for _, size in sizes):
+                    # all alive: once one has exited, the pages it shared count among fewer (the last
+                    # rank's PSS doubled as the others exited)
+                    for pid, size in sizes:
                         peaks[pid] = max(peaks.get(pid, 0), size)
                 time.sleep(0.1)
 
@@ -126,7 +132,7 @@ def memory(folder: Path, n: int) -> dict:
         _launch(n, argv, folder)
         done.set()
         watcher.join()
-        ranks = sorted(peaks.values())[-n:]  # the ranks, not a launcher wrapper that matched
+        ranks = list(peaks.values())
         out[name] = {"ranks": len(ranks), "pss_mib_mean_of_peaks": round(sum(ranks) / max(len(ranks), 1) / 1024, 1)}
     return out
 
