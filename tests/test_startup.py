@@ -78,7 +78,7 @@ def test_rank_0_reads_the_measurements_modules_for_every_rank(tmp_path):
     out = run_mpi(2, [], python_args=[DRIVER, str(tmp_path), *SWEEP, "-o", str(tmp_path / "r.h5")])
     assert out.returncode == 0, out.stderr[-3000:]
     rank0, rank1 = (dict(line.split() for line in (tmp_path / f"loaders.{r}").read_text().splitlines()) for r in (0, 1))
-    kept = {name for name, loader in rank0.items() if loader == "_KeepingLoader"}
+    kept = {name for name, loader in rank0.items() if loader == "_SendingLoader"}
     served = {name for name, loader in rank1.items() if loader == "_ServedLoader"}
     assert {"fabricprobe.engine.measurement", "fabricprobe.engine.sweep", "llvmlite.binding"} <= kept
     assert kept & set(rank1) == served  # every module rank 0 read that rank 1 imported, rank 1 was given

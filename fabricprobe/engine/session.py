@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # rank 0 writes: the other ranks never load h5py (issue 68)
     from fabricprobe.engine.switching import LibrarySwitch
     from fabricprobe.store import ResultsWriter
 
-# What every rank imports once MPI has started, read by rank 0 for all: the run and its timed loops
-# (the library's algorithms compile theirs with llvmlite: timing/compiled.py).
+# What every rank imports once MPI has started, read by rank 0 for all (mpienv/shared_imports.py): the
+# run and the timing loops' compiler (llvmlite: timing/compiled.py).
 MEASURING = ("fabricprobe.engine.measurement", "fabricprobe.timing.compiled")
 
 
@@ -113,16 +113,16 @@ def _run(job: _Job) -> SessionOutcome:
     _the_job_launched(comm)
     job.phase("the options agreed between ranks")
     _same_everywhere(comm, {"config": job.config.to_dict(), "output": job.path, "resume_run": job.run_id})
-    job.phase("the measurement's modules, read by rank 0 for every rank")
-    shared_imports.share(comm, MEASURING)
-    from fabricprobe.engine.measurement import measure
-
-    if comm.rank == 0:  # the library's build tools run while rank 0 opens the file (provenance reads them)
+    if comm.rank == 0:  # the library's build tools run while rank 0 reads and opens the file (provenance reads them)
         from fabricprobe.mpienv import build
         from fabricprobe.mpienv.library import library_info
 
         lib = library_info(MPI)
         job.asked = build.Asked(lib.vendor, lib.version_string)
+    job.phase("the measurement's modules, read by rank 0 for every rank")
+    shared_imports.share(comm, MEASURING)
+    from fabricprobe.engine.measurement import measure
+
     try:
         with _interrupts_end_the_run(job):
             outcome = measure(job, MPI, comm)
