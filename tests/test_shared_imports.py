@@ -179,3 +179,16 @@ def test_a_module_rank_0_had_already_is_looked_up_without_waiting():
     served = shared_imports._Served(_Comm(1, [(shared_imports.interpreter(), ["sharedpkg.later"])]))
     assert served.find_spec("sharedpkg.later") is None
     assert served.comm.taken == 1
+
+
+def test_switched_off_on_rank_0_every_rank_reads_its_own(package, monkeypatch):
+    """FABRICPROBE_SHARED_IMPORTS=off, read on rank 0 alone (a setting that differed between ranks
+    would part their broadcasts): rank 0 sends only that, and the others import from their files."""
+    monkeypatch.setenv(shared_imports.SWITCH, "off")
+    sent: list = []
+    _rank0(sent)
+    assert sent == [(None, [])]
+    monkeypatch.delenv(shared_imports.SWITCH)
+    comm = _Comm(1, sent)
+    assert shared_imports.share(comm, ("sharedpkg",)) == 0 and comm.taken == 1
+    assert sys.modules["sharedpkg"].VALUE == 42

@@ -19,6 +19,8 @@ standard source loader (an extension module is sent by its path, which spares th
 open), a module imported on another thread. A rank whose interpreter differs from rank 0's (version,
 bytecode magic, sys.path, optimisation) reads its own files, and takes the broadcasts all the same:
 every rank makes the same broadcasts, the last one (END) included, whatever fails.
+FABRICPROBE_SHARED_IMPORTS=off in rank 0's environment has every rank read its own modules (the way
+back if a site's Python finds modules in a way this does not serve).
 Measured: docs/scale.md, "Start-up" and "A launch".
 """
 
@@ -28,6 +30,7 @@ import importlib
 import importlib.machinery as machinery
 import importlib.util
 import marshal
+import os
 import pickle
 import sys
 import threading
@@ -38,6 +41,7 @@ from typing import Any
 from fabricprobe.memory import heap
 
 CODE, EXTENSION, LOOKUP, END = "code", "extension", "lookup", "end"
+SWITCH = "FABRICPROBE_SHARED_IMPORTS"  # "off" on rank 0: every rank reads its own modules
 SPIN_S = 0.0005  # a wait for the next module is tested without a pause this long,
 POLL_S = 0.0001  # then every 0.1 ms
 
@@ -69,6 +73,10 @@ def share(comm: Any, modules: tuple[str, ...]) -> int:
         _import(modules)
         return 0
     if comm.rank == 0:
+        if os.environ.get(SWITCH) == "off":  # rank 0's setting holds for every rank
+            comm.bcast((None, []), root=0)
+            _import(modules)
+            return 0
         sender = _Sending(comm)
         try:
             with sender:
@@ -181,7 +189,8 @@ class _Served(_Hook):
         self.interpreter, before = comm.bcast(None, root=0)
         self.elsewhere = set(before)  # rank 0 had them: it sends none of these
         self.received: dict[str, Entry] = {}
-        self.ended = self.receiving = False
+        self.receiving = False
+        self.ended = self.interpreter is None  # SWITCH off on rank 0: it sends nothing
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name in self.elsewhere or self.receiving or threading.get_ident() != self.thread:
