@@ -1,7 +1,7 @@
 """docs/scale.md: what one rank and one point cost as the job grows, against a bare mpi4py rank.
 
     python benchmarks/scale_costs.py OUT.json [--ranks 2,4,8,16,32,64] [--pairs 7] [--pss-ranks 8]
-        [--parts startup,launch,memory,results] [--bound]
+        [--parts startup,launch,memory,results,shared] [--bound]
 
 - start-up: one 2-rank, one-point sweep (allreduce, 8 B) and one bare 2-rank job (`import numpy;
   from mpi4py import MPI; barrier`), each rank under `strace -f -e trace=%file,getdents64`: the
@@ -14,6 +14,9 @@
 - memory: `--pss-ranks` ranks of each, every rank's PSS (/proc/PID/smaps_rollup) sampled every 0.1 s
   while all of them are alive (the ranks, not processes they fork); the mean over ranks of each rank's
   peak. The sweep measures allreduce at 8 B, 1 KiB, 64 KiB and 1 MiB, so that it runs a while.
+- shared (not in the default parts): `--pairs` interleaved pairs of the one-point sweep with rank 0
+  reading the measurement's modules for every rank (mpienv/shared_imports.py) and with each rank
+  reading its own (FABRICPROBE_SHARED_IMPORTS=off): 2 ranks bound, and 8 ranks on the 2 cores.
 - results: for each --ranks count, `sweep --collectives allreduce --algorithms library --sizes 8,64K
   --iters 400 --ci-target 0` (the same iterations at every count) into a fresh file: per point the
   stored timings (samples, and beyond 16 ranks maxima and per-rank rows), their bytes raw and as
@@ -54,12 +57,12 @@ def _commands(folder: Path, n: int, bare_text: str = BARE) -> dict[str, list[str
     }
 
 
-def _launch(n: int, argv: list[str], folder: Path, bound: bool = False) -> tuple[float, float]:
+def _launch(n: int, argv: list[str], folder: Path, bound: bool = False, env: dict | None = None) -> tuple[float, float]:
     """(wall s, CPU s of everything the launcher waited for)."""
     start = [launcher().mpiexec, "-n", str(n)] if bound else launcher().argv(n)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(start + argv, cwd=folder, env=mpi_env(), capture_output=True, text=True)
+    done = subprocess.run(start + argv, cwd=folder, env=env or mpi_env(), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -166,13 +169,32 @@ def results(folder: Path, counts: list[int]) -> list[dict]:
     return rows
 
 
+def shared(folder: Path, pairs: int) -> dict:
+    """The one-point sweep with rank 0 reading the measurement's modules for every rank and with each
+    rank reading its own (FABRICPROBE_SHARED_IMPORTS=off), interleaved: 2 ranks bound, 8 unbound."""
+    argv = _commands(folder, 2)["fabricprobe"]
+    own = {**mpi_env(), "FABRICPROBE_SHARED_IMPORTS": "off"}
+    out: dict = {}
+    for label, n, bound in (("2 ranks, bound", 2, True), ("8 ranks, --oversubscribe", 8, False)):
+        runs: dict[str, list] = {"shared": [], "each its own": []}
+        for i in range(pairs):
+            for mode in ("shared", "each its own") if i % 2 else ("each its own", "shared"):
+                runs[mode].append(_launch(n, argv, folder, bound, own if mode == "each its own" else None))
+        out[label] = {
+            mode: {"wall_s": [round(w, 3) for w, _ in got], "cpu_s": [round(c, 3) for _, c in got]}
+            for mode, got in runs.items()
+        }
+        print(json.dumps({label: out[label]}), flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--ranks", default="2,4,8,16,32,64")
     ap.add_argument("--pairs", type=int, default=7)
     ap.add_argument("--pss-ranks", type=int, default=8)
-    ap.add_argument("--parts", default="startup,launch,memory,results", help="which measurements")
+    ap.add_argument("--parts", default="startup,launch,memory,results", help="which measurements (and shared)")
     ap.add_argument("--bound", action="store_true", help="launch: mpiexec -n N, ranks bound to cores")
     args = ap.parse_args()
     parts = args.parts.split(",")
@@ -188,6 +210,8 @@ def main() -> int:
         if "memory" in parts:
             report["memory"] = memory(folder, args.pss_ranks)
             print(json.dumps(report["memory"]), flush=True)
+        if "shared" in parts:
+            report["shared"] = shared(folder, args.pairs)
         if "results" in parts:
             report["results"] = results(folder, [int(x) for x in args.ranks.split(",")])
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
