@@ -193,7 +193,7 @@ def check_applied(asked: int) -> None:
 
 
 def record() -> dict[str, float | int]:
-    """This rank's setting, for the run's `buffer_memory` attribute (engine/session.py gathers it):
+    """This rank's setting, for the run's `buffer_memory` attribute (engine/measurement.py gathers it):
     early_mib (0: late buffers), written_before_mib (-1: not read), missed, and peak_used_mib: the most
     the message buffers held at once, in whole pages (what --early-buffers must at least give)."""
     written = SETTING.written_before_mib
