@@ -55,6 +55,18 @@ def test_ranks_other_than_0_import_none_of_what_rank_0_alone_uses(tmp_path):
 
 
 @pytest.mark.mpi
+def test_the_doctors_other_ranks_import_neither_h5py_nor_rich(tmp_path):
+    """The doctor at scale: its record (h5py) and report (rich) are rank 0's, which alone checks the
+    output, writes it and draws; every rank imported both before."""
+    doctor = ["doctor", "--sizes", "8,1K", "--iterations", "5,2", "--ring-size", "1K", "--ring-reps", "1"]
+    out = run_mpi(2, [], python_args=[DRIVER, str(tmp_path), *doctor, "-o", str(tmp_path / "d.h5")])
+    assert out.returncode == 0, out.stderr[-3000:]
+    rank0, rank1 = ((tmp_path / f"modules.{r}").read_text().split() for r in (0, 1))
+    assert _packages(rank1, ("h5py", "rich")) == []
+    assert _packages(rank0, ("h5py", "rich")) == ["h5py", "rich"]  # the check sees them where they are
+
+
+@pytest.mark.mpi
 def test_numba_is_loaded_where_a_hand_written_algorithm_reduces(tmp_path):
     """The other side of the check above: a sweep of fabricprobe's ring allreduce loads Numba for its
     reduction kernel, on every rank."""

@@ -105,10 +105,9 @@ def options(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from fabricprobe.doctor import record
-
     if args.show:
         from fabricprobe.console import make_console
+        from fabricprobe.doctor import record
         from fabricprobe.doctor.render import render
 
         _, m, meta = record.load(args.show, args.run)
@@ -116,8 +115,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.run:
         raise UsageError("--run goes with --show FILE")
-    opts = options(args)
-    record.check_writable(opts.output)
+    opts = options(args)  # the output is checked by rank 0 once MPI has started (doctor/workflow.py)
     from fabricprobe.doctor.workflow import run_doctor
 
     return run_doctor(opts, sys.argv)

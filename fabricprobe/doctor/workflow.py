@@ -7,12 +7,13 @@ import time
 from dataclasses import asdict, dataclass
 
 from fabricprobe.console import make_console, set_rank, warn_line
-from fabricprobe.doctor import measure, record, render, schedule
+from fabricprobe.doctor import measure, schedule
 from fabricprobe.doctor.diagnose import Diagnosis, diagnose
 from fabricprobe.doctor.results import Measurements, pair_table, rank_table
 from fabricprobe.errors import UsageError
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.init import init_mpi
+from fabricprobe.mpienv.waiting import root_decides
 
 THREAD_LEVEL = "single"
 
@@ -69,10 +70,19 @@ def _pairs_of(m: Measurements, f) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(m.pairs["a"], m.pairs["b"]) if a in f.ranks or b in f.ranks]
 
 
+def _record():
+    """The record's module (h5py's with it): rank 0's alone, which writes (every rank imported it, and
+    rich for the report, at scale each a file-system lookup at once: docs/scale.md, "Start-up")."""
+    from fabricprobe.doctor import record
+
+    return record
+
+
 def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
     MPI = init_mpi(THREAD_LEVEL)
     comm = MPI.COMM_WORLD
     set_rank(comm.rank)
+    root_decides(comm, lambda: _record().check_writable(opts.output))  # rank 0 alone opens it (h5py)
     if comm.size < 2:  # it measured no pair and reported "No suspects"
         raise UsageError("the doctor measures pairs of ranks: run it under mpiexec -n 2 or more (srun -n 2 ...)")
     topo = topology.detect(comm)
@@ -120,9 +130,11 @@ def run_doctor(opts: DoctorOptions, argv: list[str]) -> int:
         if comm.rank == 0:
             m.pass_seconds["confirmation"] = time.perf_counter() - t0
     if comm.rank == 0:
-        written, rid = record.save(opts.output, m, final.as_dict(), prov, asdict(opts), warn_line)
+        from fabricprobe.doctor.render import render
+
+        written, rid = _record().save(opts.output, m, final.as_dict(), prov, asdict(opts), warn_line)
         console = make_console()
-        render.render(console, m, final.as_dict(), prov)
+        render(console, m, final.as_dict(), prov)
         console.print(f"recorded {written} (run {rid}); heat map: fabricprobe plot {written} -o pairs.png")
     comm.Barrier()
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import resource
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from fabricprobe.engine import bound_probe, faults
 from fabricprobe.engine.config import SweepConfig
@@ -18,12 +18,12 @@ from fabricprobe.engine.gpudirect import direct_reason
 from fabricprobe.engine.served import ServedBy
 from fabricprobe.engine.sweep import execute
 from fabricprobe.engine.watchdog import Watchdog
-from fabricprobe.errors import INTERRUPTED_STATUSES, DamagedError, UsageError
+from fabricprobe.errors import INTERRUPTED_STATUSES, UsageError
 from fabricprobe.memory import arena
 from fabricprobe.mpienv import provenance, topology
 from fabricprobe.mpienv.launcher import launched_by_mpiexec
 from fabricprobe.mpienv.spinning import spin_warning
-from fabricprobe.mpienv.waiting import quiet_barrier
+from fabricprobe.mpienv.waiting import quiet_barrier, root_decides
 from fabricprobe.store.schema import STATUS_COMPLETE, STATUS_RUNNING
 from fabricprobe.timing import windows
 
@@ -53,14 +53,14 @@ def measure(job: Any, MPI: Any, comm: Any) -> SessionOutcome:
             job.open_writer()
             return _load_resume(path, run_id, comm.size, MPI)
 
-        run_id, stored, done, resumed_at, shape = _root_decides(comm, load)
+        run_id, stored, done, resumed_at, shape = root_decides(comm, load)
         if stored.thread_level != config.thread_level:
             raise UsageError(f"the run used --thread-level {stored.thread_level}; resume it with the same level")
         arena.check_applied(stored.early_buffers)
         config = stored
         warn(f"resuming run {run_id} of {path}: {len(done)} points done; its stored options are used")
     else:
-        _root_decides(comm, lambda: (_check_output_path(path), job.open_writer()))
+        root_decides(comm, lambda: (_check_output_path(path), job.open_writer()))
     if config.order == "random" and config.seed < 0:  # rank 0's draw, stored with the run: reproducible
         import secrets
 
@@ -250,22 +250,6 @@ def _same_shape(shape: dict, topo: Any, path: str, run_id: str) -> None:
             f"run {run_id} in {path} was measured with ranks per node {stored}; this job has {now}: "
             "resume it on the same job shape"
         )
-
-
-def _root_decides(comm: Any, decide: Callable[[], Any]) -> Any:
-    """Run decide() on rank 0 only; its UsageError (or result) reaches every rank, of the same class (a
-    damaged file's DamagedError exits EXIT_DAMAGED on every rank)."""
-    outcome: tuple[str | None, Any, bool] = (None, None, False)
-    if comm.rank == 0:
-        try:
-            outcome = (None, decide(), False)
-        except UsageError as exc:
-            outcome = (str(exc), None, isinstance(exc, DamagedError))
-    quiet_barrier(comm)  # the others sleep while rank 0 decides (it opens the file: h5py's import)
-    message, value, damaged = comm.bcast(outcome, root=0)
-    if message is not None:
-        raise (DamagedError if damaged else UsageError)(message)
-    return value
 
 
 def _check_output_path(path: str) -> None:

@@ -5,12 +5,14 @@ so a rank waiting while rank 0 alone works (opens the results file, asks the lib
 built, writes a run's start) burns a core the whole time; where ranks share cores its polling also
 takes time from the ranks being measured (seen in the fabric lab, 4 ranks on 2 cores: one rank's
 reduction blocks took 2.0 to 7.8 ms depending on who was polling beside it). What it costs a launch:
-docs/scale.md, "A launch"."""
+docs/scale.md, "A launch". Rank 0 deciding for all (root_decides) waits so too."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
+
+from fabricprobe.errors import DamagedError, UsageError
 
 QUIET_POLL_S = 0.0005  # the most a quiet barrier adds to the wait
 
@@ -20,3 +22,20 @@ def quiet_barrier(comm: Any) -> None:
     req = comm.Ibarrier()
     while not req.Test():
         time.sleep(QUIET_POLL_S)
+
+
+def root_decides(comm: Any, decide: Callable[[], Any]) -> Any:
+    """Run decide() on rank 0 only (it opens a file: the others need not, and at scale should not);
+    its UsageError (or result) reaches every rank, of the same class (a damaged file's DamagedError
+    exits EXIT_DAMAGED on every rank). The others sleep meanwhile."""
+    outcome: tuple[str | None, Any, bool] = (None, None, False)
+    if comm.rank == 0:
+        try:
+            outcome = (None, decide(), False)
+        except UsageError as exc:
+            outcome = (str(exc), None, isinstance(exc, DamagedError))
+    quiet_barrier(comm)
+    message, value, damaged = comm.bcast(outcome, root=0)
+    if message is not None:
+        raise (DamagedError if damaged else UsageError)(message)
+    return value
