@@ -7,11 +7,12 @@ lookups along the path): on a parallel file system these are what makes Python s
 thousands of nodes (LLNL's MPI_Import, which had rank 0 look modules up and broadcast them, cut 32k
 processes' start-up from 5.5 hours to 6 minutes). Here rank 0 imports a list of modules (and all they
 import) with a loader that broadcasts each module's code object, marshalled, as it loads it; the
-other ranks put a finder first on sys.meta_path that takes the modules from those broadcasts, in order,
-waiting for the next one when it is not there yet (same file names, packages' paths and resource
-readers as from the file system), while they import the same list, then remove it. Module by module,
-the others run one while rank 0 reads the next; sent all at once after rank 0's imports, they waited
-for all of them before their first (0.05 to 0.07 s more of a 2-rank launch here, against a few ms).
+other ranks put a finder on sys.meta_path (after the built-in and frozen modules' importers) that
+takes the modules from those broadcasts, in order, waiting for the next one when it is not there yet
+(same file names, packages' paths and resource readers as from the file system), while they import
+the same list, then remove it. Module by module, the others run one while rank 0 reads the next;
+sent all at once after rank 0's imports, they waited for all of them before their first (0.05 to
+0.07 s more of a 2-rank launch here, against a few ms).
 
 What rank 0 does not send is looked up as usual: a module rank 0 had imported before (its names are
 the first broadcast), one imported later, a namespace package, a module of a loader other than the
@@ -34,16 +35,19 @@ import os
 import pickle
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from fabricprobe.memory import heap
+from fabricprobe.mpienv.waiting import wait_sleeping
 
 CODE, EXTENSION, LOOKUP, END = "code", "extension", "lookup", "end"
 SWITCH = "FABRICPROBE_SHARED_IMPORTS"  # "off" on rank 0: every rank reads its own modules
-SPIN_S = 0.0005  # a wait for the next module is tested without a pause this long,
-POLL_S = 0.0001  # then every 0.1 ms
+# A wait for the next module is tested without a pause this long (it is usually that close), then
+# every POLL_S asleep: oversubscribed, ranks waiting in MPI made an 8-rank launch on 2 cores 11 to 15%
+# longer; a shorter spin made 2-rank launches slower (docs/scale.md, "A launch").
+SPIN_S = 0.0005
+POLL_S = 0.0001
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ class _Sending(_Hook):
         self.pending = [(request, buffer) for request, buffer in self.pending if not request.Test()]
         if entry.kind == END:
             for request, _ in self.pending:
-                _wait(request)
+                wait_sleeping(request, SPIN_S, POLL_S)
             self.pending = []
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
@@ -213,9 +217,9 @@ class _Served(_Hook):
         self.receiving = True  # an import inside the broadcast itself is not one of rank 0's
         try:
             size = bytearray(8)
-            _wait(self.comm.Ibcast(size, root=0))
+            wait_sleeping(self.comm.Ibcast(size, root=0), SPIN_S, POLL_S)
             message = bytearray(int.from_bytes(size, "little"))
-            _wait(self.comm.Ibcast(message, root=0))
+            wait_sleeping(self.comm.Ibcast(message, root=0), SPIN_S, POLL_S)
             entry = pickle.loads(message)
         finally:
             self.receiving = False
@@ -229,16 +233,6 @@ class _Served(_Hook):
         while not self.ended:
             self._receive()
         self.received.clear()
-
-
-def _wait(request: Any) -> None:
-    """Until `request` completes: tested without a pause for SPIN_S (the next module is usually that
-    close), then every POLL_S asleep, so that a rank that waits longer leaves its core to the others
-    (oversubscribed, ranks waiting in MPI made an 8-rank launch on 2 cores 11 to 15% longer)."""
-    until = time.perf_counter() + SPIN_S
-    while not request.Test():
-        if time.perf_counter() > until:
-            time.sleep(POLL_S)
 
 
 class _ServedLoader(machinery.SourceFileLoader):

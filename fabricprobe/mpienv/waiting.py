@@ -19,9 +19,16 @@ QUIET_POLL_S = 0.0005  # the most a quiet barrier adds to the wait
 
 def quiet_barrier(comm: Any) -> None:
     """A barrier that sleeps while it waits (MPI_Ibarrier, tested every QUIET_POLL_S)."""
-    req = comm.Ibarrier()
-    while not req.Test():
-        time.sleep(QUIET_POLL_S)
+    wait_sleeping(comm.Ibarrier())
+
+
+def wait_sleeping(request: Any, spin_s: float = 0.0, poll_s: float = QUIET_POLL_S) -> None:
+    """Until the non-blocking `request` completes: tested without a pause for `spin_s` (for what is
+    usually that close), then every `poll_s` asleep, leaving the core to the ranks that work."""
+    until = time.perf_counter() + spin_s
+    while not request.Test():
+        if time.perf_counter() > until:
+            time.sleep(poll_s)
 
 
 def root_decides(comm: Any, decide: Callable[[], Any]) -> Any:
