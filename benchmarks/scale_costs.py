@@ -87,10 +87,12 @@ def launches(folder: Path, pairs: int, bound: bool = False) -> dict:
     for _ in range(pairs):
         for name, argv in commands.items():
             got[name].append(_launch(2, argv, folder, bound))
-    return {
-        name: {"wall_s": [round(w, 3) for w, _ in xs], "cpu_s": [round(c, 3) for _, c in xs]}
-        for name, xs in got.items()
-    }
+    return {name: _times(xs) for name, xs in got.items()}
+
+
+def _times(launched: list[tuple[float, float]]) -> dict[str, list[float]]:
+    """_launch's (wall, CPU) pairs as the JSON keeps them."""
+    return {"wall_s": [round(w, 3) for w, _ in launched], "cpu_s": [round(c, 3) for _, c in launched]}
 
 
 def _ranks_running(marker: str) -> list[int]:
@@ -180,10 +182,7 @@ def shared(folder: Path, pairs: int) -> dict:
         for i in range(pairs):
             for mode in ("shared", "each its own") if i % 2 else ("each its own", "shared"):
                 runs[mode].append(_launch(n, argv, folder, bound, own if mode == "each its own" else None))
-        out[label] = {
-            mode: {"wall_s": [round(w, 3) for w, _ in got], "cpu_s": [round(c, 3) for _, c in got]}
-            for mode, got in runs.items()
-        }
+        out[label] = {mode: _times(got) for mode, got in runs.items()}
         print(json.dumps({label: out[label]}), flush=True)
     return out
 
