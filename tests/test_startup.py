@@ -35,10 +35,19 @@ def _packages(modules: list[str], packages: tuple[str, ...] = ROOT_ONLY) -> list
     return sorted({p for p in packages for m in modules if m == p or m.startswith(p + ".")})
 
 
-@pytest.mark.mpi
-def test_ranks_other_than_0_import_none_of_what_rank_0_alone_uses(tmp_path):
-    out = run_mpi(2, [], python_args=[DRIVER, str(tmp_path), *SWEEP, "-o", str(tmp_path / "r.h5")])
+@pytest.fixture(scope="module")
+def library_sweep(tmp_path_factory) -> Path:
+    """One 2-rank sweep of the library's allreduce under the driver, for the tests of what it imported:
+    each rank's modules and loaders, and the results file r.h5, in the folder returned."""
+    folder = tmp_path_factory.mktemp("library_sweep")
+    out = run_mpi(2, [], python_args=[DRIVER, str(folder), *SWEEP, "-o", str(folder / "r.h5")])
     assert out.returncode == 0, out.stderr[-3000:]
+    return folder
+
+
+@pytest.mark.mpi
+def test_ranks_other_than_0_import_none_of_what_rank_0_alone_uses(library_sweep):
+    tmp_path = library_sweep
     rank0, rank1 = ((tmp_path / f"modules.{r}").read_text().split() for r in (0, 1))
     assert _packages(rank1) == [], _packages(rank1)
     assert {"h5py", "rich", "fabricprobe.report"} <= set(_packages(rank0))  # the check sees them where they are
@@ -83,12 +92,11 @@ def test_numba_is_loaded_where_a_hand_written_algorithm_reduces(tmp_path):
 
 
 @pytest.mark.mpi
-def test_rank_0_reads_the_measurements_modules_for_every_rank(tmp_path):
+def test_rank_0_reads_the_measurements_modules_for_every_rank(library_sweep):
     """Once MPI has started, rank 0 imports the measurement's modules (the engine, llvmlite and what they
     import) and the other ranks are given their code (mpienv/shared_imports.py): none of them is read
     from the file system by rank 1."""
-    out = run_mpi(2, [], python_args=[DRIVER, str(tmp_path), *SWEEP, "-o", str(tmp_path / "r.h5")])
-    assert out.returncode == 0, out.stderr[-3000:]
+    tmp_path = library_sweep
     rank0, rank1 = (dict(line.split() for line in (tmp_path / f"loaders.{r}").read_text().splitlines()) for r in (0, 1))
     kept = {name for name, loader in rank0.items() if loader == "_SendingLoader"}
     served = {name for name, loader in rank1.items() if loader == "_ServedLoader"}
