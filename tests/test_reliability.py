@@ -523,6 +523,34 @@ def test_the_watchdog_names_the_main_thread_not_itself():
         '  File "/x/bin/fabricprobe", line 8 in <module>\n'
     )
     assert _top({"stack": stack}) == '; at "/x/fabricprobe/engine/faults.py", line 47 in hang_if_asked'
-    only_current = stack.split("\n\n")[0]
-    assert "watchdog.py" in _top({"stack": only_current})  # nothing else to name: better than nothing
+    only_current = stack.split("\n\n")[0]  # what a report read half-written held
+    assert _top({"stack": only_current}) == ""  # no place rather than the watchdog's own
     assert _top(None) == ""
+
+
+def test_a_watchdog_report_appears_only_whole(tmp_path, monkeypatch):
+    """Rank 0 reads the other ranks' reports as soon as they appear: one read while its rank was still
+    writing held only the watchdog's own thread, and rank 1 was said to be in the watchdog (CI). A report
+    is seen under its name only once written."""
+    import faulthandler
+
+    from fabricprobe.engine import watchdog
+
+    folder = tmp_path / "reports"
+    seen_while_writing = []
+
+    def dump(file, all_threads):
+        file.write("Current thread 0x01 (most recent call first):\n")
+        file.flush()
+        seen_while_writing.append(sorted(p.name for p in folder.glob("rank-*.txt")))
+        file.write("\nThread 0x02 (most recent call first):\n")
+
+    monkeypatch.setattr(faulthandler, "dump_traceback", dump)
+    dog = watchdog.Watchdog(0, 1, reports=str(folder), nranks=2)
+    dog._report("point 4 (bcast float32 8 B)")
+    assert seen_while_writing == [[]]
+    assert sorted(p.name for p in folder.iterdir()) == ["rank-1.txt"]
+    text = (folder / "rank-1.txt").read_text()
+    assert text.startswith("in point 4 (bcast float32 8 B)\n") and text.endswith(
+        "Thread 0x02 (most recent call first):\n"
+    )

@@ -10,7 +10,9 @@ MPI calls and compiled timing loops release the GIL, so the thread runs while th
 
 Where every rank is, when it fires: each rank's watchdog, on its own deadline, writes what it was
 doing (the point it armed for, or that it was between points, and every thread's Python stack) to
-REPORTS/rank-R.txt beside the results file; rank 0 waits a moment for them, prints one line per rank
+REPORTS/rank-R.txt beside the results file (renamed into place once whole: rank 0 reads a report as
+soon as it appears, and a half-written one named the watchdog's own thread); rank 0 waits a moment for
+them, prints one line per rank
 and hands them to on_timeout, which stores them with the run. At 128 ranks a quick sweep stopped in a
 point whose cause could not be told from what was left: a hang, and whose, now can.
 """
@@ -90,10 +92,12 @@ class Watchdog:
         try:
             folder = Path(self.reports)
             folder.mkdir(exist_ok=True)
-            with open(folder / f"rank-{self.rank}.txt", "w") as f:
+            writing = folder / f".rank-{self.rank}.writing"
+            with open(writing, "w") as f:
                 f.write(f"in {label}\n")
                 f.flush()
                 faulthandler.dump_traceback(file=f, all_threads=True)
+            os.replace(writing, folder / f"rank-{self.rank}.txt")  # rank 0 reads it whole or not at all
         except OSError:
             pass
 
@@ -148,7 +152,8 @@ def _top(found: dict | None) -> str:
     """ "; at file:line in function" of the innermost fabricprobe frame of the main thread's stack. The
     report is written by the watchdog's own thread, which faulthandler lists first ("Current thread"):
     taking the first stack named the watchdog itself on every rank, so that one is skipped and the
-    thread whose outermost frame is the program's (<module>) taken."""
+    thread whose outermost frame is the program's (<module>) taken. A report with no other thread says
+    no place: naming the watchdog's own frames would say the rank was in the watchdog."""
     if not found:
         return ""
     groups: list[tuple[bool, list[str]]] = []
@@ -158,8 +163,6 @@ def _top(found: dict | None) -> str:
         elif line.startswith("File ") and groups:
             groups[-1][1].append(line)
     others = [frames for current, frames in groups if not current and frames]
-    main = next((f for f in others if f[-1].endswith("<module>")), others[-1] if others else None)
-    if main is None:
-        main = next((frames for _, frames in groups if frames), [])
+    main = next((f for f in others if f[-1].endswith("<module>")), others[-1] if others else [])
     ours = [line for line in main if "fabricprobe" in line] or main
     return f"; at {ours[0][5:]}" if ours else ""
